@@ -1,0 +1,204 @@
+"""The operations, written once as generators over queries (sans I/O).
+
+An operation yields a `Query` to read (and receives its rows) or a `Commit` to write (and receives
+the rows of each of its queries). The sync and async clients drive the same generators; a write
+operation is re-run from the start if another writer committed in between (optimistic concurrency),
+and its `Commit` is applied atomically (MULTI/EXEC), so a wave is never half-applied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rippl_core import queries
+from rippl_core.errors import InvalidInputError, NotFoundError
+from rippl_core.timeutil import from_ms
+from rippl_core.tms import Premise, Region, label
+from rippl_core.vocabulary import Kind, State, edge_type
+from rippl_core.walk import walk
+from rippl_core.wire import Query
+
+type Op[T] = Generator[Any, Any, T]
+
+
+@dataclass
+class Commit:
+    """Queries applied atomically, and the events published with them."""
+
+    queries: list[Query] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------- reads
+
+
+def fetch_nodes(ids: Sequence[str]) -> Op[dict[str, dict[str, Any]]]:
+    """Stored properties of the nodes among `ids` that exist."""
+    if not ids:
+        return {}
+    rows = yield queries.get_nodes(list(ids))
+    return {row[0]["id"]: row[0] for row in rows}
+
+
+def fetch_justifications(ids: Sequence[str]) -> Op[tuple[dict[str, list[list[str]]],
+                                                       dict[str, str]]]:
+    """Justifications of `ids` (antecedent lists grouped by edge property `j`) and antecedent
+    states."""
+    if not ids:
+        return {}, {}
+    rows = yield queries.justifications(list(ids))
+    grouped: dict[str, dict[Any, list[str]]] = defaultdict(lambda: defaultdict(list))
+    states: dict[str, str] = {}
+    for node, j, antecedent, state in rows:
+        grouped[node][j].append(antecedent)
+        states[antecedent] = state
+    justs = {node: [sorted(ants) for _, ants in sorted(groups.items(), key=lambda kv: str(kv[0]))]
+             for node, groups in grouped.items()}
+    return justs, states
+
+
+def require_nodes(ids: Sequence[str], *, what: str) -> Op[dict[str, dict[str, Any]]]:
+    found = yield from fetch_nodes(ids)
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise NotFoundError(
+            f"{what} not found: {', '.join(missing)}. Add them first (add_source/add_claim/"
+            "add_decision/add_action) or check the ids."
+        )
+    return found
+
+
+# ------------------------------------------------------------------------------------ changes
+
+
+@dataclass
+class Change:
+    """A structural or flag change to apply, before relabelling what it affects."""
+
+    new_nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> stored props
+    set_props: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> props (None drops)
+    new_justifications: dict[str, list[list[str]]] = field(default_factory=dict)
+    replace_support: set[str] = field(default_factory=set)  # existing nodes losing old support
+    kinds: dict[str, Kind] = field(default_factory=dict)  # kind of every node referenced
+
+
+def _premise(props: Mapping[str, Any]) -> Premise:
+    return Premise(bool(props.get("retracted")), int(props.get("pending") or 0))
+
+
+def plan_change(change: Change, *, cause: str, at: int, now: int, review: str | None = None,
+                touched: Iterable[str] = ()) -> Op[Commit]:
+    """Relabel everything `change` can affect and build the atomic commit that applies it.
+
+    The region is the changed nodes plus everything downstream of the existing ones; antecedents
+    outside it keep their stored state.
+    """
+    existing_roots = set(touched) | set(change.set_props) | set(change.replace_support)
+    existing_roots |= {n for n in change.new_justifications if n not in change.new_nodes}
+    visits = yield from walk(existing_roots, down=True)
+    region_ids = list(existing_roots | set(visits))
+    stored = yield from fetch_nodes(region_ids)
+    justs, outside_states = yield from fetch_justifications(region_ids)
+
+    region = Region()
+    old: dict[str, State] = {}
+    for node in region_ids:
+        props = {**stored[node], **change.set_props.get(node, {})}
+        region.nodes[node] = _premise(props)
+        old[node] = State(stored[node]["state"])
+        change.kinds.setdefault(node, Kind(stored[node]["kind"]))
+        region.justifications[node] = [] if node in change.replace_support else justs.get(node, [])
+    for node, props in change.new_nodes.items():
+        region.nodes[node] = _premise(props)
+    for node, extra in change.new_justifications.items():
+        region.justifications.setdefault(node, [])
+        region.justifications[node] = region.justifications[node] + extra
+    needed = {a for js in region.justifications.values() for j in js for a in j}
+    unknown_outside = [a for a in needed if a not in region.nodes and a not in outside_states]
+    outside_props = yield from fetch_nodes(unknown_outside)
+    for antecedent in needed - set(region.nodes):
+        state = outside_states.get(antecedent) or outside_props[antecedent]["state"]
+        region.outside[antecedent] = State(state)
+
+    labels = label(region)
+    return _commit(change, labels, old, cause=cause, at=at, now=now, review=review)
+
+
+def _commit(change: Change, labels: dict[str, State], old: dict[str, State], *, cause: str,
+            at: int, now: int, review: str | None) -> Commit:
+    commit = Commit()
+    by_kind: dict[Kind, list[dict[str, Any]]] = defaultdict(list)
+    for node, props in change.new_nodes.items():
+        by_kind[Kind(props["kind"])].append({**props, "state": labels[node].value})
+    for kind, rows in by_kind.items():
+        commit.queries.extend(queries.create_nodes(kind, chunk) for chunk in queries.chunks(rows))
+    if change.replace_support:
+        commit.queries.append(queries.drop_support(sorted(change.replace_support)))
+    if change.set_props:
+        rows = [{"id": node, "props": props} for node, props in change.set_props.items()]
+        commit.queries.append(queries.update_nodes(rows))
+    commit.queries.extend(_edge_queries(change))
+    transitions = [
+        {"id": node, "kind": change.kinds[node].value, "before": old[node].value,
+         "after": state.value}
+        for node, state in labels.items() if node in old and old[node] is not state
+    ]
+    for chunk in queries.chunks(transitions):
+        commit.queries.append(queries.set_states(chunk, at=at, now=now, cause=cause,
+                                                 review=review))
+    commit.events.extend(_state_event(t, cause, review, now) for t in transitions)
+    return commit
+
+
+def _edge_queries(change: Change) -> list[Query]:
+    by_rel: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for node, justs in change.new_justifications.items():
+        for antecedents in justs:
+            j = justification_key(antecedents)
+            for antecedent in antecedents:
+                rel = edge_type(change.kinds[antecedent], change.kinds[node])
+                assert rel is not None  # validated before planning
+                by_rel[rel].append({"src": antecedent, "dst": node, "j": j})
+    return [queries.create_edges(rel, chunk) for rel, rows in sorted(by_rel.items())
+            for chunk in queries.chunks(rows)]
+
+
+def justification_key(antecedents: Sequence[str]) -> str:
+    """A stable name for a justification: the same antecedent set always gets the same key."""
+    return hashlib.sha256("\x1f".join(sorted(antecedents)).encode()).hexdigest()[:16]
+
+
+_EVENT_FOR_STATE = {State.AT_RISK: "node_at_risk", State.OUT: "node_invalidated",
+                    State.IN: "node_restored"}
+
+
+def _state_event(transition: Mapping[str, str], cause: str, review: str | None,
+                 now: int) -> dict[str, Any]:
+    return {"type": _EVENT_FOR_STATE[State(transition["after"])], "node": transition["id"],
+            "kind": transition["kind"], "before": transition["before"],
+            "after": transition["after"], "cause": cause, "review": review,
+            "at": from_ms(now).isoformat() if from_ms(now) else None}
+
+
+def check_edges(node: str, kind: Kind, antecedents: Mapping[str, Kind]) -> None:
+    """Refuse an edge the data model does not allow, before anything is written."""
+    for antecedent, antecedent_kind in antecedents.items():
+        if antecedent == node:
+            raise InvalidInputError(f"{node} cannot support itself")
+        if edge_type(antecedent_kind, kind) is None:
+            raise InvalidInputError(
+                f"a {antecedent_kind} ({antecedent}) cannot support a {kind} ({node}); allowed: "
+                "Source->Claim, Claim->Claim, Claim->Decision, Decision->Decision, "
+                "Decision->Action, Action->Action"
+            )
+
+
+def content_digest(props: Mapping[str, Any]) -> str:
+    """A digest of a node's own content (not its support), to detect conflicting re-adds."""
+    fields = {k: props.get(k) for k in ("kind", "text", "uri", "source_type", "tool", "args")}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()

@@ -1,0 +1,152 @@
+"""Typed results of the public API (pydantic models)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rippl_core.vocabulary import Kind, State, public_status
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Node(_Model):
+    """A causal node as stored, with its materialised status."""
+
+    id: str
+    kind: Kind
+    text: str
+    state: State
+    retracted: bool = False
+    pending_reviews: int = 0
+    uri: str | None = None
+    source_type: str | None = None
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    reason: str | None = None
+    executed_at: datetime | None = None
+    created_at: datetime | None = None
+    justifications: list[list[str]] = Field(default_factory=list)
+    provenance: dict[str, Any] | None = None
+
+    @property
+    def status(self) -> str:
+        """The public status (Verified, Holding, Blocked, Premise Retracted...)."""
+        return public_status(self.kind, self.state, self.executed_at is not None)
+
+    @property
+    def title(self) -> str:
+        """Alias of `text` for sources, decisions and actions."""
+        return self.text
+
+
+class Reached(_Model):
+    """A node reached by a walk (blast radius or premises), with one trail from the root."""
+
+    id: str
+    kind: Kind
+    state: State
+    depth: int
+    trail: list[str]
+
+    @property
+    def status(self) -> str:
+        return public_status(self.kind, self.state)
+
+
+class ToolCall(_Model):
+    """A tool call to resolve to an action: by explicit action id, else by tool name and args."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    action_id: str | None = None
+    id: str | None = None
+
+
+class Policy(_Model):
+    """What the pre-flight check does in the grey cases. The defaults fail closed."""
+
+    at_risk: Literal["block", "allow"] = "block"
+    unknown: Literal["deny", "allow"] = "deny"
+    on_error: Literal["deny", "allow"] = "deny"
+
+
+class Blocker(_Model):
+    """A retracted or at-risk premise under the target, with the trail from it to the target."""
+
+    premise: str
+    kind: Kind
+    state: State
+    reason: str | None = None
+    trail: list[str]
+
+    @property
+    def status(self) -> str:
+        return public_status(self.kind, self.state)
+
+
+class Verdict(_Model):
+    """The answer of a pre-flight check."""
+
+    allowed: bool
+    target: str | None
+    kind: Kind | None = None
+    state: State | None = None
+    reason: str
+    blockers: list[Blocker] = Field(default_factory=list)
+    tool_call: ToolCall | None = None
+
+    @property
+    def status(self) -> str | None:
+        if self.kind is None or self.state is None:
+            return None
+        return public_status(self.kind, self.state)
+
+    def explain(self) -> str:
+        """A plain-words explanation with every blocking trail, for logs and for a model to read."""
+        lines = [self.reason]
+        for blocker in self.blockers:
+            why = f" ({blocker.reason})" if blocker.reason else ""
+            lines.append(f"  {blocker.premise} is {blocker.status}{why}: " + " -> ".join(blocker.trail))
+        return "\n".join(lines)
+
+
+class Transition(_Model):
+    """One node's status change in a wave."""
+
+    id: str
+    kind: Kind
+    before: State
+    after: State
+
+
+class Wave(_Model):
+    """What a retraction, reinstatement or review decision changed."""
+
+    root: str
+    transitions: list[Transition]
+    at: datetime
+
+    def changed(self, after: State | None = None) -> list[str]:
+        return [t.id for t in self.transitions if after is None or t.after is after]
+
+
+class LoadReport(_Model):
+    """What `load` wrote."""
+
+    created: list[str]
+    unchanged: list[str]
+    replaced: list[str]
+    edges: int
+
+
+class Stats(_Model):
+    """Counts of the graph's nodes by kind and by public status."""
+
+    nodes: dict[str, int]
+    statuses: dict[str, dict[str, int]]
+    edges: int

@@ -1,0 +1,158 @@
+"""The graph description that `load` takes: a dict, or a JSON or YAML file.
+
+```yaml
+sources:   [{id, title, kind?, uri?}]
+claims:    [{id, text, sources?: [ids], derived_from?: [claim ids]}]
+decisions: [{id, title, premises?: [claim or decision ids], depends_on?: [decision ids]}]
+actions:   [{id, title, decisions?: [ids], tool?, args?: {...}, triggers?: [action ids]}]
+justifications: [{node, antecedents: [ids]}]   # alternative justifications of nodes above
+```
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rippl_core.causal import NodeSpec
+from rippl_core.errors import InvalidInputError
+from rippl_core.vocabulary import Kind
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str | None = None
+    provenance: dict[str, Any] | None = None
+
+
+class SourceEntry(_Entry):
+    title: str
+    kind: str | None = None
+    uri: str | None = None
+
+
+class ClaimEntry(_Entry):
+    text: str
+    sources: list[str] = Field(default_factory=list)
+    derived_from: list[str] = Field(default_factory=list)
+
+
+class DecisionEntry(_Entry):
+    title: str
+    premises: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list)
+
+
+class ActionEntry(_Entry):
+    title: str
+    decisions: list[str] = Field(default_factory=list)
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    triggers: list[str] = Field(default_factory=list)
+
+
+class JustificationEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    node: str
+    antecedents: list[str]
+
+
+class GraphSpec(BaseModel):
+    """A whole graph to load."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    description: str | None = None
+    sources: list[SourceEntry] = Field(default_factory=list)
+    claims: list[ClaimEntry] = Field(default_factory=list)
+    decisions: list[DecisionEntry] = Field(default_factory=list)
+    actions: list[ActionEntry] = Field(default_factory=list)
+    justifications: list[JustificationEntry] = Field(default_factory=list)
+
+    def node_specs(self) -> list[NodeSpec]:
+        specs = [source_spec(e.id, e.title, uri=e.uri, kind=e.kind, provenance=e.provenance)
+                 for e in self.sources]
+        specs += [claim_spec(e.id, e.text, sources=e.sources, derived_from=e.derived_from,
+                             provenance=e.provenance) for e in self.claims]
+        specs += [decision_spec(e.id, e.title, premises=e.premises, depends_on=e.depends_on,
+                                provenance=e.provenance) for e in self.decisions]
+        specs += [action_spec(e.id, e.title, decisions=e.decisions, tool=e.tool, args=e.args,
+                              triggers=e.triggers, provenance=e.provenance) for e in self.actions]
+        by_id = {s.id: s for s in specs if s.id is not None}
+        for extra in self.justifications:
+            if extra.node not in by_id:
+                raise InvalidInputError(
+                    f"justifications: {extra.node} is not defined in this file; "
+                    "use justify() to add support to a node already in the graph"
+                )
+            by_id[extra.node].justifications.append(list(extra.antecedents))
+        return specs
+
+
+def source_spec(id: str | None, title: str, *, uri: str | None = None, kind: str | None = None,
+                provenance: Mapping[str, Any] | None = None) -> NodeSpec:
+    return NodeSpec(Kind.SOURCE, title, id, uri=uri, source_type=kind, provenance=provenance)
+
+
+def claim_spec(id: str | None, text: str, *, sources: Any = (), derived_from: Any = (),
+               provenance: Mapping[str, Any] | None = None) -> NodeSpec:
+    """Each source is its own justification (any one suffices); derived_from is one more (all
+    needed)."""
+    justs = [[s] for s in _ids(sources, "sources")]
+    if derived_from:
+        justs.append(_ids(derived_from, "derived_from"))
+    return NodeSpec(Kind.CLAIM, text, id, justifications=justs, provenance=provenance)
+
+
+def decision_spec(id: str | None, title: str, *, premises: Any = (), depends_on: Any = (),
+                  provenance: Mapping[str, Any] | None = None) -> NodeSpec:
+    """All premises and depends_on together form one justification: every one is needed."""
+    antecedents = [*_ids(premises, "premises"), *_ids(depends_on, "depends_on")]
+    return NodeSpec(Kind.DECISION, title, id, justifications=[antecedents] if antecedents else [],
+                    provenance=provenance)
+
+
+def action_spec(id: str | None, title: str, *, decisions: Any = (), tool: str | None = None,
+                args: Mapping[str, Any] | None = None, triggers: Any = (),
+                provenance: Mapping[str, Any] | None = None) -> NodeSpec:
+    """The decisions driving the action and the actions that must run before it form one
+    justification."""
+    antecedents = [*_ids(decisions, "decisions"), *_ids(triggers, "triggers")]
+    return NodeSpec(Kind.ACTION, title, id, tool=tool, args=args,
+                    justifications=[antecedents] if antecedents else [], provenance=provenance)
+
+
+def _ids(values: Any, what: str) -> list[str]:
+    if isinstance(values, str):
+        raise InvalidInputError(f"{what} must be a list of ids, not a single string")
+    return list(values or [])
+
+
+def read_spec(spec: Mapping[str, Any] | GraphSpec | str | Path) -> GraphSpec:
+    """Parse a graph description from a dict, a GraphSpec, or a .json/.yaml/.yml file."""
+    if isinstance(spec, GraphSpec):
+        return spec
+    if isinstance(spec, (str, Path)):
+        path = Path(spec)
+        if not path.is_file():
+            raise InvalidInputError(f"{path} is not a file; give a .yaml or .json graph file")
+        text = path.read_text(encoding="utf-8")
+        try:
+            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        except (json.JSONDecodeError, yaml.YAMLError) as exc:
+            raise InvalidInputError(f"{path} is not valid {path.suffix[1:] or 'YAML'}: {exc}") \
+                from None
+    else:
+        data = spec
+    if not isinstance(data, Mapping):
+        raise InvalidInputError("a graph description is a mapping with sources, claims, "
+                                "decisions and actions")
+    try:
+        return GraphSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInputError(f"the graph description is not valid:\n{exc}") from None
