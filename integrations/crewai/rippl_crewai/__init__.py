@@ -1,0 +1,1 @@
+"""Rippl adapter."""

@@ -1,0 +1,10 @@
+"""The `rippl` command: a thin face over the same API. Exit codes: 0 ok, 2 denied, 1 error."""
+
+from __future__ import annotations
+
+from rippl_core.cli import graph, review, temporal  # noqa: F401  (they register their commands)
+from rippl_core.cli.app import app
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,1 @@
+"""Review-gate commands (propose, review, receipts, watch)."""

@@ -1,0 +1,1 @@
+"""Belief-time commands (ask, timeline, why, what-if)."""
