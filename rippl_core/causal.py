@@ -1,4 +1,4 @@
-"""Writing the causal graph: nodes, their justifications, retraction and reinstatement."""
+"""Writing the causal graph: nodes and their justifications."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 
 from rippl_core.engine import (
     Change,
-    Commit,
     Op,
     check_edges,
     content_digest,
@@ -19,18 +18,16 @@ from rippl_core.engine import (
     require_nodes,
 )
 from rippl_core.errors import ConflictError, InvalidInputError
-from rippl_core.models import LoadReport, Transition, Wave
-from rippl_core.timeutil import from_ms
+from rippl_core.models import LoadReport
 from rippl_core.validation import (
     call_key,
     canonical_args,
-    check_actor,
     check_id,
     check_ids,
     check_text,
     semantic_id,
 )
-from rippl_core.vocabulary import RETRACTABLE, Kind, State
+from rippl_core.vocabulary import Kind
 
 
 @dataclass
@@ -160,41 +157,3 @@ def justify(node_id: str, antecedents: Sequence[str], *, now: int) -> Op[bool]:
     commit = yield from plan_change(change, cause="justify", at=now, now=now)
     yield commit
     return True
-
-
-def set_retracted(node_id: str, *, retracted: bool, reason: str, by: str, at: int, now: int,
-                  review: str | None = None, extra: Mapping[str, Any] | None = None,
-                  commit_extra: Sequence[Any] = ()) -> Op[Wave]:
-    """Retract or reinstate a source or claim and relabel everything resting on it."""
-    node_id = check_id(node_id, what="claim id")
-    reason = check_text(reason, what="reason")
-    by = check_actor(by)
-    found = yield from require_nodes([node_id], what="claim")
-    kind = Kind(found[node_id]["kind"])
-    if kind not in RETRACTABLE:
-        raise InvalidInputError(
-            f"{node_id} is a {kind}; only sources and claims are retracted. Retract the claim the "
-            "decision rests on, and the decision follows."
-        )
-    flags: dict[str, Any] = (
-        {"retracted": True, "reason": reason, "retracted_by": by, "retracted_at": at}
-        if retracted else
-        {"retracted": False, "reason": None, "retracted_by": None, "retracted_at": None}
-    )
-    change = Change(set_props={node_id: {**flags, **(extra or {})}}, kinds={node_id: kind})
-    commit: Commit = yield from plan_change(
-        change, cause="retract" if retracted else "reinstate", at=at, now=now, review=review
-    )
-    commit.queries.extend(commit_extra)
-    yield commit
-    return wave_of(node_id, commit, at)
-
-
-def wave_of(root: str, commit: Commit, at: int) -> Wave:
-    """The transitions a commit applies, read back from its events."""
-    transitions = [
-        Transition(id=e["node"], kind=Kind(e["kind"]), before=State(e["before"]),
-                   after=State(e["after"]))
-        for e in commit.events if "before" in e
-    ]
-    return Wave(root=root, transitions=transitions, at=from_ms(at))  # type: ignore[arg-type]

@@ -18,6 +18,8 @@ from rippl_core.connection import EmbeddedServer, Location, async_client, locate
 from rippl_core.driver import AsyncDriver, SyncDriver
 from rippl_core.errors import DatabaseError, InvalidInputError, PremiseRetractedError
 from rippl_core.models import LoadReport, Node, Policy, Reached, Stats, ToolCall, Verdict, Wave
+from rippl_core.receipts import SigningKey
+from rippl_core.review_api import AsyncReviewMethods, ReviewMethods
 from rippl_core.spec import (
     GraphSpec,
     action_spec,
@@ -54,23 +56,28 @@ def _prepare(location: Location) -> tuple[EmbeddedServer | None, redis.Redis]:
     return server, sync_client(location, server.socket_path if server else None)
 
 
-class Rippl:
-    """A handle on one graph (tenant) of a FalkorDB database. Thread-safe; close it when done."""
+class Rippl(ReviewMethods):
+    """A handle on one graph (tenant) of a FalkorDB database. Thread-safe; close it when done.
+
+    `policy` is the default pre-flight policy; `distinct_approver=True` refuses approval of a
+    review by the identity that proposed it (separation of duties)."""
 
     def __init__(self, location: Location, graph: str, client: redis.Redis,
-                 server: EmbeddedServer | None, policy: Policy) -> None:
+                 server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
         self.location, self.graph, self.policy = location, graph, policy
+        self.distinct_approver = distinct_approver
         self._client, self._server = client, server
         self._driver = SyncDriver(client, graph, location.describe())
 
     @classmethod
     def open(cls, path: PathLike | None = None, *, url: str | None = None, graph: str = "rippl",
-             policy: Policy | None = None) -> Rippl:
+             policy: Policy | None = None, distinct_approver: bool = False) -> Rippl:
         """Open a graph: embedded (path, RIPPL_DB, ./.rippl/) or on a server (url=falkordb://...,
         RIPPL_FALKORDB_URL). Creates the schema on first use."""
         location = locate(path, url)
         server, client = _prepare(location)
-        handle = cls(location, _graph_name(graph), client, server, policy or Policy())
+        handle = cls(location, _graph_name(graph), client, server, policy or Policy(),
+                     distinct_approver)
         try:
             handle._driver.ensure_schema()
         except BaseException:
@@ -125,14 +132,17 @@ class Rippl:
         graph = read_spec(spec if not isinstance(spec, os.PathLike) else Path(spec))
         return self._driver.run(lambda: ops.load(graph, replace=replace), write=True)
 
-    def retract(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None) -> Wave:
-        return self._driver.run(lambda: ops.retraction(claim_id, retracted=True, reason=reason,
-                                                       by=by, at=at), write=True)
+    def retract(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None,
+                signing_key: SigningKey | None = None) -> Wave:
+        """Retract a claim at once, bypassing review (receipted). `at` is when it stopped holding."""
+        return self._driver.run(lambda: ops.retraction(claim_id, retracted=True, reason=reason, by=by,
+                                                       at=at, signing_key=signing_key), write=True)
 
-    def reinstate(self, claim_id: str, *, reason: str, by: str,
-                  at: TimeLike | None = None) -> Wave:
-        return self._driver.run(lambda: ops.retraction(claim_id, retracted=False, reason=reason,
-                                                       by=by, at=at), write=True)
+    def reinstate(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None,
+                  signing_key: SigningKey | None = None) -> Wave:
+        """Undo a retraction: what rested on the claim comes back (receipted)."""
+        return self._driver.run(lambda: ops.retraction(claim_id, retracted=False, reason=reason, by=by,
+                                                       at=at, signing_key=signing_key), write=True)
 
     # -- reading ---------------------------------------------------------------------------
     def get(self, id: str) -> Node:
@@ -165,18 +175,20 @@ class Rippl:
         return verdict
 
 
-class AsyncRippl:
+class AsyncRippl(AsyncReviewMethods):
     """The asyncio twin of `Rippl`: the same operations, awaited."""
 
     def __init__(self, location: Location, graph: str, client: redis.asyncio.Redis,
-                 server: EmbeddedServer | None, policy: Policy) -> None:
+                 server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
         self.location, self.graph, self.policy = location, graph, policy
+        self.distinct_approver = distinct_approver
         self._client, self._server = client, server
         self._driver = AsyncDriver(client, graph, location.describe())
 
     @classmethod
     async def open(cls, path: PathLike | None = None, *, url: str | None = None,
-                   graph: str = "rippl", policy: Policy | None = None) -> AsyncRippl:
+                   graph: str = "rippl", policy: Policy | None = None,
+                   distinct_approver: bool = False) -> AsyncRippl:
         location = locate(path, url)
         graph = _graph_name(graph)
 
@@ -190,7 +202,7 @@ class AsyncRippl:
 
         server = await asyncio.to_thread(prepare)
         client = async_client(location, server.socket_path if server else None)
-        return cls(location, graph, client, server, policy or Policy())
+        return cls(location, graph, client, server, policy or Policy(), distinct_approver)
 
     async def close(self) -> None:
         await self._client.aclose()
@@ -239,15 +251,15 @@ class AsyncRippl:
         graph = read_spec(spec if not isinstance(spec, os.PathLike) else Path(spec))
         return await self._driver.run(lambda: ops.load(graph, replace=replace), write=True)
 
-    async def retract(self, claim_id: str, *, reason: str, by: str,
-                      at: TimeLike | None = None) -> Wave:
+    async def retract(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None,
+                      signing_key: SigningKey | None = None) -> Wave:
         return await self._driver.run(lambda: ops.retraction(
-            claim_id, retracted=True, reason=reason, by=by, at=at), write=True)
+            claim_id, retracted=True, reason=reason, by=by, at=at, signing_key=signing_key), write=True)
 
-    async def reinstate(self, claim_id: str, *, reason: str, by: str,
-                        at: TimeLike | None = None) -> Wave:
+    async def reinstate(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None,
+                        signing_key: SigningKey | None = None) -> Wave:
         return await self._driver.run(lambda: ops.retraction(
-            claim_id, retracted=False, reason=reason, by=by, at=at), write=True)
+            claim_id, retracted=False, reason=reason, by=by, at=at, signing_key=signing_key), write=True)
 
     async def get(self, id: str) -> Node:
         return await self._driver.run(lambda: ops.get(id))

@@ -150,3 +150,61 @@ class Stats(_Model):
     nodes: dict[str, int]
     statuses: dict[str, dict[str, int]]
     edges: int
+
+
+class ReviewItem(_Model):
+    """A proposed retraction awaiting (or past) human review."""
+
+    id: str
+    claim: str
+    status: Literal["pending", "approved", "rejected"]
+    reason: str
+    evidence: str | None = None
+    proposed_by: str
+    proposed_at: datetime
+    at_risk: list[str] = Field(default_factory=list)
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    note: str | None = None
+
+
+class Receipt(_Model):
+    """One link of the tamper-evident chain: a committed wave, rejection or reinstatement."""
+
+    id: str
+    seq: int
+    kind: str
+    review: str | None
+    claim: str
+    actor: str
+    at: datetime
+    hash: str
+    prev_hash: str
+    body: dict[str, Any]
+    signature: str | None = None
+    public_key: str | None = None
+
+
+class ReceiptCheck(_Model):
+    """The outcome of re-walking the receipt chain."""
+
+    ok: bool
+    count: int
+    problems: list[str] = Field(default_factory=list)
+
+
+class Event(_Model):
+    """A status change or review event, as published on the graph's channel."""
+
+    type: Literal["node_at_risk", "node_invalidated", "node_restored", "review_proposed",
+                  "review_approved", "review_rejected"]
+    graph: str | None = None
+    node: str | None = None
+    kind: str | None = None
+    before: str | None = None
+    after: str | None = None
+    cause: str | None = None
+    review: str | None = None
+    claim: str | None = None
+    by: str | None = None
+    at: datetime | None = None

@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from rippl_core import queries
-from rippl_core.causal import NodeSpec, justify, set_retracted, write_nodes
+from rippl_core.causal import NodeSpec, justify, write_nodes
 from rippl_core.engine import Op, fetch_justifications, require_nodes
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import LoadReport, Node, Reached, Stats, Wave
+from rippl_core.receipts import SigningKey
+from rippl_core.review import set_retracted
 from rippl_core.spec import GraphSpec
 from rippl_core.timeutil import TimeLike, from_ms, now_ms, to_ms
 from rippl_core.validation import check_id
@@ -54,11 +56,12 @@ def add_justification(node_id: str, antecedents: Sequence[str]) -> Op[bool]:
     return added
 
 
-def retraction(node_id: str, *, retracted: bool, reason: str, by: str,
-               at: TimeLike | None) -> Op[Wave]:
+def retraction(node_id: str, *, retracted: bool, reason: str, by: str, at: TimeLike | None,
+               signing_key: SigningKey | None = None) -> Op[Wave]:
     now = now_ms()
     wave = yield from set_retracted(node_id, retracted=retracted, reason=reason, by=by,
-                                    at=to_ms(at, name="at", default=now), now=now)
+                                    at=to_ms(at, name="at", default=now), now=now,
+                                    signing_key=signing_key)
     return wave
 
 

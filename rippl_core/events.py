@@ -1,0 +1,87 @@
+"""Live events: every status change and review decision is published on the graph's channel
+(Redis pub/sub on the same server) in the same atomic commit as the change itself."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, Self
+
+import redis
+import redis.asyncio
+
+from rippl_core.driver import events_channel
+from rippl_core.models import Event
+
+
+def parse_event(graph: str, data: str | bytes) -> Event:
+    return Event.model_validate({**json.loads(data), "graph": graph})
+
+
+class EventStream:
+    """A subscription, open from creation (so no event published after it is missed).
+    Iterate it for events; close it (or use `with`) when done."""
+
+    def __init__(self, client: redis.Redis, graph: str) -> None:
+        self.graph = graph
+        self._pubsub = client.pubsub(ignore_subscribe_messages=True)
+        self._pubsub.subscribe(events_channel(graph))
+
+    def get(self, timeout: float = 1.0) -> Event | None:
+        """The next event, or None if none arrives within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            message: Any = self._pubsub.get_message(timeout=left)
+            if message and message.get("type") == "message":
+                return parse_event(self.graph, message["data"])
+        return None
+
+    def __iter__(self) -> Iterator[Event]:
+        for message in self._pubsub.listen():
+            if message.get("type") == "message":
+                yield parse_event(self.graph, message["data"])
+
+    def close(self) -> None:
+        self._pubsub.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncEventStream:
+    """The asyncio twin of `EventStream`; call `await stream.start()` or use `async with`."""
+
+    def __init__(self, client: redis.asyncio.Redis, graph: str) -> None:
+        self.graph = graph
+        self._pubsub = client.pubsub(ignore_subscribe_messages=True)
+
+    async def start(self) -> Self:
+        await self._pubsub.subscribe(events_channel(self.graph))
+        return self
+
+    async def get(self, timeout: float = 1.0) -> Event | None:
+        """The next event, or None if none arrives within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            message: Any = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=left)
+            if message and message.get("type") == "message":
+                return parse_event(self.graph, message["data"])
+        return None
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        async for message in self._pubsub.listen():
+            if message.get("type") == "message":
+                yield parse_event(self.graph, message["data"])
+
+    async def close(self) -> None:
+        await self._pubsub.aclose()
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
