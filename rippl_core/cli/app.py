@@ -49,19 +49,26 @@ def options(
     ctx.obj = Connection(db, url, graph)
 
 
-def command(name: str | None = None, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
-    """Register a command whose Rippl errors become a message and exit code 1."""
+def rippl_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn a Rippl error into its message on stderr and exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        try:
+            return fn(*args, **kw)
+        except RipplError as exc:
+            errors.print(f"[red]error:[/red] {exc}", highlight=False)
+            raise typer.Exit(EXIT_ERROR) from None
+
+    return wrapper
+
+
+def command(name: str | None = None, *, on: typer.Typer | None = None,
+            **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
+    """Register a command (on the root app, or on a sub-app) with Rippl's error handling."""
 
     def decorate(fn: Callable[..., Any]) -> Any:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kw: Any) -> Any:
-            try:
-                return fn(*args, **kw)
-            except RipplError as exc:
-                errors.print(f"[red]error:[/red] {exc}", highlight=False)
-                raise typer.Exit(EXIT_ERROR) from None
-
-        return app.command(name, **kwargs)(wrapper)
+        return (on or app).command(name, **kwargs)(rippl_errors(fn))
 
     return decorate
 
