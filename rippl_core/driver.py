@@ -98,6 +98,7 @@ class SyncDriver:
         while not done:
             if isinstance(request, Commit):
                 done, request = _step(gen, self._commit(pipe, request))
+                read = self.query  # the transaction is over: later reads go straight to the server
             else:
                 done, request = _step(gen, read(request))
         return request
@@ -167,6 +168,7 @@ class AsyncDriver:
         while not done:
             if isinstance(request, Commit):
                 done, request = _step(gen, await self._commit(pipe, request))
+                read = self.query  # the transaction is over: later reads go straight to the server
             else:
                 done, request = _step(gen, await read(request))
         return request
