@@ -15,7 +15,7 @@ import redis.asyncio
 from rippl_core import operations as ops
 from rippl_core import preflight
 from rippl_core.connection import EmbeddedServer, Location, async_client, locate, sync_client
-from rippl_core.driver import AsyncDriver, SyncDriver
+from rippl_core.driver import AsyncDriver, SyncDriver, graph_keys, translated_errors
 from rippl_core.errors import DatabaseError, InvalidInputError, PremiseRetractedError
 from rippl_core.models import LoadReport, Node, Policy, Reached, Stats, ToolCall, Verdict, Wave
 from rippl_core.receipts import SigningKey
@@ -90,6 +90,15 @@ class Rippl(ReviewMethods):
         if self._server is not None:
             self._server.close()
             self._server = None
+
+    def drop(self) -> None:
+        """Delete this graph and everything Rippl keeps for it, then recreate the empty schema."""
+        with translated_errors(self.location.describe()):
+            for key in self._client.scan_iter(match=graph_keys(self.graph)):
+                self._client.delete(key)
+            if self._client.exists(self.graph):
+                self._client.execute_command("GRAPH.DELETE", self.graph)
+        self._driver.ensure_schema()
 
     def __enter__(self) -> Self:
         return self
@@ -209,6 +218,19 @@ class AsyncRippl(AsyncReviewMethods):
         if self._server is not None:
             server, self._server = self._server, None
             await asyncio.to_thread(server.close)
+
+    async def drop(self) -> None:
+        """Delete this graph and everything Rippl keeps for it, then recreate the empty schema."""
+        with translated_errors(self.location.describe()):
+            async for key in self._client.scan_iter(match=graph_keys(self.graph)):
+                await self._client.delete(key)
+            if await self._client.exists(self.graph):
+                await self._client.execute_command("GRAPH.DELETE", self.graph)
+        sync = sync_client(self.location, self._server.socket_path if self._server else None)
+        try:
+            await asyncio.to_thread(SyncDriver(sync, self.graph, self.location.describe()).ensure_schema)
+        finally:
+            sync.close()
 
     async def __aenter__(self) -> Self:
         return self

@@ -31,6 +31,12 @@ def version_key(graph: str) -> str:
     return f"rippl:{graph}:version"
 
 
+def graph_keys(graph: str) -> str:
+    """The pattern of the plain keys Rippl keeps beside a graph (version, schema marker...)."""
+    escaped = "".join(f"\\{c}" if c in "\\*?[]" else c for c in graph)
+    return f"rippl:{escaped}:*"
+
+
 def events_channel(graph: str) -> str:
     """The pub/sub channel carrying the graph's status-change events."""
     return f"rippl:{graph}:events"
