@@ -17,6 +17,7 @@ from rippl_core import preflight
 from rippl_core.connection import EmbeddedServer, Location, async_client, locate, sync_client
 from rippl_core.driver import AsyncDriver, SyncDriver, graph_keys, translated_errors
 from rippl_core.errors import DatabaseError, InvalidInputError, PremiseRetractedError
+from rippl_core.explain import AsyncExplainMethods, ExplainMethods
 from rippl_core.models import LoadReport, Node, Policy, Reached, Stats, ToolCall, Verdict, Wave
 from rippl_core.receipts import SigningKey
 from rippl_core.review_api import AsyncReviewMethods, ReviewMethods
@@ -56,7 +57,7 @@ def _prepare(location: Location) -> tuple[EmbeddedServer | None, redis.Redis]:
     return server, sync_client(location, server.socket_path if server else None)
 
 
-class Rippl(ReviewMethods):
+class Rippl(ReviewMethods, ExplainMethods):
     """A handle on one graph (tenant) of a FalkorDB database. Thread-safe; close it when done.
 
     `policy` is the default pre-flight policy; `distinct_approver=True` refuses approval of a
@@ -184,7 +185,7 @@ class Rippl(ReviewMethods):
         return verdict
 
 
-class AsyncRippl(AsyncReviewMethods):
+class AsyncRippl(AsyncReviewMethods, AsyncExplainMethods):
     """The asyncio twin of `Rippl`: the same operations, awaited."""
 
     def __init__(self, location: Location, graph: str, client: redis.asyncio.Redis,
