@@ -1,0 +1,128 @@
+"""Where the graph is, for components that AutoGen serialises.
+
+Every hook takes a live handle (`AsyncRippl`, or a sync `Rippl` whose calls then run in a worker
+thread) or `RipplConnection` options. A component's config stores the options, never a live handle:
+a component loaded from a config opens its own handle on first use and closes it in `close()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rippl_core import AsyncRippl, Policy, Rippl
+from rippl_core.errors import InvalidInputError
+
+
+class RipplConnection(BaseModel):
+    """Connection options of a Rippl graph: an embedded database file (`path`), a FalkorDB server
+    (`url`, e.g. falkordb://host:6379), or neither (RIPPL_FALKORDB_URL, RIPPL_DB, then ./.rippl/).
+
+    A url with a password ends up in dumped configs: prefer RIPPL_FALKORDB_URL for secrets.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str | None = None
+    url: str | None = None
+    graph: str = "rippl"
+    policy: Policy | None = Field(default=None, description="the handle's default policy")
+
+    @classmethod
+    def of(cls, handle: AsyncRippl | Rippl) -> RipplConnection:
+        """The options that reopen the graph `handle` is bound to."""
+        location = handle.location
+        return cls(path=str(location.path) if location.path else None, url=location.url,
+                   graph=handle.graph, policy=handle.policy)
+
+    async def open(self) -> AsyncRippl:
+        return await AsyncRippl.open(self.path, url=self.url, graph=self.graph, policy=self.policy)
+
+
+class Graph(Protocol):
+    """The awaitable surface of a Rippl handle that the adapter uses (AsyncRippl has it)."""
+
+    policy: Policy
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]: ...
+
+
+class ThreadedRippl:
+    """A sync `Rippl` seen through awaitables: every call runs in a worker thread, so a blocking
+    handle never stalls AutoGen's event loop."""
+
+    def __init__(self, rippl: Rippl) -> None:
+        self._rippl = rippl
+
+    @property
+    def policy(self) -> Policy:
+        return self._rippl.policy
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        method = getattr(self._rippl, name)
+        if not callable(method):
+            raise AttributeError(name)
+
+        @functools.wraps(method)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await asyncio.to_thread(method, *args, **kwargs)
+
+        return call
+
+
+type Target = AsyncRippl | Rippl | RipplConnection
+
+
+class Link:
+    """A component's way to its graph: a borrowed handle (never closed here) or options of a handle
+    it opens lazily, once, on first use, and owns."""
+
+    def __init__(self, target: Target) -> None:
+        if isinstance(target, Link):
+            target = target.target
+        if not isinstance(target, (AsyncRippl, Rippl, RipplConnection)):
+            raise InvalidInputError(
+                f"expected an AsyncRippl or Rippl handle or RipplConnection options, got "
+                f"{type(target).__name__}; open one with `await AsyncRippl.open(...)`"
+            )
+        self.target = target
+        self._owned: AsyncRippl | None = None
+        self._lock: asyncio.Lock | None = None
+
+    @property
+    def connection(self) -> RipplConnection:
+        """Serialisable options reopening the same graph."""
+        if isinstance(self.target, RipplConnection):
+            return self.target
+        return RipplConnection.of(self.target)
+
+    @property
+    def policy(self) -> Policy | None:
+        """The default policy of the handle (None until a lazily opened handle is open)."""
+        if isinstance(self.target, RipplConnection):
+            return self.target.policy
+        return self.target.policy
+
+    async def graph(self) -> Graph:
+        """The handle, opening it on first use. Raises UnavailableError if it cannot be reached."""
+        if isinstance(self.target, AsyncRippl):
+            return cast(Graph, self.target)
+        if isinstance(self.target, Rippl):
+            return cast(Graph, ThreadedRippl(self.target))
+        if self._owned is None:
+            if self._lock is None:
+                self._lock = asyncio.Lock()
+            async with self._lock:
+                if self._owned is None:
+                    self._owned = await self.target.open()
+        return cast(Graph, self._owned)
+
+    async def close(self) -> None:
+        """Close the handle this link opened itself; a borrowed handle stays open."""
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            await owned.close()

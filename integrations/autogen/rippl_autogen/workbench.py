@@ -1,0 +1,159 @@
+"""`RipplWorkbench`: the AgentChat hook. Wraps any Workbench and vetoes calls resting on retracted
+premises before the inner tool runs.
+
+    agent = AssistantAgent("ops", model_client=client,
+                           workbench=RipplWorkbench(StaticWorkbench([migrate_tables]), rippl))
+
+A vetoed call returns `ToolResult(is_error=True)` whose text is the verdict's explanation (the
+reason and the trail to every blocking premise), so the model reads why and can choose another
+action. Allowed calls go to the inner workbench unchanged.
+
+Streaming: AssistantAgent streams a workbench's events only when the workbench is a
+`StaticStreamWorkbench` (an isinstance check). `RipplWorkbench(inner)` therefore returns a
+`RipplStreamWorkbench` when `inner` streams (has `call_tool_stream`), which overrides *both*
+`call_tool` and `call_tool_stream` with the guard, so neither path can skip it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Collection, Mapping
+from typing import Any, Self
+
+from autogen_core import CancellationToken, Component, ComponentModel
+from autogen_core.tools import (
+    StaticStreamWorkbench,
+    TextResultContent,
+    ToolResult,
+    ToolSchema,
+    Workbench,
+)
+from pydantic import BaseModel
+
+from rippl_autogen.connection import Link, Target
+from rippl_autogen.guard import Guard, GuardConfig, Resolver, veto_text
+from rippl_core import Policy, Verdict
+from rippl_core.errors import InvalidInputError
+
+
+class RipplWorkbenchConfig(BaseModel):
+    """Declarative config of a RipplWorkbench: the inner workbench and the guard."""
+
+    inner: ComponentModel
+    guard: GuardConfig
+
+
+def streams(workbench: Workbench) -> bool:
+    """Whether `workbench` can stream a call (a StreamWorkbench, or another wrapper that does)."""
+    return callable(getattr(workbench, "call_tool_stream", None))
+
+
+def vetoed_result(name: str, verdict: Verdict) -> ToolResult:
+    """The error result a vetoed call returns instead of running."""
+    return ToolResult(name=name, result=[TextResultContent(content=veto_text(name, verdict))],
+                      is_error=True)
+
+
+class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
+    """A workbench that checks every tool call against the Rippl premise graph first.
+
+    Args:
+        inner: the workbench whose tools run (StaticWorkbench, StaticStreamWorkbench, McpWorkbench...).
+        rippl: an `AsyncRippl` handle (or a sync `Rippl`, run in a thread, or `RipplConnection`
+            options, opened on first use).
+        resolver: maps a call to its action: `{tool name: action id}`, or a function
+            `(name, args) -> action id | ToolCall | None` (None: resolve by tool name and args).
+        policy: the pre-flight policy (default: the handle's, which fails closed).
+        unguarded: tool names never checked (read-only lookups). Every other call that maps to no
+            action is denied unless `policy.unknown == "allow"`.
+    """
+
+    component_type = "workbench"
+    component_config_schema = RipplWorkbenchConfig
+    component_provider_override = "rippl_autogen.RipplWorkbench"
+
+    def __new__(cls, inner: Workbench, *args: Any, **kwargs: Any) -> RipplWorkbench:
+        if cls is RipplWorkbench and streams(inner):
+            cls = RipplStreamWorkbench
+        return super().__new__(cls)
+
+    def __init__(self, inner: Workbench, rippl: Target | Link, *, resolver: Resolver | None = None,
+                 policy: Policy | None = None, unguarded: Collection[str] = ()) -> None:
+        if not isinstance(inner, Workbench):
+            raise InvalidInputError(f"inner must be an autogen Workbench, got {type(inner).__name__}")
+        self._inner = inner
+        self._guard = Guard(rippl, resolver=resolver, policy=policy, unguarded=unguarded)
+
+    @property
+    def inner(self) -> Workbench:
+        return self._inner
+
+    @property
+    def guard(self) -> Guard:
+        return self._guard
+
+    async def check(self, name: str, arguments: Mapping[str, Any] | None = None) -> Verdict | None:
+        """The verdict the next call of `name` with `arguments` would get (None: unguarded)."""
+        return await self._guard.check(name, arguments)
+
+    async def list_tools(self) -> list[ToolSchema]:
+        return await self._inner.list_tools()
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
+                        cancellation_token: CancellationToken | None = None,
+                        call_id: str | None = None) -> ToolResult:
+        verdict = await self._guard.check(name, arguments, call_id)
+        if verdict is not None and not verdict.allowed:
+            return vetoed_result(name, verdict)
+        return await self._inner.call_tool(name, arguments, cancellation_token, call_id)
+
+    async def call_tool_stream(self, name: str, arguments: Mapping[str, Any] | None = None,
+                               cancellation_token: CancellationToken | None = None,
+                               call_id: str | None = None) -> AsyncGenerator[Any | ToolResult, None]:
+        """Stream the inner tool's events when allowed; a vetoed call yields one error result."""
+        verdict = await self._guard.check(name, arguments, call_id)
+        if verdict is not None and not verdict.allowed:
+            yield vetoed_result(name, verdict)
+            return
+        if streams(self._inner):
+            stream = self._inner.call_tool_stream(name, arguments,  # type: ignore[attr-defined]
+                                                  cancellation_token, call_id)
+            async for event in stream:
+                yield event
+        else:
+            yield await self._inner.call_tool(name, arguments, cancellation_token, call_id)
+
+    async def start(self) -> None:
+        await self._inner.start()
+
+    async def stop(self) -> None:
+        """Stop the inner workbench and close a graph handle this workbench opened itself."""
+        try:
+            await self._inner.stop()
+        finally:
+            await self._guard.link.close()
+
+    async def reset(self) -> None:
+        await self._inner.reset()
+
+    async def save_state(self) -> Mapping[str, Any]:
+        return await self._inner.save_state()
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        await self._inner.load_state(state)
+
+    def _to_config(self) -> RipplWorkbenchConfig:
+        return RipplWorkbenchConfig(inner=self._inner.dump_component(), guard=self._guard.config())
+
+    @classmethod
+    def _from_config(cls, config: RipplWorkbenchConfig) -> Self:
+        guard = Guard.from_config(config.guard)
+        return cls(Workbench.load_component(config.inner), guard.link, resolver=guard.resolver,
+                   policy=guard.policy, unguarded=guard.unguarded)
+
+
+class RipplStreamWorkbench(RipplWorkbench, StaticStreamWorkbench):  # type: ignore[misc]
+    """The streaming form of `RipplWorkbench`, made by `RipplWorkbench(inner)` when `inner`
+    streams. It is a `StaticStreamWorkbench` only so that AssistantAgent streams through it: every
+    method, both call paths included, is `RipplWorkbench`'s (first in the MRO)."""
+
+    component_provider_override = "rippl_autogen.RipplWorkbench"

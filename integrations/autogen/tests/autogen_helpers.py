@@ -1,0 +1,123 @@
+"""Helpers for the AutoGen adapter tests: a scripted (replayed) model and recording ops tools."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from autogen_agentchat.messages import TextMessage
+from autogen_core import CancellationToken, FunctionCall
+from autogen_core.models import CreateResult, ModelFamily, ModelInfo, RequestUsage
+from autogen_core.tools import BaseStreamTool, FunctionTool
+from autogen_ext.models.replay import ReplayChatCompletionClient
+from pydantic import BaseModel
+
+MODEL_INFO = ModelInfo(vision=False, function_calling=True, json_output=False,
+                       family=ModelFamily.UNKNOWN, structured_output=False)
+
+
+def call(name: str, /, **args: Any) -> FunctionCall:
+    return FunctionCall(id=f"call-{uuid.uuid4().hex[:8]}", name=name, arguments=json.dumps(args))
+
+
+def calls(*function_calls: FunctionCall) -> CreateResult:
+    """A model turn that asks for these tool calls."""
+    return CreateResult(finish_reason="function_calls", content=list(function_calls),
+                        usage=RequestUsage(prompt_tokens=0, completion_tokens=0), cached=False)
+
+
+def replay(*turns: str | CreateResult) -> ReplayChatCompletionClient:
+    """A scripted tool-calling model: each create() returns the next turn."""
+    return ReplayChatCompletionClient(list(turns), model_info=MODEL_INFO)
+
+
+def seen_by_model(client: ReplayChatCompletionClient, turn: int) -> str:
+    """Everything the model was shown on its `turn`-th call, as text."""
+    return "\n".join(str(getattr(m, "content", m)) for m in client.create_calls[turn]["messages"])
+
+
+@dataclass
+class Ops:
+    """Ops tools that record what actually ran."""
+
+    ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def tools(self) -> list[FunctionTool]:
+        async def migrate_tables(table: str, shard: str) -> str:
+            """Copy a table onto a database shard."""
+            self.ran.append(("migrate_tables", {"table": table, "shard": shard}))
+            return f"migrated {table} to shard {shard}"
+
+        async def rollback_deploy(service: str, to_version: str) -> str:
+            """Roll a service back to an earlier version."""
+            self.ran.append(("rollback_deploy", {"service": service, "to_version": to_version}))
+            return f"rolled {service} back to {to_version}"
+
+        async def shard_health(shard: str) -> str:
+            """Read-only: the health of a shard."""
+            self.ran.append(("shard_health", {"shard": shard}))
+            return f"shard {shard}: ok"
+
+        return [FunctionTool(fn, description=fn.__doc__ or "")
+                for fn in (migrate_tables, rollback_deploy, shard_health)]
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.ran]
+
+
+class MigrateArgs(BaseModel):
+    table: str
+    shard: str
+
+
+class StreamingMigrate(BaseStreamTool[MigrateArgs, TextMessage, TextMessage]):
+    """A streaming migrate_tables: reports progress as it copies."""
+
+    def __init__(self, ops: Ops) -> None:
+        super().__init__(MigrateArgs, TextMessage, "migrate_tables", "Copy a table onto a shard.")
+        self.ops = ops
+
+    async def run(self, args: MigrateArgs, cancellation_token: CancellationToken) -> TextMessage:
+        events = [event async for event in self.run_stream(args, cancellation_token)]
+        return events[-1]
+
+    async def run_stream(self, args: MigrateArgs, cancellation_token: CancellationToken
+                         ) -> AsyncGenerator[TextMessage, None]:
+        self.ops.ran.append(("migrate_tables", args.model_dump()))
+        for percent in (50, 100):
+            yield TextMessage(source="migrate_tables", content=f"copying {args.table}: {percent}%")
+        yield TextMessage(source="migrate_tables", content=f"migrated {args.table} to {args.shard}")
+
+    def return_value_as_string(self, value: Any) -> str:
+        return str(value.content)
+
+
+def results_of(events: Sequence[Any]) -> list[Any]:
+    """The FunctionExecutionResults of every ToolCallExecutionEvent among `events`."""
+    from autogen_agentchat.messages import ToolCallExecutionEvent
+
+    return [r for e in events if isinstance(e, ToolCallExecutionEvent) for r in e.content]
+
+
+def migrate_tables(table: str, shard: str) -> str:
+    """Copy a table onto a database shard (stateless, so FunctionTool can serialise it)."""
+    return f"migrated {table} to shard {shard}"
+
+
+def rollback_deploy(service: str, to_version: str) -> str:
+    """Roll a service back (stateless)."""
+    return f"rolled {service} back to {to_version}"
+
+
+def shard_health(shard: str) -> str:
+    """Read-only: the health of a shard (stateless)."""
+    return f"shard {shard}: ok"
+
+
+def plain_tools() -> list[FunctionTool]:
+    """Stateless tools, for component round trips (FunctionTool dumps their source)."""
+    return [FunctionTool(fn, description=fn.__doc__ or "")
+            for fn in (migrate_tables, rollback_deploy, shard_health)]
