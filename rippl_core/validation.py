@@ -60,7 +60,18 @@ def check_text(value: object, *, what: str = "text", required: bool = True) -> s
         raise InvalidInputError(f"{what} is {len(value)} characters; the limit is {MAX_TEXT_LENGTH}")
     if "\x00" in value:
         raise InvalidInputError(f"{what} contains a NUL character")
+    if not _is_utf8(value):
+        raise InvalidInputError(f"{what} is not valid Unicode text (it contains a lone surrogate)")
     return value
+
+
+def _is_utf8(value: str) -> bool:
+    """False when `value` cannot be sent as UTF-8 (it holds a lone surrogate)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_actor(value: object, *, what: str = "by") -> str:
@@ -81,6 +92,8 @@ def canonical_args(args: Mapping[str, Any] | None) -> str | None:
                           allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"args must be JSON-serialisable: {exc}") from None
+    if not _is_utf8(text):
+        raise InvalidInputError("args are not valid Unicode text (a string holds a lone surrogate)")
     if len(text.encode()) > MAX_ARGS_BYTES:
         raise InvalidInputError(f"args are {len(text)} bytes of JSON; the limit is {MAX_ARGS_BYTES}")
     return text
