@@ -114,8 +114,8 @@ class SyncDriver:
         for query in commit.queries:
             pipe.execute_command(*_args(self.graph, query))
         pipe.incr(version_key(self.graph))
-        for event in commit.events:
-            pipe.publish(events_channel(self.graph), json.dumps(event))
+        if commit.events:  # one message per commit: a JSON array of its events, in order
+            pipe.publish(events_channel(self.graph), json.dumps(commit.events))
         replies = pipe.execute()
         return [parse(r) for r in replies[: len(commit.queries)]]
 
@@ -184,8 +184,8 @@ class AsyncDriver:
         for query in commit.queries:
             pipe.execute_command(*_args(self.graph, query))
         pipe.incr(version_key(self.graph))
-        for event in commit.events:
-            pipe.publish(events_channel(self.graph), json.dumps(event))
+        if commit.events:  # one message per commit: a JSON array of its events, in order
+            pipe.publish(events_channel(self.graph), json.dumps(commit.events))
         replies = await pipe.execute()
         return [parse(r) for r in replies[: len(commit.queries)]]
 

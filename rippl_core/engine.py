@@ -91,45 +91,56 @@ def _premise(props: Mapping[str, Any]) -> Premise:
     return Premise(bool(props.get("retracted")), int(props.get("pending") or 0))
 
 
-def plan_change(change: Change, *, cause: str, at: int, now: int, review: str | None = None,
-                touched: Iterable[str] = ()) -> Op[Commit]:
-    """Relabel everything `change` can affect and build the atomic commit that applies it.
-
-    The region is the changed nodes plus everything downstream of the existing ones; antecedents
-    outside it keep their stored state.
-    """
-    existing_roots = set(touched) | set(change.set_props) | set(change.replace_support)
-    existing_roots |= {n for n in change.new_justifications if n not in change.new_nodes}
-    visits = yield from walk(existing_roots, down=True)
-    region_ids = list(existing_roots | set(visits))
-    stored = yield from fetch_nodes(region_ids)
-    justs, outside_states = yield from fetch_justifications(region_ids)
+def read_region(change: Change, touched: Iterable[str] = ()) -> Op[tuple[Region, dict[str, State]]]:
+    """Read what `change` can affect: the changed nodes plus everything downstream of the existing
+    ones, with their justifications and the stored states of antecedents outside the region.
+    Returns the region (with the change applied) and the stored state of each existing node."""
+    roots = set(touched) | set(change.set_props) | set(change.replace_support)
+    roots |= {n for n in change.new_justifications if n not in change.new_nodes}
+    visits = yield from walk(roots, down=True)
+    stored = yield from fetch_nodes(sorted(roots))
+    info: dict[str, dict[str, Any]] = {node: stored[node] for node in roots}
+    info.update({v.id: {"kind": v.kind, "state": v.state, "retracted": v.retracted,
+                        "pending": v.pending} for v in visits.values()})
+    justs, outside_states = yield from fetch_justifications(list(info))
 
     region = Region()
     old: dict[str, State] = {}
-    for node in region_ids:
-        props = {**stored[node], **change.set_props.get(node, {})}
-        region.nodes[node] = _premise(props)
-        old[node] = State(stored[node]["state"])
-        change.kinds.setdefault(node, Kind(stored[node]["kind"]))
+    for node, props in info.items():
+        region.nodes[node] = _premise({**props, **change.set_props.get(node, {})})
+        old[node] = State(props["state"])
+        change.kinds.setdefault(node, Kind(props["kind"]))
         region.justifications[node] = [] if node in change.replace_support else justs.get(node, [])
     for node, props in change.new_nodes.items():
         region.nodes[node] = _premise(props)
     for node, extra in change.new_justifications.items():
-        region.justifications.setdefault(node, [])
-        region.justifications[node] = region.justifications[node] + extra
+        region.justifications[node] = region.justifications.get(node, []) + extra
     needed = {a for js in region.justifications.values() for j in js for a in j}
     unknown_outside = [a for a in needed if a not in region.nodes and a not in outside_states]
     outside_props = yield from fetch_nodes(unknown_outside)
     for antecedent in needed - set(region.nodes):
         state = outside_states.get(antecedent) or outside_props[antecedent]["state"]
         region.outside[antecedent] = State(state)
-
-    labels = label(region)
-    return _commit(change, labels, old, cause=cause, at=at, now=now, review=review)
+    return region, old
 
 
-def _commit(change: Change, labels: dict[str, State], old: dict[str, State], *, cause: str,
+def plan_change(change: Change, *, cause: str, at: int, now: int, review: str | None = None,
+                touched: Iterable[str] = ()) -> Op[Commit]:
+    """Relabel everything `change` can affect and build the atomic commit that applies it."""
+    region, old = yield from read_region(change, touched)
+    return commit_labels(change, label(region), old, cause=cause, at=at, now=now, review=review)
+
+
+def would_invalidate(region: Region, old: Mapping[str, State], node: str) -> list[str]:
+    """Nodes of an already-read region that would go OUT if `node` were retracted (a preview)."""
+    hypothetical = Region({**region.nodes, node: Premise(retracted=True)}, region.justifications,
+                          region.outside)
+    labels = label(hypothetical)
+    return sorted(n for n, state in labels.items()
+                  if state is State.OUT and old.get(n) is not State.OUT and n != node)
+
+
+def commit_labels(change: Change, labels: dict[str, State], old: dict[str, State], *, cause: str,
             at: int, now: int, review: str | None) -> Commit:
     commit = Commit()
     by_kind: dict[Kind, list[dict[str, Any]]] = defaultdict(list)

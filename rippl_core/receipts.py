@@ -26,8 +26,26 @@ type SigningKey = Ed25519PrivateKey | bytes
 
 
 def canonical(body: Mapping[str, Any]) -> bytes:
-    """RFC 8785 canonical JSON of a receipt body."""
+    """RFC 8785 (JCS) canonical JSON of a receipt body.
+
+    Receipt bodies hold only ASCII keys, strings, integers, booleans, nulls, lists and maps. For
+    that domain JCS equals sorted-key, separator-free JSON with ECMAScript string escaping, which
+    `json.dumps` produces ~20x faster than a general JCS encoder; anything outside the domain (a
+    float, a non-ASCII key) goes through the general encoder. A property test holds the two equal.
+    """
+    if _fast_domain(body):
+        return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     return rfc8785.dumps(dict(body))
+
+
+def _fast_domain(value: Any) -> bool:
+    if value is None or isinstance(value, (str, bool, int)):
+        return not isinstance(value, int) or isinstance(value, bool) or abs(value) < 2**53
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and k.isascii() and _fast_domain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_fast_domain(v) for v in value)
+    return False
 
 
 def digest(body: Mapping[str, Any]) -> str:

@@ -12,11 +12,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from rippl_core import review_queries as rq
-from rippl_core.engine import Change, Commit, Op, plan_change, require_nodes
+from rippl_core.engine import (
+    Change,
+    Commit,
+    Op,
+    commit_labels,
+    plan_change,
+    read_region,
+    require_nodes,
+    would_invalidate,
+)
 from rippl_core.errors import InvalidInputError, NotFoundError, ReviewError
 from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, Transition, Wave
 from rippl_core.receipts import GENESIS, SigningKey, receipt_model, seal, verify_chain
 from rippl_core.timeutil import from_ms
+from rippl_core.tms import label
 from rippl_core.validation import check_actor, check_id, check_text
 from rippl_core.vocabulary import RETRACTABLE, Kind, State
 
@@ -89,15 +99,13 @@ def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: i
         check_text(evidence, what="evidence")
     if props.get("retracted"):
         raise ReviewError(f"{claim_id} is already retracted; reinstate it before proposing again")
-    kinds = {claim_id: Kind(props["kind"])}
-    preview = yield from plan_change(Change(set_props={claim_id: {"retracted": True}}, kinds=kinds),
-                                     cause="preview", at=now, now=now)
-    at_risk = sorted(e["node"] for e in preview.events
-                     if e.get("after") == State.OUT.value and e["node"] != claim_id)
     pending = int(props.get("pending") or 0) + 1
-    change = Change(set_props={claim_id: {"pending": pending}}, kinds=dict(kinds))
+    change = Change(set_props={claim_id: {"pending": pending}}, kinds={claim_id: Kind(props["kind"])})
+    region, old = yield from read_region(change)
+    at_risk = would_invalidate(region, old, claim_id)
     review_id = f"REV-{uuid.uuid4().hex[:12]}"
-    commit = yield from plan_change(change, cause="propose", at=now, now=now, review=review_id)
+    commit = commit_labels(change, label(region), old, cause="propose", at=now, now=now,
+                           review=review_id)
     item = {"id": review_id, "claim": claim_id, "status": "pending", "reason": reason,
             "evidence": evidence, "proposed_by": by, "proposed_at": now, "at_risk": at_risk}
     commit.queries.append(rq.create_review({k: v for k, v in item.items() if v is not None}))
