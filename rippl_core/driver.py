@@ -127,10 +127,17 @@ class SyncDriver:
             existing = self._indexes()
             for label, prop in _index_specs():
                 if (label, prop) not in existing:
-                    self.query(queries.create_index(label, prop))
+                    self._create_index(label, prop)
             for label in queries.ID_LABELS:
                 _create_constraint(lambda *a: self.client.execute_command(*a), self.graph, label)
             self.client.set(marker, SCHEMA_VERSION)
+
+    def _create_index(self, label: str, prop: str) -> None:
+        try:
+            self.query(queries.create_index(label, prop))
+        except DatabaseError as exc:
+            if "already indexed" not in str(exc):  # another process created it meanwhile
+                raise
 
     def _indexes(self) -> set[tuple[str, str]]:
         try:
