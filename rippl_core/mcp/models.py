@@ -1,0 +1,129 @@
+"""What the MCP tools return: pydantic models, so every client gets a JSON schema of each result.
+
+Plain pydantic: importing this module does not need the `mcp` SDK.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rippl_core.models import Blocker, Node, Reached, ReviewItem, Verdict
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class BlockerInfo(_Out):
+    """A retracted or at-risk premise under the checked target."""
+
+    premise: str = Field(description="The id of the retracted or at-risk premise.")
+    kind: str
+    status: str = Field(description="Its public status, e.g. Retracted or Proposed Retraction.")
+    reason: str | None = Field(None, description="Why it was retracted, when known.")
+    trail: list[str] = Field(description="Ids from the premise down to the checked target.")
+
+    @classmethod
+    def of(cls, blocker: Blocker) -> BlockerInfo:
+        return cls(premise=blocker.premise, kind=blocker.kind.value, status=blocker.status,
+                   reason=blocker.reason, trail=blocker.trail)
+
+
+class CheckResult(_Out):
+    """The pre-flight answer: may this action go ahead?"""
+
+    safe: bool = Field(description="True when the action may run: every premise under it holds.")
+    status: str = Field(description="The target's public status (Pending, Holding, Blocked, "
+                                    "Premise Retracted...), or Unknown when it could not be found "
+                                    "or the graph could not be read.")
+    target: str | None = Field(description="The action or decision checked (the action a tool call "
+                                           "resolved to), or null when nothing matched.")
+    kind: str | None = None
+    reason: str = Field(description="One sentence saying why, and what to do next when unsafe.")
+    explanation: str = Field(description="The reason with every blocking trail, in plain text.")
+    blockers: list[BlockerInfo] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> CheckResult:
+        return cls(safe=verdict.allowed, status=verdict.status or "Unknown", target=verdict.target,
+                   kind=verdict.kind.value if verdict.kind else None, reason=verdict.reason,
+                   explanation=verdict.explain(),
+                   blockers=[BlockerInfo.of(b) for b in verdict.blockers])
+
+
+class NodeInfo(_Out):
+    """A node of the causal graph with its current status."""
+
+    id: str
+    kind: str
+    status: str = Field(description="The public status, e.g. Verified, Holding, Pending, Retracted.")
+    state: str = Field(description="The internal state: IN, AT_RISK or OUT.")
+    text: str = Field(description="The claim text, or the title of a source, decision or action.")
+    retracted: bool = False
+    pending_reviews: int = 0
+    uri: str | None = None
+    source_type: str | None = None
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    reason: str | None = None
+    created_at: datetime | None = None
+    executed_at: datetime | None = None
+    justifications: list[list[str]] = Field(
+        default_factory=list,
+        description="Each inner list is one way the node is supported; all of its ids are needed.")
+
+    @classmethod
+    def of(cls, node: Node) -> NodeInfo:
+        return cls(id=node.id, kind=node.kind.value, status=node.status, state=node.state.value,
+                   text=node.text, retracted=node.retracted, pending_reviews=node.pending_reviews,
+                   uri=node.uri, source_type=node.source_type, tool=node.tool, args=node.args,
+                   reason=node.reason, created_at=node.created_at, executed_at=node.executed_at,
+                   justifications=node.justifications)
+
+
+class ReachedInfo(_Out):
+    """A node downstream of the root."""
+
+    id: str
+    kind: str
+    status: str
+    depth: int = Field(description="Levels below the root (1 = rests on it directly).")
+    trail: list[str] = Field(description="One shortest chain of ids from the root to this node.")
+
+    @classmethod
+    def of(cls, reached: Reached) -> ReachedInfo:
+        return cls(id=reached.id, kind=reached.kind.value, status=reached.status,
+                   depth=reached.depth, trail=reached.trail)
+
+
+class BlastRadius(_Out):
+    """Everything that rests on a node, directly or at any depth."""
+
+    root: str
+    root_status: str
+    count: int = Field(description="How many nodes are downstream in all.")
+    truncated: bool = Field(description="True when `nodes` lists only the first `limit` of them.")
+    by_kind: dict[str, int] = Field(description="Downstream node counts per kind.")
+    nodes: list[ReachedInfo] = Field(description="Downstream nodes, nearest first.")
+
+
+class ReviewList(_Out):
+    """Review items of the human review queue."""
+
+    status: str
+    count: int
+    reviews: list[ReviewItem]
+
+
+class ReviewDecision(_Out):
+    """A review decided through MCP (only with --allow-review): the receipt that records it."""
+
+    review: str
+    decision: str = Field(description="approved or rejected")
+    decided_by: str = Field(description="The reviewer the server was started with.")
+    receipt: str = Field(description="The receipt id (RCP-...).")
+    receipt_hash: str
+    changes: list[dict[str, Any]] = Field(description="Each affected node: id, before, after.")

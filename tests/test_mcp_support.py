@@ -1,0 +1,153 @@
+"""Helpers for the MCP tests (no tests here): the README's client configuration, MCP sessions owned
+by a background task, and an HTTP server process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any, TextIO
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamablehttp_client
+from mcp.types import CallToolResult
+
+REPO = Path(__file__).resolve().parents[1]
+README_REPO = "/path/to/rippl"
+README_DB = "/path/to/rippl.db"
+
+
+def readme_server_config() -> dict[str, Any]:
+    """The `rippl` entry of the client configuration in the README's MCP section."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Use it from any MCP client", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```json\n(.*?)```", section, re.S)
+    assert block, "the README's MCP section has no JSON client configuration"
+    return dict(json.loads(block.group(1))["mcpServers"]["rippl"])
+
+
+def readme_stdio_params(db: Path, *extra: str) -> StdioServerParameters:
+    """The README's configuration with this clone and `db` filled in (extra args appended)."""
+    config = readme_server_config()
+    args = [a.replace(README_DB, str(db)).replace(README_REPO, str(REPO)) for a in config["args"]]
+    return StdioServerParameters(command=config["command"], args=[*args, *extra])
+
+
+def module_stdio_params(db: Path, *extra: str) -> StdioServerParameters:
+    """`python -m rippl_core.mcp --db DB`: the form for clients that start an interpreter."""
+    return StdioServerParameters(command=sys.executable,
+                                 args=["-m", "rippl_core.mcp", "--db", str(db), *extra], cwd=str(REPO))
+
+
+class Client:
+    """An initialised `ClientSession` whose transport lives in its own task: anyio cancel scopes
+    must be entered and left by one task, and pytest fixtures set up and tear down in different
+    ones."""
+
+    def __init__(self, transport: Callable[[], AbstractAsyncContextManager[Any]],
+                 name: str = "rippl-tests") -> None:
+        self._transport, self._name = transport, name
+        self._ready: asyncio.Future[ClientSession] | None = None
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.session: ClientSession
+        self.instructions: str | None = None
+        self.server_version: str = ""
+
+    async def __aenter__(self) -> Client:
+        self._ready = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._run())
+        self.session = await asyncio.wait_for(asyncio.shield(self._ready), 120)
+        return self
+
+    async def _run(self) -> None:
+        from mcp.types import Implementation
+
+        assert self._ready is not None
+        try:
+            async with self._transport() as streams, ClientSession(
+                    streams[0], streams[1], client_info=Implementation(name=self._name, version="1")) as s:
+                init = await s.initialize()
+                self.instructions, self.server_version = init.instructions, init.serverInfo.version
+                self._ready.set_result(s)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+            else:
+                raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await asyncio.wait_for(self._task, 60)
+
+    async def call(self, tool: str, /, **arguments: Any) -> dict[str, Any]:
+        """Call a tool that must succeed; its structured result."""
+        result = await self.session.call_tool(tool, arguments)
+        text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
+        assert not result.isError, f"{tool} failed: {text}"
+        assert result.structuredContent is not None
+        return result.structuredContent
+
+    async def fail(self, tool: str, /, **arguments: Any) -> str:
+        """Call a tool that must fail with a tool error; its message."""
+        result: CallToolResult = await self.session.call_tool(tool, arguments)
+        text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
+        assert result.isError, f"{tool} should have failed but returned {result.structuredContent}"
+        return text
+
+
+def stdio_client_for(params: StdioServerParameters, errlog: TextIO) -> Client:
+    return Client(lambda: stdio_client(params, errlog=errlog))
+
+
+def http_client_for(url: str, name: str = "rippl-tests") -> Client:
+    return Client(lambda: streamablehttp_client(url), name=name)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the MCP server exited with {process.returncode}:\n{log.read_text()}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"the MCP server did not listen on {port}:\n{log.read_text()}")
+
+
+@contextlib.contextmanager
+def http_server(args: list[str], log: Path) -> Any:
+    """`rippl [args]` started as a process (with an HTTP transport in args); stopped on exit."""
+    port = int(args[args.index("--port") + 1])
+    rippl = Path(sys.executable).parent / "rippl"
+    with log.open("wb") as out:
+        process = subprocess.Popen([str(rippl), *args], stdout=out, stderr=subprocess.STDOUT,
+                                   cwd=REPO)
+        try:
+            wait_for_port(port, process, log)
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
