@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from rippl_core.client import Rippl
 from rippl_core.errors import RipplError
@@ -57,7 +58,7 @@ def rippl_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kw)
         except RipplError as exc:
-            errors.print(f"[red]error:[/red] {exc}", highlight=False)
+            errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
             raise typer.Exit(EXIT_ERROR) from None
 
     return wrapper
