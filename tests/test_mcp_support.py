@@ -11,14 +11,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, TextIO
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 REPO = Path(__file__).resolve().parents[1]
@@ -112,7 +112,19 @@ def stdio_client_for(params: StdioServerParameters, errlog: TextIO) -> Client:
 
 
 def http_client_for(url: str, name: str = "rippl-tests") -> Client:
-    return Client(lambda: streamablehttp_client(url), name=name)
+    return Client(lambda: streamable_http_client(url), name=name)
+
+
+@contextlib.asynccontextmanager
+async def all_of(clients: list[Client]) -> AsyncIterator[list[Client]]:
+    """Several clients open at once."""
+    async with contextlib.AsyncExitStack() as exits:
+        yield [await exits.enter_async_context(c) for c in clients]
+
+
+def rippl_script() -> str:
+    """The installed `rippl` command of this environment."""
+    return str(Path(sys.executable).parent / "rippl")
 
 
 def free_port() -> int:
@@ -136,9 +148,8 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, timeou
 def http_server(args: list[str], log: Path) -> Any:
     """`rippl [args]` started as a process (with an HTTP transport in args); stopped on exit."""
     port = int(args[args.index("--port") + 1])
-    rippl = Path(sys.executable).parent / "rippl"
     with log.open("wb") as out:
-        process = subprocess.Popen([str(rippl), *args], stdout=out, stderr=subprocess.STDOUT,
+        process = subprocess.Popen([rippl_script(), *args], stdout=out, stderr=subprocess.STDOUT,
                                    cwd=REPO)
         try:
             wait_for_port(port, process, log)
