@@ -30,10 +30,13 @@ from rippl_core.models import (
     Verdict,
     Wave,
 )
+from rippl_core.temporal_models import Belief, BeliefChange, StatusChange, WhatIf, WhatIfRetracted
 from rippl_core.vocabulary import Kind, State
 
 __all__ = [
     "AsyncRippl",
+    "Belief",
+    "BeliefChange",
     "Blocker",
     "ConflictError",
     "DatabaseError",
@@ -50,9 +53,12 @@ __all__ = [
     "RipplError",
     "State",
     "Stats",
+    "StatusChange",
     "ToolCall",
     "Transition",
     "UnavailableError",
     "Verdict",
     "Wave",
+    "WhatIf",
+    "WhatIfRetracted",
 ]

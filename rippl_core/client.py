@@ -30,6 +30,8 @@ from rippl_core.spec import (
     read_spec,
     source_spec,
 )
+from rippl_core.temporal import check_at
+from rippl_core.temporal_api import AsyncTemporalMethods, TemporalMethods
 from rippl_core.timeutil import TimeLike
 from rippl_core.validation import check_id
 
@@ -58,7 +60,7 @@ def _prepare(location: Location) -> tuple[EmbeddedServer | None, redis.Redis]:
     return server, sync_client(location, server.socket_path if server else None)
 
 
-class Rippl(ReviewMethods, ExplainMethods, IngestMethods):
+class Rippl(ReviewMethods, ExplainMethods, IngestMethods, TemporalMethods):
     """A handle on one graph (tenant) of a FalkorDB database. Thread-safe; close it when done.
 
     `policy` is the default pre-flight policy; `distinct_approver=True` refuses approval of a
@@ -169,11 +171,16 @@ class Rippl(ReviewMethods, ExplainMethods, IngestMethods):
         return self._driver.run(ops.stats)
 
     def check(self, target: Target, *, at_risk: str | None = None, unknown: str | None = None,
-              on_error: str | None = None, policy: Policy | None = None) -> Verdict:
+              on_error: str | None = None, policy: Policy | None = None,
+              as_of: TimeLike | None = None, known_at: TimeLike | None = None) -> Verdict:
         """Allow or deny an action, decision or tool call. Never raises for a database error:
-        it denies (unless on_error='allow')."""
+        it denies (unless on_error='allow'). With `as_of`/`known_at`: was it allowed at that
+        valid time, as known at that transaction time (from the recorded status history)?"""
         chosen = _policy(policy or self.policy, at_risk, unknown, on_error)
         try:
+            if as_of is not None or known_at is not None:
+                return self._driver.run(lambda: check_at(target, chosen, as_of=as_of,
+                                                         known_at=known_at))
             return self._driver.run(lambda: preflight.check(target, chosen))
         except DatabaseError as exc:
             return preflight.error_verdict(target, exc, chosen)
@@ -186,7 +193,7 @@ class Rippl(ReviewMethods, ExplainMethods, IngestMethods):
         return verdict
 
 
-class AsyncRippl(AsyncReviewMethods, AsyncExplainMethods, AsyncIngestMethods):
+class AsyncRippl(AsyncReviewMethods, AsyncExplainMethods, AsyncIngestMethods, AsyncTemporalMethods):
     """The asyncio twin of `Rippl`: the same operations, awaited."""
 
     def __init__(self, location: Location, graph: str, client: redis.asyncio.Redis,
@@ -299,9 +306,13 @@ class AsyncRippl(AsyncReviewMethods, AsyncExplainMethods, AsyncIngestMethods):
 
     async def check(self, target: Target, *, at_risk: str | None = None,
                     unknown: str | None = None, on_error: str | None = None,
-                    policy: Policy | None = None) -> Verdict:
+                    policy: Policy | None = None, as_of: TimeLike | None = None,
+                    known_at: TimeLike | None = None) -> Verdict:
         chosen = _policy(policy or self.policy, at_risk, unknown, on_error)
         try:
+            if as_of is not None or known_at is not None:
+                return await self._driver.run(lambda: check_at(target, chosen, as_of=as_of,
+                                                               known_at=known_at))
             return await self._driver.run(lambda: preflight.check(target, chosen))
         except DatabaseError as exc:
             return preflight.error_verdict(target, exc, chosen)

@@ -24,7 +24,7 @@ from rippl_core.errors import ConflictError, DatabaseError, UnavailableError
 from rippl_core.wire import Query, parse
 
 MAX_ATTEMPTS = 64
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: bitemporal belief indexes
 
 
 def version_key(graph: str) -> str:

@@ -162,6 +162,11 @@ def commit_labels(change: Change, labels: dict[str, State], old: dict[str, State
     for chunk in queries.chunks(transitions):
         commit.queries.append(queries.set_states(chunk, at=at, now=now, cause=cause,
                                                  review=review))
+    created = [{"id": node, "kind": props["kind"], "before": None, "after": labels[node].value}
+               for node, props in change.new_nodes.items()]
+    for chunk in queries.chunks(created):  # each new node's first state (before=null): history
+        commit.queries.append(queries.set_states(chunk, at=at, now=now, cause=cause,
+                                                 review=review))
     commit.events.extend(_state_event(t, cause, review, now) for t in transitions)
     return commit
 

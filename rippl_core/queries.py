@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rippl_core.temporal_queries import INDEXED_RELS
+from rippl_core.temporal_queries import INDEXES as TEMPORAL_INDEXES
 from rippl_core.vocabulary import CAUSAL_RELS, Kind
 from rippl_core.wire import Query
 
@@ -13,10 +15,13 @@ from rippl_core.wire import Query
 ID_LABELS = ("Node", "Source", "Claim", "Decision", "Action", "Agent", "Topic", "ReviewItem",
              "Receipt")
 EXTRA_INDEXES = (("Action", "call_key"), ("Change", "node"), ("Change", "valid_from"),
-                 ("ReviewItem", "status"), ("Receipt", "seq"))
+                 ("ReviewItem", "status"), ("Receipt", "seq"), *TEMPORAL_INDEXES)
 
 
 def create_index(label: str, prop: str) -> Query:
+    """A range index on a node label's property, or on a relationship type's (BELIEVES)."""
+    if label in INDEXED_RELS:
+        return Query(f"CREATE INDEX FOR ()-[r:{label}]-() ON (r.{prop})")
     return Query(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
 
 

@@ -1,0 +1,165 @@
+"""Cypher builders of the bitemporal belief memory. Labels and relationship types are constants
+from here and the core vocabulary; every value is a parameter.
+
+A belief interval is one `BELIEVES` edge `(:Agent)-[:BELIEVES]->(:Claim)`, with the agent id, the
+topic id and their pair `key` denormalised onto the edge, so every read is one scan of the edge
+range index: `key` (or `agent`) narrows to one agent's topic, and the four time bounds are range
+predicates on the same index. Open ends are stored as `OPEN` (a time after any datetime), never
+null, so "still open" needs no OR and stays inside the index. Endpoint patterns carry no label on
+purpose: a labelled endpoint makes FalkorDB scan the label first instead of the edge index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rippl_core.vocabulary import CAUSAL_RELS
+from rippl_core.wire import Query
+
+BELIEVES = "BELIEVES"
+ABOUT = "ABOUT"
+# 10000-01-01T00:00:00Z in epoch ms: after every time a datetime can express.
+OPEN = 253_402_300_800_000
+# Python's earliest datetime (0001-01-01T00:00:00Z) in epoch ms.
+EARLIEST = -62_135_596_800_000
+
+# (relationship type or label, property): range indexes created with the schema.
+INDEXES = (
+    (BELIEVES, "key"), (BELIEVES, "agent"), (BELIEVES, "valid_from"), (BELIEVES, "valid_to"),
+    (BELIEVES, "recorded_at"), (BELIEVES, "superseded_at"), ("Change", "recorded_at"),
+)
+INDEXED_RELS = frozenset({BELIEVES})
+
+_ROW = "properties(r), c.text, c.kind, c.state"
+_VISIBLE = "r.recorded_at <= $known AND r.superseded_at > $known"
+_COVERS = "r.valid_from <= $t AND r.valid_to > $t"
+
+
+def belief_key(agent: str, topic: str) -> str:
+    """The edge key of one agent's beliefs about one topic (ids are printable, so \\x1f is free)."""
+    return f"{agent}\x1f{topic}"
+
+
+def covering(key: str, t: int, known: int) -> Query:
+    """The interval of `key` holding at valid time `t`, as recorded at transaction time `known`."""
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND {_COVERS} AND {_VISIBLE} "
+                 f"RETURN {_ROW}", {"key": key, "t": t, "known": known}, read_only=True)
+
+
+def agent_covering(agent: str, t: int, known: int) -> Query:
+    """Every interval of `agent` holding at `t`, as recorded at `known` (one per topic)."""
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.agent = $agent AND {_COVERS} AND {_VISIBLE} "
+                 f"RETURN {_ROW}", {"agent": agent, "t": t, "known": known}, read_only=True)
+
+
+def visible(key: str, known: int) -> Query:
+    """The whole timeline of `key` as recorded at `known`."""
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND {_VISIBLE} RETURN {_ROW}",
+                 {"key": key, "known": known}, read_only=True)
+
+
+def last_starting_by(key: str, t: int, known: int) -> Query:
+    """The interval of `key` with the latest start at or before `t`, as recorded at `known`."""
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND r.valid_from <= $t AND "
+                 f"{_VISIBLE} RETURN {_ROW} ORDER BY r.valid_from DESC LIMIT 1",
+                 {"key": key, "t": t, "known": known}, read_only=True)
+
+
+def first_starting_after(key: str, t: int, known: int) -> Query:
+    """The interval of `key` with the earliest start after `t`, as recorded at `known`."""
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND r.valid_from > $t AND "
+                 f"{_VISIBLE} RETURN {_ROW} ORDER BY r.valid_from ASC LIMIT 1",
+                 {"key": key, "t": t, "known": known}, read_only=True)
+
+
+def current_overlapping(key: str, start: int, end: int) -> Query:
+    """Current (never superseded) intervals of `key` overlapping [start, end)."""
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND r.superseded_at = $open AND "
+                 f"r.valid_from < $end AND r.valid_to > $start RETURN {_ROW}",
+                 {"key": key, "open": OPEN, "start": start, "end": end}, read_only=True)
+
+
+def next_current_start(key: str, t: int) -> Query:
+    """The earliest start after `t` among the current intervals of `key` (null if none)."""
+    return Query(f"MATCH ()-[r:{BELIEVES}]->() WHERE r.key = $key AND r.superseded_at = $open AND "
+                 "r.valid_from > $t RETURN min(r.valid_from)", {"key": key, "open": OPEN, "t": t},
+                 read_only=True)
+
+
+def latest_transaction(key: str, after: int) -> Query:
+    """The latest transaction time of `key` later than `after` (null when there is none)."""
+    return Query(f"MATCH ()-[r:{BELIEVES}]->() WHERE r.key = $key AND r.recorded_at > $after "
+                 "RETURN max(r.recorded_at)", {"key": key, "after": after}, read_only=True)
+
+
+def latest_supersession(key: str, after: int) -> Query:
+    return Query(f"MATCH ()-[r:{BELIEVES}]->() WHERE r.key = $key AND r.superseded_at > $after AND "
+                 "r.superseded_at < $open RETURN max(r.superseded_at)",
+                 {"key": key, "after": after, "open": OPEN}, read_only=True)
+
+
+def node_briefs(ids: Sequence[str]) -> Query:
+    """(id, kind, text, state, retracted, pending) of the nodes among `ids` that exist."""
+    return Query("UNWIND $ids AS id MATCH (n:Node {id: id}) "
+                 "RETURN n.id, n.kind, n.text, n.state, n.retracted, n.pending", {"ids": list(ids)},
+                 read_only=True)
+
+
+def ensure_subjects(agent: str, topic: str, claim: str) -> Query:
+    """The agent and topic nodes, and the claim's ABOUT edge to the topic (idempotent)."""
+    return Query(f"MERGE (a:Agent {{id: $agent}}) MERGE (t:Topic {{id: $topic}}) "
+                 f"WITH t MATCH (c:Node {{id: $claim}}) MERGE (c)-[:{ABOUT}]->(t)",
+                 {"agent": agent, "topic": topic, "claim": claim})
+
+
+def supersede(key: str, starts: Sequence[int], at: int) -> Query:
+    """Close the transaction time of the current intervals of `key` starting at `starts`."""
+    return Query(f"UNWIND $starts AS s MATCH ()-[r:{BELIEVES}]->() WHERE r.key = $key AND "
+                 "r.superseded_at = $open AND r.valid_from = s SET r.superseded_at = $at",
+                 {"key": key, "starts": list(starts), "open": OPEN, "at": at})
+
+
+def insert(rows: Sequence[Mapping[str, Any]]) -> Query:
+    """New interval versions: rows of edge properties (with `agent` and `claim`)."""
+    return Query(f"UNWIND $rows AS row MATCH (a:Agent {{id: row.agent}}), (c:Node {{id: row.claim}}) "
+                 f"CREATE (a)-[r:{BELIEVES}]->(c) SET r = row", {"rows": list(rows)})
+
+
+def changes_of(ids: Sequence[str], known: int) -> Query:
+    """Status changes of `ids` recorded by `known`."""
+    return Query("UNWIND $ids AS id MATCH (ch:Change {node: id}) WHERE ch.recorded_at <= $known "
+                 "RETURN ch.node, ch.kind, ch.before, ch.after, ch.valid_from, ch.recorded_at, "
+                 "ch.cause, ch.review, id(ch)", {"ids": list(ids), "known": known}, read_only=True)
+
+
+def step_up_all(ids: Sequence[str]) -> Query:
+    """Every incoming causal edge of `ids`: (node, justification, antecedent, antecedent kind)."""
+    return Query(f"UNWIND $ids AS id MATCH (p:Node)-[e:{CAUSAL_RELS}]->(:Node {{id: id}}) "
+                 "RETURN id, e.j, p.id, p.kind", {"ids": list(ids)}, read_only=True)
+
+
+def node_times(ids: Sequence[str]) -> Query:
+    """(id, kind, state, created_at, executed_at) of `ids`."""
+    return Query("UNWIND $ids AS id MATCH (n:Node {id: id}) "
+                 "RETURN n.id, n.kind, n.state, n.created_at, n.executed_at", {"ids": list(ids)},
+                 read_only=True)
+
+
+def claims_down(ids: Sequence[str]) -> Query:
+    """One step downstream to claims only: (from, to) along SUPPORTS edges."""
+    return Query("UNWIND $ids AS id MATCH (:Node {id: id})-[:SUPPORTS]->(m:Claim) RETURN id, m.id",
+                 {"ids": list(ids)}, read_only=True)
+
+
+def region(ids: Sequence[str]) -> Query:
+    """What relabelling needs of `ids`: (id, kind, state, retracted, pending)."""
+    return Query("UNWIND $ids AS id MATCH (n:Node {id: id}) "
+                 "RETURN n.id, n.kind, n.state, n.retracted, n.pending", {"ids": list(ids)},
+                 read_only=True)
+
+
+def support(ids: Sequence[str]) -> Query:
+    """Incoming support of `ids`: (node, justification, antecedent, antecedent state)."""
+    return Query(f"UNWIND $ids AS id MATCH (a:Node)-[e:{CAUSAL_RELS}]->(n:Node {{id: id}}) "
+                 "RETURN id, e.j, a.id, a.state", {"ids": list(ids)}, read_only=True)
