@@ -21,6 +21,7 @@ from rippl_core.explain import AsyncExplainMethods, ExplainMethods
 from rippl_core.ingest.api import AsyncIngestMethods, IngestMethods
 from rippl_core.models import LoadReport, Node, Policy, Reached, Stats, ToolCall, Verdict, Wave
 from rippl_core.receipts import SigningKey
+from rippl_core.records_api import AsyncRecordMethods, RecordMethods
 from rippl_core.review_api import AsyncReviewMethods, ReviewMethods
 from rippl_core.spec import (
     GraphSpec,
@@ -60,7 +61,7 @@ def _prepare(location: Location) -> tuple[EmbeddedServer | None, redis.Redis]:
     return server, sync_client(location, server.socket_path if server else None)
 
 
-class Rippl(ReviewMethods, ExplainMethods, IngestMethods, TemporalMethods):
+class Rippl(ReviewMethods, ExplainMethods, IngestMethods, RecordMethods, TemporalMethods):
     """A handle on one graph (tenant) of a FalkorDB database. Thread-safe; close it when done.
 
     `policy` is the default pre-flight policy; `distinct_approver=True` refuses approval of a
@@ -193,7 +194,8 @@ class Rippl(ReviewMethods, ExplainMethods, IngestMethods, TemporalMethods):
         return verdict
 
 
-class AsyncRippl(AsyncReviewMethods, AsyncExplainMethods, AsyncIngestMethods, AsyncTemporalMethods):
+class AsyncRippl(AsyncReviewMethods, AsyncExplainMethods, AsyncIngestMethods,
+                 AsyncRecordMethods, AsyncTemporalMethods):
     """The asyncio twin of `Rippl`: the same operations, awaited."""
 
     def __init__(self, location: Location, graph: str, client: redis.asyncio.Redis,
