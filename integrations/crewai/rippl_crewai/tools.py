@@ -1,0 +1,226 @@
+"""Tools: `GuardedTool` checks premises inside the tool's own run; `CheckPremisesTool` lets an agent
+ask whether an action, a decision or a planned call is still safe.
+
+CrewAI's hooks do not see every path to a tool: a direct `tool.run()`, a flow's declarative tool
+action and some agent adapters call the tool without them. A `GuardedTool` checks in `_run` and
+`_arun`, so those calls are vetoed too. A vetoed call does not run the wrapped tool; it returns a
+CrewAI `ToolFailure` whose message is the veto with every trail (the agent reads it; a flow or the
+tool-failure policy sees a failure), or raises `PremiseRetractedError` with on_deny="raise".
+Guarded results are never cached: a cached answer would skip the check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from crewai.tools import BaseTool
+from crewai.tools.base_tool import Tool
+from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from rippl_core import Policy, Rippl, ToolCall, Verdict
+from rippl_core.errors import PremiseRetractedError
+from rippl_core.vocabulary import Kind, State
+from rippl_crewai._guard import (
+    Resolver,
+    check_call,
+    check_memory,
+    check_policy,
+    check_resolver,
+    tool_name,
+    veto_message,
+)
+
+
+def _never_cache(_args: Any = None, _result: Any = None) -> bool:
+    return False
+
+
+def failure_code(verdict: Verdict) -> str:
+    """A short machine-readable reason for a denial."""
+    if verdict.state is State.OUT:
+        return "premise_retracted"
+    if verdict.state is State.AT_RISK:
+        return "premise_at_risk"
+    if "could not be checked" in verdict.reason:
+        return "premise_graph_unavailable"
+    return "unknown_action"
+
+
+class GuardedTool(BaseTool):
+    """A tool that checks the premises of its action before every run.
+
+    `GuardedTool(wrapped=tool, memory=rippl)` takes the wrapped tool's name, description and
+    argument schema. `action_id` pins the action; otherwise the call is resolved by `resolver`,
+    then by tool name and arguments against the graph's actions.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    wrapped: BaseTool = Field(exclude=True, description="The tool that runs when allowed.")
+    memory: Any = Field(exclude=True, description="The Rippl handle to check against.")
+    policy: Policy | None = None
+    action_id: str | None = None
+    resolver: Any = Field(default=None, exclude=True)
+    on_deny: Literal["failure", "raise"] = "failure"
+    _last_verdict: Verdict | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_wrapped(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("wrapped"), BaseTool):
+            return data
+        wrapped: BaseTool = data["wrapped"]
+        defaults = {"name": wrapped.name, "description": wrapped.description,
+                    "args_schema": wrapped.args_schema, "result_schema": wrapped.result_schema,
+                    "result_as_answer": wrapped.result_as_answer,
+                    "tool_failure_policy": wrapped.tool_failure_policy,
+                    "env_vars": wrapped.env_vars, "cache_function": _never_cache}
+        return {**defaults, **data}
+
+    def model_post_init(self, __context: Any) -> None:
+        check_memory(self.memory)
+        check_policy(self.policy)
+        check_resolver(self.resolver)
+        super().model_post_init(__context)
+
+    @property
+    def last_verdict(self) -> Verdict | None:
+        """The verdict of the most recent run."""
+        return self._last_verdict
+
+    def check(self, **kwargs: Any) -> Verdict:
+        """The verdict on calling this tool with `kwargs` now (never raises)."""
+        verdict = check_call(self.memory, tool_name(self), kwargs, policy=self.policy,
+                             resolver=self.resolver, action_id=self.action_id)
+        self._last_verdict = verdict
+        return verdict
+
+    def _deny(self, verdict: Verdict) -> ToolFailure:
+        if self.on_deny == "raise":
+            raise PremiseRetractedError(verdict)
+        return ToolFailure(message=veto_message(verdict, tool_name(self)),
+                           reason=ToolFailureReason.TOOL_REPORTED, code=failure_code(verdict),
+                           retryable=verdict.state is State.AT_RISK,
+                           details={"verdict": verdict.model_dump(mode="json")})
+
+    def _kwargs(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Positional arguments named after the schema's fields, so the check sees every value."""
+        if not args:
+            return kwargs
+        fields = list(self.args_schema.model_fields)
+        if len(args) > len(fields):
+            raise TypeError(f"{self.name} takes at most {len(fields)} arguments")
+        return {**dict(zip(fields, args, strict=False)), **kwargs}
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            call_args = self._kwargs(args, kwargs)
+        except TypeError as exc:
+            return self._deny(Verdict(allowed=False, target=None, reason=(
+                f"denied (fail closed): the call to {self.name} could not be mapped: {exc}")))
+        verdict = self.check(**call_args)
+        if not verdict.allowed:
+            return self._deny(verdict)
+        return self.wrapped.run(**call_args)
+
+    async def _arun(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            call_args = self._kwargs(args, kwargs)
+        except TypeError as exc:
+            return self._deny(Verdict(allowed=False, target=None, reason=(
+                f"denied (fail closed): the call to {self.name} could not be mapped: {exc}")))
+        verdict = await asyncio.to_thread(lambda: self.check(**call_args))
+        if not verdict.allowed:
+            return self._deny(verdict)
+        if _has_async(self.wrapped):
+            return await self.wrapped.arun(**call_args)
+        return await asyncio.to_thread(lambda: self.wrapped.run(**call_args))
+
+
+def _has_async(tool: BaseTool) -> bool:
+    if isinstance(tool, Tool):
+        return asyncio.iscoroutinefunction(tool.func)
+    return type(tool)._arun is not BaseTool._arun
+
+
+def guard_tools(tools: Iterable[BaseTool], memory: Rippl, *, policy: Policy | None = None,
+                resolver: Resolver | Mapping[str, str] | None = None,
+                actions: Mapping[str, str] | None = None,
+                on_deny: Literal["failure", "raise"] = "failure") -> list[BaseTool]:
+    """Wrap each tool in a `GuardedTool` (tools already guarded and `CheckPremisesTool` are kept
+    as they are). `actions` pins tool names to action ids."""
+    out: list[BaseTool] = []
+    pinned = {tool_name(k): v for k, v in (actions or {}).items()}
+    for tool in tools:
+        if isinstance(tool, GuardedTool | CheckPremisesTool):
+            out.append(tool)
+            continue
+        out.append(GuardedTool(wrapped=tool, memory=memory, policy=policy, resolver=resolver,
+                               action_id=pinned.get(tool_name(tool)), on_deny=on_deny))
+    return out
+
+
+class CheckPremisesInput(BaseModel):
+    target: str = Field(description=(
+        "The id of an action or decision to check (for example ACT-001), or the name of a tool "
+        "you plan to call."))
+    args: dict[str, Any] | None = Field(default=None, description=(
+        "When target is a tool name: the arguments you plan to call it with."))
+
+
+class CheckPremisesTool(BaseTool):
+    """A read-only tool: is this action, decision or planned tool call still safe, and why not?"""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str = "check_premises"
+    description: str = (
+        "Check, before acting, whether an action, a decision or a planned tool call still stands "
+        "on valid premises. Returns ALLOWED or DENIED with the reason and, for a denial, the trail "
+        "from every retracted or disputed premise to the target. Use it when a call was vetoed to "
+        "see why, and to check an alternative before calling it.")
+    args_schema: type[BaseModel] = CheckPremisesInput
+    memory: Any = Field(exclude=True)
+    policy: Policy | None = None
+    max_premises: int = 12
+
+    def __init__(self, memory: Rippl | None = None, **data: Any) -> None:
+        if memory is not None:
+            data["memory"] = memory
+        super().__init__(**data)
+
+    def model_post_init(self, __context: Any) -> None:
+        check_memory(self.memory)
+        check_policy(self.policy)
+        super().model_post_init(__context)
+
+    def _run(self, target: str, args: dict[str, Any] | None = None) -> str:
+        memory: Rippl = self.memory
+        subject: str | ToolCall = target if args is None else ToolCall(name=target, args=args)
+        try:
+            verdict = memory.check(subject, policy=self.policy)
+        except Exception as exc:  # an id or arguments the graph cannot hold
+            verdict = Verdict(allowed=False, target=None,
+                              reason=f"{target!r} cannot be checked: {exc}")
+        return self.describe(verdict)
+
+    async def _arun(self, target: str, args: dict[str, Any] | None = None) -> str:
+        return await asyncio.to_thread(self._run, target, args)
+
+    def describe(self, verdict: Verdict) -> str:
+        """The verdict as text for a model: the answer, the reason, the trails, the premises."""
+        lines = [("ALLOWED: " if verdict.allowed else "DENIED: ") + verdict.explain()]
+        if verdict.allowed and verdict.target is not None:
+            try:
+                under = [r for r in self.memory.premises(verdict.target)
+                         if r.kind in (Kind.CLAIM, Kind.SOURCE)]
+            except Exception:  # the listing is a courtesy; the verdict stands without it
+                under = []
+            if under:
+                shown = ", ".join(f"{r.id} ({r.status})" for r in under[: self.max_premises])
+                more = len(under) - self.max_premises
+                lines.append(f"It rests on: {shown}" + (f" and {more} more" if more > 0 else ""))
+        return "\n".join(lines)
