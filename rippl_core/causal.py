@@ -25,6 +25,7 @@ from rippl_core.validation import (
     check_id,
     check_ids,
     check_text,
+    normalise_text,
     semantic_id,
 )
 from rippl_core.vocabulary import Kind
@@ -55,8 +56,9 @@ class NodeSpec:
         for key, value in (("uri", self.uri), ("source_type", self.source_type)):
             if value is not None:
                 check_text(value, what=key)
+        unique = list({frozenset(j): j for j in justs if j}.values())  # a repeat is one justification
         return NodeSpec(self.kind, text, node_id, self.uri, self.source_type, self.tool,
-                        self.args, [j for j in justs if j], self.provenance)
+                        self.args, unique, self.provenance)
 
     def props(self, now: int) -> dict[str, Any]:
         args = canonical_args(self.args)
@@ -67,7 +69,10 @@ class NodeSpec:
             "retracted": False, "pending": 0, "created_at": now,
             "provenance": json.dumps(self.provenance, sort_keys=True) if self.provenance else None,
         }
-        props["digest"] = content_digest(props)
+        # Under a semantic id (derived from the normalised text) the normalised text is the content:
+        # re-adding the same statement written differently is a no-op, not a conflict.
+        semantic = self.id == semantic_id(self.kind, self.text)
+        props["digest"] = content_digest({**props, "text": normalise_text(self.text)} if semantic else props)
         return {k: v for k, v in props.items() if v is not None}
 
 
