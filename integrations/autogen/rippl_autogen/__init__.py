@@ -11,6 +11,8 @@ of what they believe, when, and why.
 from rippl_autogen.connection import RipplConnection
 from rippl_autogen.guard import Guard, GuardConfig
 from rippl_autogen.intervention import RipplInterventionHandler, ToolVetoedException
+from rippl_autogen.memory import RipplMemory, RipplMemoryConfig
+from rippl_autogen.register import assistant_agents, register_rippl
 from rippl_autogen.tools import GuardedStreamTool, GuardedTool, ToolVetoedError, guard_tools
 from rippl_autogen.workbench import RipplStreamWorkbench, RipplWorkbench
 
@@ -21,9 +23,13 @@ __all__ = [
     "GuardedTool",
     "RipplConnection",
     "RipplInterventionHandler",
+    "RipplMemory",
+    "RipplMemoryConfig",
     "RipplStreamWorkbench",
     "RipplWorkbench",
     "ToolVetoedError",
     "ToolVetoedException",
+    "assistant_agents",
     "guard_tools",
+    "register_rippl",
 ]

@@ -1,0 +1,258 @@
+"""`RipplMemory`: an `autogen_core.memory.Memory` over Rippl's bitemporal belief graph.
+
+    memory = RipplMemory(rippl, agent="planner")
+    await memory.add(MemoryContent(content="Shard 07 is healthy", mime_type=MemoryMimeType.TEXT,
+                                   metadata={"topic": "billing-home", "sources": ["SRC-013"]}))
+    agent = AssistantAgent("planner", model_client=client, memory=[memory])
+
+Before each model call, `update_context` adds one system message listing the agent's current
+*verified* beliefs (as of now, or as of a fixed `as_of`): a belief whose claim was retracted, is
+proposed for retraction, or rests on a retracted premise is never injected. `add` records a claim
+(its id derived from its text, so the same statement is one claim) with its evidence sources, then
+the agent's belief in it on a topic; adopting a new claim on a topic closes the previous interval.
+`clear` ends every current belief of the agent (history is kept, never deleted).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Self
+
+from autogen_core import CancellationToken, Component
+from autogen_core.memory import (
+    Memory,
+    MemoryContent,
+    MemoryMimeType,
+    MemoryQueryResult,
+    UpdateContextResult,
+)
+from autogen_core.model_context import ChatCompletionContext
+from autogen_core.models import SystemMessage
+from pydantic import BaseModel, ConfigDict, Field
+
+from rippl_autogen.connection import Link, RipplConnection, Target
+from rippl_core.errors import InvalidInputError, NotFoundError
+from rippl_core.timeutil import from_ms, to_ms
+from rippl_core.validation import check_id, check_text, normalise_text, semantic_id
+from rippl_core.vocabulary import Kind, State
+
+type TimeLike = datetime | str
+
+
+class RipplMemoryConfig(BaseModel):
+    """Declarative config of a RipplMemory: where the graph is and whose beliefs it serves."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    connection: RipplConnection = Field(default_factory=RipplConnection)
+    agent: str
+    name: str | None = None
+    as_of: str | None = None
+    known_at: str | None = None
+    limit: int | None = None
+
+
+def _iso(value: TimeLike | None, name: str) -> str | None:
+    """Validate a time now (naive ones are refused) and keep it as ISO-8601 with its offset."""
+    if value is None:
+        return None
+    moment = from_ms(to_ms(value, name=name))
+    assert moment is not None
+    return moment.isoformat()
+
+
+_WORD = re.compile(r"\w+")
+_STOP = frozenset([
+    "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "how",
+    "in", "is", "it", "its", "of", "on", "or", "so", "that", "the", "there", "this", "to", "was",
+    "we", "were", "what", "when", "which", "who", "why", "will", "with", "you",
+])
+
+
+def _words(text: str) -> set[str]:
+    """The content words of `text` (case-folded, without the commonest English words)."""
+    return {w for w in _WORD.findall(text.casefold()) if len(w) > 1 and w not in _STOP}
+
+
+class RipplMemory(Memory, Component[RipplMemoryConfig]):
+    """An agent's memory of what it believes, backed by the Rippl belief graph.
+
+    Args:
+        rippl: an `AsyncRippl` handle, a sync `Rippl` (run in a thread), or `RipplConnection`
+            options (opened on first use, closed by `close()`).
+        agent: the belief holder's id (usually the AutoGen agent's name).
+        as_of: inject what the agent believed at this moment (aware datetime or ISO-8601 with an
+            offset) instead of now.
+        known_at: as the graph knew it at this moment (transaction time; default now).
+        name: the memory's name (default `rippl:<agent>`).
+        limit: inject at most this many beliefs (the most recently adopted first).
+    """
+
+    component_type = "memory"
+    component_config_schema = RipplMemoryConfig
+    component_provider_override = "rippl_autogen.RipplMemory"
+
+    def __init__(self, rippl: Target | Link, agent: str, *, as_of: TimeLike | None = None,
+                 known_at: TimeLike | None = None, name: str | None = None,
+                 limit: int | None = None) -> None:
+        self._agent = check_id(agent, what="agent")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise InvalidInputError("limit must be a positive integer (or None for every belief)")
+        self._link = rippl if isinstance(rippl, Link) else Link(rippl)
+        self._as_of = _iso(as_of, "as_of")
+        self._known_at = _iso(known_at, "known_at")
+        self._name = name or f"rippl:{self._agent}"
+        self._limit = limit
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def agent(self) -> str:
+        return self._agent
+
+    @property
+    def link(self) -> Link:
+        return self._link
+
+    @property
+    def as_of(self) -> str | None:
+        return self._as_of
+
+    # -- reading ----------------------------------------------------------------------------
+    async def verified_beliefs(self, *, as_of: TimeLike | None = None,
+                               known_at: TimeLike | None = None) -> list[Any]:
+        """The agent's beliefs holding at `as_of` (default: this memory's, else now) whose claim is
+        Verified and rests on nothing retracted, the most recently adopted first."""
+        graph = await self._link.graph()
+        held = await graph.beliefs(self._agent, as_of=_iso(as_of, "as_of") or self._as_of,
+                                   known_at=_iso(known_at, "known_at") or self._known_at)
+        verified = [b for b in held if b.claim_state == State.IN and not b.rests_on_retracted]
+        return sorted(verified, key=lambda b: (b.valid_from, b.topic), reverse=True)
+
+    async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
+        """Add one system message with the agent's current verified beliefs (none: no message)."""
+        beliefs = await self.verified_beliefs()
+        if self._limit is not None:
+            beliefs = beliefs[: self._limit]
+        if not beliefs:
+            return UpdateContextResult(memories=MemoryQueryResult(results=[]))
+        when = f"as of {self._as_of}" if self._as_of else "now"
+        lines = [f"What {self._agent} believes {when}, per Rippl (verified claims only; retracted "
+                 "or disputed claims are left out):"]
+        for i, belief in enumerate(beliefs, 1):
+            evidence = f"; evidence: {', '.join(belief.evidence)}" if belief.evidence else ""
+            lines.append(f"{i}. [{belief.topic}] {belief.text} (claim {belief.claim}, since "
+                         f"{belief.valid_from.isoformat()}{evidence})")
+        await model_context.add_message(SystemMessage(content="\n".join(lines)))
+        return UpdateContextResult(memories=MemoryQueryResult(results=[_content(b) for b in beliefs]))
+
+    async def query(self, query: str | MemoryContent = "",
+                    cancellation_token: CancellationToken | None = None,
+                    **kwargs: Any) -> MemoryQueryResult:
+        """Verified beliefs matching `query` (words of the claim text or topic), best match first;
+        an empty query returns them all. Keyword arguments: `topic` (exact topic), `as_of`,
+        `known_at`, `limit`."""
+        unknown = set(kwargs) - {"topic", "as_of", "known_at", "limit"}
+        if unknown:
+            raise InvalidInputError(f"unknown query options: {', '.join(sorted(unknown))}; use "
+                                    "topic, as_of, known_at or limit")
+        text = query if isinstance(query, str) else _text(query)
+        beliefs = await self.verified_beliefs(as_of=kwargs.get("as_of"),
+                                              known_at=kwargs.get("known_at"))
+        if kwargs.get("topic") is not None:
+            beliefs = [b for b in beliefs if b.topic == kwargs["topic"]]
+        wanted = _words(text)
+        if wanted:
+            scored = [(len(wanted & _words(f"{b.text} {b.topic}")), i, b) for i, b in enumerate(beliefs)]
+            beliefs = [b for score, _, b in sorted(scored, key=lambda s: (-s[0], s[1])) if score]
+        limit = kwargs.get("limit")
+        return MemoryQueryResult(results=[_content(b) for b in beliefs[:limit]])
+
+    # -- writing ----------------------------------------------------------------------------
+    async def add(self, content: MemoryContent,
+                  cancellation_token: CancellationToken | None = None) -> None:
+        """Record a belief of the agent. The content is the claim's text; metadata may give
+        `topic` (default: the claim's id), `sources` (source ids, or {title, uri?, kind?, id?}
+        dicts, created if new), `claim_id`, `valid_from` and `note`."""
+        text = _text(content)
+        meta = dict(content.metadata or {})
+        unknown = set(meta) - {"topic", "sources", "evidence", "claim_id", "valid_from", "note"}
+        if unknown:
+            raise InvalidInputError(f"unknown metadata keys: {', '.join(sorted(unknown))}; use "
+                                    "topic, sources, claim_id, valid_from or note")
+        sources = meta.get("sources", meta.get("evidence", []))
+        if isinstance(sources, (str, Mapping)) or not isinstance(sources, Sequence):
+            raise InvalidInputError("metadata['sources'] must be a list of source ids or "
+                                    "{title, uri, kind} objects")
+        valid_from = _iso(meta.get("valid_from"), "valid_from")
+        graph = await self._link.graph()
+        source_ids = [await self._source(graph, s) for s in sources]
+        claim_id = meta.get("claim_id") or semantic_id(Kind.CLAIM, check_text(text, what="content"))
+        try:  # the same statement in other words (case, spacing): keep the stored wording
+            stored = await graph.get(claim_id)
+            if stored.kind is Kind.CLAIM and normalise_text(stored.text) == normalise_text(text):
+                text = stored.text
+        except NotFoundError:
+            pass
+        claim = await graph.add_claim(claim_id, text, sources=source_ids)
+        topic = meta.get("topic") or claim.id
+        await graph.believe(self._agent, claim.id, topic=topic, valid_from=valid_from,
+                            evidence=source_ids, note=meta.get("note"))
+
+    @staticmethod
+    async def _source(graph: Any, source: Any) -> str:
+        if isinstance(source, str):
+            return check_id(source, what="source id")
+        if isinstance(source, Mapping) and isinstance(source.get("title"), str):
+            extra = set(source) - {"id", "title", "uri", "kind"}
+            if extra:
+                raise InvalidInputError(f"unknown source keys: {', '.join(sorted(extra))}")
+            node = await graph.add_source(source.get("id"), source["title"], uri=source.get("uri"),
+                                          kind=source.get("kind"))
+            return str(node.id)
+        raise InvalidInputError(f"a source is an id or a {{title, uri, kind}} object, got {source!r}")
+
+    async def clear(self) -> None:
+        """End every current belief of the agent now. The intervals stay in the history."""
+        graph = await self._link.graph()
+        for belief in await graph.beliefs(self._agent):
+            await graph.retract_belief(self._agent, belief.topic, reason="memory cleared")
+
+    async def close(self) -> None:
+        """Close a graph handle this memory opened itself; a borrowed handle stays open."""
+        await self._link.close()
+
+    # -- component --------------------------------------------------------------------------
+    def _to_config(self) -> RipplMemoryConfig:
+        return RipplMemoryConfig(connection=self._link.connection, agent=self._agent,
+                                 name=self._name, as_of=self._as_of, known_at=self._known_at,
+                                 limit=self._limit)
+
+    @classmethod
+    def _from_config(cls, config: RipplMemoryConfig) -> Self:
+        return cls(config.connection, config.agent, as_of=config.as_of, known_at=config.known_at,
+                   name=config.name, limit=config.limit)
+
+
+def _text(content: MemoryContent) -> str:
+    if isinstance(content.content, str):
+        return content.content
+    if isinstance(content.content, dict):
+        return json.dumps(content.content, sort_keys=True, ensure_ascii=False)
+    mime = content.mime_type.value if isinstance(content.mime_type, MemoryMimeType) else content.mime_type
+    raise InvalidInputError(f"RipplMemory stores claims as text; got {mime} content. Describe it in "
+                            "words (content='...')")
+
+
+def _content(belief: Any) -> MemoryContent:
+    return MemoryContent(content=belief.text, mime_type=MemoryMimeType.TEXT, metadata={
+        "agent": belief.agent, "topic": belief.topic, "claim": belief.claim,
+        "status": belief.claim_status, "valid_from": belief.valid_from.isoformat(),
+        "recorded_at": belief.recorded_at.isoformat(), "evidence": list(belief.evidence),
+        "note": belief.note,
+    })

@@ -1,0 +1,101 @@
+"""`register_rippl`: put the guard and the memory on agents that already exist, in one line.
+
+    register_rippl(team, rippl)          # every AssistantAgent of the team, nested teams included
+
+AutoGen 0.4+ has no `register_hook` (the 0.2 idiom); its seams are the workbench and the memory
+list. This wraps each workbench of each AssistantAgent in a `RipplWorkbench` and adds a
+`RipplMemory` (one per agent, holding that agent's beliefs), and is idempotent: running it twice
+changes nothing more. AssistantAgent has no public setter for either, so this sets its
+`_workbench` and `_memory` attributes (stable through autogen-agentchat 0.7).
+
+Handoff tools bypass workbenches in AssistantAgent: a handoff is never checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime
+from typing import Any
+
+from autogen_agentchat.agents import AssistantAgent, SocietyOfMindAgent
+from autogen_agentchat.teams import BaseGroupChat
+from autogen_core.memory import Memory
+
+from rippl_autogen.connection import Link, Target
+from rippl_autogen.guard import Resolver
+from rippl_autogen.memory import RipplMemory
+from rippl_autogen.workbench import RipplWorkbench
+from rippl_core import Policy
+from rippl_core.errors import InvalidInputError
+
+
+def assistant_agents(target: Any) -> list[AssistantAgent]:
+    """Every AssistantAgent in `target`: itself, or the participants of a team, recursively
+    (nested teams and SocietyOfMindAgents included)."""
+    found: list[AssistantAgent] = []
+    seen: set[int] = set()
+
+    def visit(node: Any) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, AssistantAgent):
+            found.append(node)
+        elif isinstance(node, BaseGroupChat):
+            for participant in node._participants:
+                visit(participant)
+        elif isinstance(node, SocietyOfMindAgent):
+            visit(node._team)
+
+    visit(target)
+    return found
+
+
+def register_rippl(target: Any, rippl: Target | Link | RipplMemory, *,
+                   memory: bool | Memory = True, guard: bool = True,
+                   resolver: Resolver | None = None, policy: Policy | None = None,
+                   unguarded: Collection[str] = (), as_of: datetime | str | None = None
+                   ) -> list[AssistantAgent]:
+    """Guard every tool call and add belief memory on an AssistantAgent or every AssistantAgent
+    of a team. Returns the agents it changed.
+
+    Args:
+        target: an AssistantAgent, a team (RoundRobinGroupChat, SelectorGroupChat, Swarm...) or a
+            SocietyOfMindAgent.
+        rippl: an `AsyncRippl`/`Rippl` handle or `RipplConnection` options; or a `RipplMemory`,
+            which is then the memory of every agent (a shared team memory) and whose graph guards.
+        memory: True: one `RipplMemory` per agent, named after it (unless `rippl` is a memory);
+            a Memory: add that one to every agent; False: no memory.
+        guard: wrap the agents' workbenches in `RipplWorkbench`.
+        resolver, policy, unguarded: as for `RipplWorkbench`.
+        as_of: the `as_of` of the per-agent memories.
+    """
+    if isinstance(rippl, RipplMemory):
+        link, shared = rippl.link, (rippl if memory is True else memory)
+    else:
+        link, shared = (rippl if isinstance(rippl, Link) else Link(rippl)), memory
+    agents = assistant_agents(target)
+    if not agents:
+        raise InvalidInputError(f"no AssistantAgent found in {type(target).__name__}; pass an "
+                                "AssistantAgent or a team of them")
+    for agent in agents:
+        if guard:
+            agent._workbench = [
+                wb if isinstance(wb, RipplWorkbench) else
+                RipplWorkbench(wb, link, resolver=resolver, policy=policy, unguarded=unguarded)
+                for wb in agent._workbench
+            ]
+        if shared is not False:
+            current: list[Memory] = list(agent._memory or [])
+            add = shared if isinstance(shared, Memory) else RipplMemory(link, agent.name, as_of=as_of)
+            if not any(_same_memory(m, add) for m in current):
+                current.append(add)
+            agent._memory = current
+    return agents
+
+
+def _same_memory(a: Memory, b: Memory) -> bool:
+    if a is b:
+        return True
+    return (isinstance(a, RipplMemory) and isinstance(b, RipplMemory) and a.agent == b.agent
+            and a.link.connection == b.link.connection)

@@ -1,0 +1,49 @@
+"""examples/autogen_ops_team.py runs offline: the story holds on both backends."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "autogen_ops_team.py"
+
+
+def load_example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("autogen_ops_team", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_story_on_each_backend(backend: dict[str, object]) -> None:
+    example = load_example()
+    lines: list[str] = []
+    where = {"url": backend["url"]} if "url" in backend else {"db": str(backend["path"])}
+    outcome = await example.run_demo(**where, say=lines.append)
+    assert outcome.as_expected(), "\n".join(lines)
+    assert outcome.ran[-1] == ("migrate_tables", {"table": "billing", "shard": "07"})
+    # the operator's memory held both shard beliefs before the retraction, only shard 07 after
+    assert any("Shard 09 is healthy" in m for m in outcome.memories[0])
+    assert not any("Shard 09 is healthy" in m for m in outcome.memories[-1])
+    assert any("Shard 07 is healthy" in m for m in outcome.memories[-1])
+
+
+def test_runs_offline_as_a_script() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("GROQ_API_KEY", "RIPPL_FALKORDB_URL",
+                                                            "RIPPL_DB")}
+    done = subprocess.run([sys.executable, str(EXAMPLE), "--offline"], capture_output=True, text=True,
+                          env=env, timeout=240, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "VETOED by Rippl: the call to migrate_tables did not run." in done.stdout
+    assert "CLM-001 -> DEC-001 -> ACT-001" in done.stdout
+    assert done.stdout.rstrip().endswith("billing went to shard 07.")
+    assert done.stderr == ""
