@@ -22,7 +22,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 INCIDENT = REPO / "examples" / "incident.yaml"
 TOOLS = {"check_premises", "blast_radius", "explain", "propose_retraction", "list_reviews",
-         "verify_receipts", "add_source", "add_claim", "add_decision", "add_action"}
+         "verify_receipts", "add_source", "add_claim", "add_decision", "add_action", "record_belief",
+         "retract_belief", "ask_belief", "timeline", "why_changed", "what_if", "history"}
 
 
 @pytest.fixture(scope="module")
@@ -364,3 +365,79 @@ async def test_concurrent_clients_on_one_embedded_database(client: Client, db: P
             node = await other.call("explain", node_id=chains[0]["clm"])
             assert node["pending_reviews"] == 4 and node["status"] == "Proposed Retraction"
             assert (await client.call("check_premises", target=chains[0]["act"]))["status"] == "Blocked"
+
+
+# ------------------------------------------------------------------------------ belief memory
+
+
+async def test_belief_memory_over_mcp(client: Client, direct: Rippl) -> None:
+    agent, topic = uid("ops-agent"), uid("billing-home")
+    src_a, src_b, c09, c07 = uid("SRC"), uid("SRC"), uid("CLM"), uid("CLM")
+    await client.call("add_source", id=src_a, title="Capacity plan")
+    await client.call("add_source", id=src_b, title="Disk error alert on shard 09")
+    await client.call("add_claim", id=c09, text="Billing lives on shard 09", sources=[src_a])
+    await client.call("add_claim", id=c07, text="Billing lives on shard 07", sources=[src_b])
+    first = await client.call("record_belief", agent=agent, claim_id=c09, topic=topic,
+                              valid_from="2026-10-08T09:00:00Z", evidence=[src_a], note="the plan")
+    assert first["claim"] == c09 and first["valid_to"] is None and first["evidence"] == [src_a]
+    await client.call("record_belief", agent=agent, claim_id=c07, topic=topic,
+                      valid_from="2026-10-08T12:00:00+00:00", evidence=[src_b])
+
+    then = await client.call("ask_belief", agent=agent, topic=topic, as_of="2026-10-08T10:00:00Z")
+    assert then["found"] and then["belief"]["claim"] == c09 and c09 in then["summary"]
+    now = await client.call("ask_belief", agent=agent, topic=topic)
+    assert now["belief"]["claim"] == c07
+    before = await client.call("ask_belief", agent=agent, topic=topic, as_of="2026-10-01T00:00:00Z")
+    assert before == {"found": False, "belief": None, "summary": f"{agent} held no belief about {topic} then"}
+
+    line = await client.call("timeline", agent=agent, topic=topic)
+    assert line["count"] == 2 and [b["claim"] for b in line["beliefs"]] == [c09, c07]
+    assert line["beliefs"][0]["valid_to"].startswith("2026-10-08T12:00:00")
+
+    why = await client.call("why_changed", agent=agent, topic=topic, at="2026-10-08T12:05:00Z")
+    change = why["change"]
+    assert change["before"]["claim"] == c09 and change["after"]["claim"] == c07
+    assert change["new_evidence"] == [src_b] and src_b in why["explanation"]
+
+    counterfactual = await client.call("what_if", agent=agent, topic=topic, without=[src_b])
+    expected = direct.what_if(agent, topic, without=[src_b])
+    assert counterfactual["changed"] is expected.changed is True
+    assert counterfactual["result"]["counterfactual"]["claim"] == expected.counterfactual.claim  # type: ignore[union-attr]
+    assert (await client.call("ask_belief", agent=agent, topic=topic))["belief"]["claim"] == c07
+
+    dropped = await client.call("retract_belief", agent=agent, topic=topic, reason="moved again")
+    assert dropped["dropped"] and dropped["belief"]["claim"] == c07
+    assert (await client.call("ask_belief", agent=agent, topic=topic))["found"] is False
+    again = await client.call("retract_belief", agent=agent, topic=topic)
+    assert again["dropped"] is False
+
+
+async def test_belief_tools_refuse_bad_input(client: Client) -> None:
+    agent, topic, claim = uid("agent"), uid("topic"), uid("CLM")
+    await client.call("add_claim", id=claim, text=f"{claim} is true")
+    naive = await client.fail("ask_belief", agent=agent, topic=topic, as_of="2026-10-08T10:00:00")
+    assert "InvalidInputError" in naive and "time zone" in naive
+    garbled = await client.fail("record_belief", agent=agent, claim_id=claim, topic=topic,
+                                valid_from="next tuesday")
+    assert "ISO-8601" in garbled
+    assert "NotFoundError" in await client.fail("record_belief", agent=agent, claim_id="CLM-404",
+                                                topic=topic)
+    assert "NotFoundError" in await client.fail("why_changed", agent=agent, topic=topic,
+                                                at="2026-10-08T10:00:00Z")
+    assert "validation error" in await client.fail("what_if", agent=agent, topic=topic, without=[])
+    assert "validation error" in await client.fail("why_changed", agent=agent, topic=topic)
+    assert (await client.call("timeline", agent=agent, topic=topic))["count"] == 0
+
+
+async def test_history_and_audit_checks_in_the_past(client: Client, direct: Rippl) -> None:
+    ids = await chain(client)
+    created = await client.call("history", node_id=ids["act"])
+    assert created["count"] >= 1 and created["changes"][0]["after"] == "Pending"
+    direct.retract(ids["clm"], reason="found false", by="auditor", at="2030-01-01T00:00:00Z")
+    changes = (await client.call("history", node_id=ids["act"]))["changes"]
+    assert changes[-1]["after"] == "Premise Retracted" and changes[-1]["cause"] == "retract"
+    assert changes[-1]["valid_from"].startswith("2030-01-01")
+    past = await client.call("check_premises", target=ids["act"], as_of="2029-12-31T00:00:00Z")
+    later = await client.call("check_premises", target=ids["act"], as_of="2030-01-02T00:00:00Z")
+    assert past["safe"] is True and later["safe"] is False
+    assert "NotFoundError" in await client.fail("history", node_id="ACT-404")

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_core.models import Blocker, Node, Reached, ReviewItem, Verdict
+from rippl_core.temporal_models import Belief, BeliefChange, StatusChange, WhatIf
 
 
 class _Out(BaseModel):
@@ -127,3 +128,69 @@ class ReviewDecision(_Out):
     receipt: str = Field(description="The receipt id (RCP-...).")
     receipt_hash: str
     changes: list[dict[str, Any]] = Field(description="Each affected node: id, before, after.")
+
+
+class BeliefAnswer(_Out):
+    """What an agent believed about a topic at a time, as recorded at a time."""
+
+    found: bool = Field(description="False when the agent held no belief about the topic then.")
+    belief: Belief | None = None
+    summary: str
+
+
+class BeliefDropped(_Out):
+    """The belief interval closed by retract_belief, if the agent held one."""
+
+    dropped: bool
+    belief: Belief | None = None
+    summary: str
+
+
+class Timeline(_Out):
+    """Every interval of an agent's belief about a topic, oldest first."""
+
+    agent: str
+    topic: str
+    count: int
+    beliefs: list[Belief]
+    summary: str
+
+
+class WhyChanged(_Out):
+    """The change of belief nearest a moment, and the evidence behind it."""
+
+    change: BeliefChange
+    explanation: str
+
+
+class WhatIfAnswer(_Out):
+    """What the agent would believe had some evidence never existed (the live graph is untouched)."""
+
+    changed: bool = Field(description="True when the belief would differ.")
+    result: WhatIf
+    explanation: str
+
+
+class HistoryEntry(_Out):
+    """One recorded status change of a node."""
+
+    before: str | None = Field(description="The public status before (null at creation).")
+    after: str
+    valid_from: datetime = Field(description="When the change took effect in the world.")
+    recorded_at: datetime = Field(description="When Rippl recorded it.")
+    cause: str | None = None
+    review: str | None = None
+
+    @classmethod
+    def of(cls, change: StatusChange) -> HistoryEntry:
+        return cls(before=change.before_status, after=change.after_status,
+                   valid_from=change.valid_from, recorded_at=change.recorded_at, cause=change.cause,
+                   review=change.review)
+
+
+class History(_Out):
+    """A node's status changes, in valid-time order."""
+
+    node: str
+    count: int
+    changes: list[HistoryEntry]
