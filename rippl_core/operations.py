@@ -67,7 +67,8 @@ def retraction(node_id: str, *, retracted: bool, reason: str, by: str, at: TimeL
 
 def reach(node_id: str, *, down: bool, max_depth: int | None) -> Op[list[Reached]]:
     node_id = check_id(node_id)
-    if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 1):
+    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int)
+                                  or max_depth < 1):
         raise InvalidInputError("max_depth must be a positive integer (or None for no limit)")
     yield from require_nodes([node_id], what="node")
     visits = yield from walk([node_id], down=down, max_depth=max_depth)
