@@ -1,1 +1,46 @@
-"""Rippl adapter."""
+"""Rippl for LangGraph: veto tool calls whose premises were retracted, checkpoint graphs in
+FalkorDB, and give agents a belief memory that travels in time with their checkpoints.
+
+Three ways to guard a graph:
+
+- `add_preflight(builder, memory=rippl)` / `preflight_node(rippl)`: a node between the model and the
+  ToolNode (partial vetoes, optional human review with `interrupt()`);
+- `guarded_tool_node(tools, rippl)`: a ToolNode that checks each call itself;
+- `RipplMiddleware(rippl)` for `langchain.agents.create_agent` (the `langchain` extra).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rippl_langgraph.checkpoint import AsyncFalkorDBSaver, FalkorDBSaver
+from rippl_langgraph.guard import VETO_PREFIX, Guard, Outcome, veto_message, veto_text
+from rippl_langgraph.preflight import add_preflight, pending_calls, preflight_node
+from rippl_langgraph.toolnode import guarded_tool_node, tool_call_wrappers
+
+if TYPE_CHECKING:
+    from rippl_langgraph.middleware import RipplMiddleware
+
+__all__ = [
+    "VETO_PREFIX",
+    "AsyncFalkorDBSaver",
+    "FalkorDBSaver",
+    "Guard",
+    "Outcome",
+    "RipplMiddleware",
+    "add_preflight",
+    "guarded_tool_node",
+    "pending_calls",
+    "preflight_node",
+    "tool_call_wrappers",
+    "veto_message",
+    "veto_text",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RipplMiddleware":  # imported lazily: it needs the optional langchain package
+        from rippl_langgraph.middleware import RipplMiddleware
+
+        return RipplMiddleware
+    raise AttributeError(f"module 'rippl_langgraph' has no attribute {name!r}")

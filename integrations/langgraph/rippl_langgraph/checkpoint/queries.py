@@ -1,0 +1,142 @@
+"""Every Cypher text the FalkorDB checkpointer sends. Labels come from this module only; every value
+(thread ids, namespaces, blobs) is a parameter.
+
+Layout, in a companion graph of the tenant's graph (`{graph}:checkpoints` by default):
+
+    (:Checkpoint {key, thread_key, thread_id, checkpoint_ns, checkpoint_id, parent_id, type, data,
+                  meta_type, meta, meta_kv, blob_keys, run_key, run_id, taken_at, recorded_at})
+    (:CheckpointBlob {key, thread_key, thread_id, checkpoint_ns, channel, version, type, data})
+    (:CheckpointWrite {key, cp_key, thread_key, thread_id, checkpoint_ns, checkpoint_id, task_id,
+                       idx, channel, type, data, task_path})
+
+A checkpoint stores the channel versions it sees as `blob_keys` (one blob per channel version, as
+langgraph's own savers do), so a read is one round trip of indexed lookups.
+
+Every indexed property is a fixed-length hex digest (`*key`), never a caller's string: FalkorDB's
+range index does not find strings that are empty or end in white space or control characters
+(`MATCH (n:T) WHERE n.v = ' '` misses with an index on T.v, finds without), and thread ids are
+caller strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rippl_core.wire import Query
+
+CHECKPOINT, BLOB, WRITE = "Checkpoint", "CheckpointBlob", "CheckpointWrite"
+
+INDEXES: tuple[tuple[str, str], ...] = (
+    (CHECKPOINT, "key"), (CHECKPOINT, "thread_key"), (CHECKPOINT, "run_key"),
+    (BLOB, "key"), (BLOB, "thread_key"),
+    (WRITE, "key"), (WRITE, "cp_key"), (WRITE, "thread_key"),
+)
+
+_TUPLE_FIELDS = ("c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_id, c.type, c.data, "
+                 "c.meta_type, c.meta, c.key")
+
+
+def create_index(label: str, prop: str) -> Query:
+    return Query(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+
+
+def put_blobs(rows: Sequence[Mapping[str, Any]]) -> Query:
+    """Upsert channel blobs: rows of {key, props}."""
+    return Query(f"UNWIND $rows AS r MERGE (b:{BLOB} {{key: r.key}}) SET b += r.props", {"rows": rows})
+
+
+def put_checkpoint(key: str, props: Mapping[str, Any]) -> Query:
+    return Query(f"MERGE (c:{CHECKPOINT} {{key: $key}}) SET c += $props", {"key": key, "props": props})
+
+
+def put_writes(rows: Sequence[Mapping[str, Any]], *, overwrite: bool) -> Query:
+    """Pending writes: rows of {key, props}. Regular writes keep the first value stored for their
+    (task, index); special channels (error, interrupt, resume...) are overwritten."""
+    action = "SET" if overwrite else "ON CREATE SET"
+    return Query(f"UNWIND $rows AS r MERGE (w:{WRITE} {{key: r.key}}) {action} w += r.props",
+                 {"rows": rows})
+
+
+def read_checkpoints(*, thread_key: str | None, checkpoint_ns: str | None, checkpoint_id: str | None,
+                     before: str | None, cursor: tuple[str, str] | None, meta_kv: Sequence[str],
+                     limit: int | None) -> Query:
+    """Checkpoints newest first, each with its channel blobs and pending writes.
+
+    `before` keeps checkpoints older than a checkpoint id; `cursor` (checkpoint id, key) pages on.
+    Only the fragments for the filters given are added to the text; values stay parameters."""
+    where: list[str] = []
+    params: dict[str, Any] = {}
+    match = f"MATCH (c:{CHECKPOINT})"
+    if thread_key is not None:
+        where.append("c.thread_key = $thread_key")
+        params["thread_key"] = thread_key
+    if checkpoint_ns is not None:
+        where.append("c.checkpoint_ns = $checkpoint_ns")
+        params["checkpoint_ns"] = checkpoint_ns
+    if checkpoint_id is not None:
+        where.append("c.checkpoint_id = $checkpoint_id")
+        params["checkpoint_id"] = checkpoint_id
+    if before is not None:
+        where.append("c.checkpoint_id < $before")
+        params["before"] = before
+    if cursor is not None:
+        where.append("(c.checkpoint_id < $cursor_id OR "
+                     "(c.checkpoint_id = $cursor_id AND c.key < $cursor_key))")
+        params["cursor_id"], params["cursor_key"] = cursor
+    if meta_kv:
+        where.append("all(kv IN $meta_kv WHERE kv IN c.meta_kv)")
+        params["meta_kv"] = list(meta_kv)
+    text = match + (" WHERE " + " AND ".join(where) if where else "")
+    text += " WITH c ORDER BY c.checkpoint_id DESC, c.key DESC"
+    if limit is not None:
+        text += " LIMIT $limit"
+        params["limit"] = limit
+    text += (
+        f" CALL {{ WITH c UNWIND c.blob_keys AS k MATCH (b:{BLOB} {{key: k}})"
+        " RETURN collect([b.channel, b.type, b.data]) AS blobs }"
+        f" CALL {{ WITH c MATCH (w:{WRITE} {{cp_key: c.key}})"
+        " RETURN collect([w.task_id, w.idx, w.channel, w.type, w.data, w.task_path]) AS writes }"
+        f" RETURN {_TUPLE_FIELDS}, blobs, writes"
+    )
+    return Query(text, params, read_only=True)
+
+
+def checkpoint_times(keys: Sequence[str]) -> Query:
+    """When each checkpoint was taken (epoch ms), by checkpoint key."""
+    return Query(f"UNWIND $keys AS k MATCH (c:{CHECKPOINT} {{key: k}}) RETURN c.key, c.taken_at",
+                 {"keys": list(keys)}, read_only=True)
+
+
+def latest_checkpoint_time(thread_key: str, checkpoint_ns: str) -> Query:
+    return Query(f"MATCH (c:{CHECKPOINT} {{thread_key: $t}}) WHERE c.checkpoint_ns = $ns "
+                 "RETURN c.taken_at ORDER BY c.checkpoint_id DESC LIMIT 1",
+                 {"t": thread_key, "ns": checkpoint_ns}, read_only=True)
+
+
+def delete_thread(thread_key: str) -> list[Query]:
+    return [Query(f"MATCH (n:{label} {{thread_key: $t}}) DELETE n", {"t": thread_key})
+            for label in (WRITE, BLOB, CHECKPOINT)]
+
+
+def delete_runs(run_keys: Sequence[str]) -> list[Query]:
+    """Checkpoints whose metadata names one of the runs, with their pending writes."""
+    keys = {"keys": list(run_keys)}
+    return [
+        Query(f"UNWIND $keys AS k MATCH (c:{CHECKPOINT} {{run_key: k}}) "
+              f"MATCH (w:{WRITE} {{cp_key: c.key}}) DELETE w", keys),
+        Query(f"UNWIND $keys AS k MATCH (c:{CHECKPOINT} {{run_key: k}}) DELETE c", keys),
+    ]
+
+
+def thread_nodes(thread_key: str) -> Query:
+    """Every stored property of a thread's checkpoints, blobs and writes (for copy_thread)."""
+    return Query(" UNION ALL ".join(
+        f"MATCH (n:{label} {{thread_key: $t}}) RETURN '{label}' AS label, properties(n) AS props"
+        for label in (CHECKPOINT, BLOB, WRITE)), {"t": thread_key}, read_only=True)
+
+
+def create_nodes(label: str, rows: Sequence[Mapping[str, Any]]) -> Query:
+    """Create nodes of one of this module's labels: rows of {key, props}."""
+    assert label in (CHECKPOINT, BLOB, WRITE)
+    return Query(f"UNWIND $rows AS r MERGE (n:{label} {{key: r.key}}) SET n += r.props", {"rows": rows})

@@ -1,0 +1,435 @@
+"""`FalkorDBSaver` and `AsyncFalkorDBSaver`: LangGraph checkpointers storing checkpoints in FalkorDB.
+
+Both run the same generator operations (`ops.CheckpointOps`) through the core drivers, so the sync
+and async savers share one implementation. Checkpoints live in a companion graph of the tenant's
+graph (`{graph}:checkpoints`), on the same server as the causal memory, so checkpoint writes never
+contend with causal writes for the tenant graph's version key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Self
+
+import redis
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    SerializerProtocol,
+    get_checkpoint_id,
+)
+
+from rippl_core import AsyncRippl, Rippl
+from rippl_core.driver import AsyncDriver, SyncDriver
+from rippl_core.engine import Commit
+from rippl_core.errors import DatabaseError, InvalidInputError
+from rippl_core.timeutil import from_ms
+from rippl_core.validation import check_id
+from rippl_langgraph.checkpoint import queries
+from rippl_langgraph.checkpoint.ops import PAGE, CheckpointOps, Op, configurable
+
+_READY: set[tuple[str, str]] = set()  # (server, graph) pairs whose indexes exist
+_READY_LOCK = threading.Lock()
+
+
+def _index_op(label: str, prop: str) -> Op[None]:
+    yield Commit([queries.create_index(label, prop)])
+
+
+def _already_indexed(exc: DatabaseError) -> bool:
+    return "already indexed" in str(exc)
+
+
+def _companion(memory_graph: str, checkpoint_graph: str | None) -> str:
+    return check_id(checkpoint_graph or f"{memory_graph}:checkpoints", what="checkpoint_graph")
+
+
+def _next_version(current: str | int | float | None) -> str:
+    """Monotonic string versions, as langgraph's own savers use: `{n:032}.{random:016}`."""
+    import random
+
+    if current is None:
+        number = 0
+    elif isinstance(current, int | float):
+        number = int(current)
+    else:
+        number = int(str(current).split(".")[0])
+    return f"{number + 1:032}.{random.random():016}"
+
+
+def _limit(limit: int | None) -> int | None:
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+        raise InvalidInputError("limit must be an integer or None")
+    return limit
+
+
+class FalkorDBSaver(BaseCheckpointSaver[str]):
+    """A synchronous LangGraph checkpointer on FalkorDB (embedded by default, or a server).
+
+    Give it an open `Rippl` handle (it shares its connection and tenant) or the same connection
+    options as `Rippl.open` (`path=`, `url=`, `graph=`), in which case it owns the handle and
+    closes it in `close()`:
+
+        with FalkorDBSaver(graph="ops") as saver:
+            app = builder.compile(checkpointer=saver)
+
+    The async methods run the sync ones in a worker thread; for asyncio code prefer
+    `AsyncFalkorDBSaver`.
+    """
+
+    def __init__(self, memory: Rippl | None = None, *, path: str | os.PathLike[str] | None = None,
+                 url: str | None = None, graph: str = "rippl", checkpoint_graph: str | None = None,
+                 serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        if memory is not None and (path is not None or url is not None):
+            raise InvalidInputError("give either a Rippl handle or path/url, not both")
+        if memory is not None and not isinstance(memory, Rippl):
+            raise InvalidInputError(
+                f"FalkorDBSaver needs a Rippl handle, got {type(memory).__name__}; "
+                "use AsyncFalkorDBSaver with an AsyncRippl handle")
+        self._owned = memory is None
+        self.memory: Rippl = memory if memory is not None else Rippl.open(path, url=url, graph=graph)
+        try:
+            self.graph = _companion(self.memory.graph, checkpoint_graph)
+            self._driver = SyncDriver(self.memory.redis, self.graph, self.memory.location.describe())
+            self.setup()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def setup(self) -> None:
+        """Create the indexes of the checkpoint graph (idempotent; done once per process)."""
+        marker = (self.memory.location.describe(), self.graph)
+        with _READY_LOCK:
+            if marker in _READY:
+                return
+        for label, prop in queries.INDEXES:
+            try:
+                self._driver.run(lambda label=label, prop=prop: _index_op(label, prop), write=True)
+            except DatabaseError as exc:
+                if not _already_indexed(exc):
+                    raise
+        with _READY_LOCK:
+            _READY.add(marker)
+
+    def close(self) -> None:
+        """Close the handle if this saver opened it."""
+        if self._owned and getattr(self, "memory", None) is not None:
+            self.memory.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def drop(self) -> None:
+        """Delete every checkpoint of every thread (the whole checkpoint graph)."""
+        try:
+            self.memory.redis.execute_command("GRAPH.DELETE", self.graph)
+        except redis.ResponseError as exc:
+            if "empty key" not in str(exc) and "Invalid graph" not in str(exc):
+                raise DatabaseError(f"could not drop {self.graph}: {exc}") from exc
+        with _READY_LOCK:
+            _READY.discard((self.memory.location.describe(), self.graph))
+
+    @property
+    def _ops(self) -> CheckpointOps:
+        return CheckpointOps(self.serde)
+
+    # -- BaseCheckpointSaver ----------------------------------------------------------------
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._driver.run(lambda: self._ops.get_tuple(config))
+
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+        remaining = _limit(limit)
+        args = _list_args(config, before)
+        cursor = None
+        while remaining is None or remaining > 0:
+            size = _page_size(remaining, filter)
+            page = self._driver.run(lambda cursor=cursor, size=size: self._ops.page(
+                **args, cursor=cursor, filter=filter, limit=size))
+            for found in page.tuples:
+                if remaining is not None:
+                    if remaining <= 0:
+                        return
+                    remaining -= 1
+                yield found
+            if not page.full:
+                return
+            cursor = page.cursor
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        return self._driver.run(lambda: self._ops.put(config, checkpoint, metadata, new_versions),
+                                write=True)
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        self._driver.run(lambda: self._ops.put_writes(config, writes, task_id, task_path), write=True)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._driver.run(lambda: self._ops.delete_thread(thread_id), write=True)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._driver.run(lambda: self._ops.delete_for_runs(run_ids), write=True)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._driver.run(lambda: self._ops.copy_thread(source_thread_id, target_thread_id),
+                         write=True)
+
+    def get_next_version(self, current: str | None, channel: None = None) -> str:  # type: ignore[override]
+        return _next_version(current)
+
+    def checkpoint_time(self, config: RunnableConfig) -> datetime | None:
+        """When the checkpoint named by `config` was taken (the latest of the thread if the config
+        names none); None if there is no such checkpoint."""
+        return from_ms(self._driver.run(lambda: self._ops.taken_at(config)))
+
+    # -- async: the sync methods in a worker thread ------------------------------------------
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None,
+                    limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+        items = self.list(config, filter=filter, before=before, limit=limit)
+        done = object()
+        while (item := await asyncio.to_thread(next, items, done)) is not done:
+            yield item  # type: ignore[misc]
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
+                          task_id: str, task_path: str = "") -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+
+def _list_args(config: RunnableConfig | None, before: RunnableConfig | None) -> dict[str, Any]:
+    args: dict[str, Any] = {"thread_id": None, "checkpoint_ns": None, "checkpoint_id": None,
+                            "before": get_checkpoint_id(before) if before else None}
+    if config is not None:
+        conf = configurable(config)
+        args["thread_id"] = str(conf["thread_id"])
+        ns = conf.get("checkpoint_ns")
+        args["checkpoint_ns"] = None if ns is None else str(ns)
+        args["checkpoint_id"] = get_checkpoint_id(config)
+    return args
+
+
+def _page_size(remaining: int | None, filter: dict[str, Any] | None) -> int:
+    if remaining is None or filter:
+        return PAGE
+    return max(1, min(remaining, PAGE))
+
+
+class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
+    """The asyncio LangGraph checkpointer on FalkorDB, for `ainvoke`/`astream`.
+
+        async with await AsyncFalkorDBSaver.open(graph="ops") as saver:
+            app = builder.compile(checkpointer=saver)
+            await app.ainvoke(inputs, {"configurable": {"thread_id": "t1"}})
+
+    or `AsyncFalkorDBSaver(handle)` on an open `AsyncRippl`. Its sync methods (used by
+    `invoke`/`get_state`) run the async ones on the saver's event loop and may only be called from
+    another thread while that loop runs, as with langgraph's `AsyncSqliteSaver`; for sync code use
+    `FalkorDBSaver`.
+    """
+
+    def __init__(self, memory: AsyncRippl, *, checkpoint_graph: str | None = None,
+                 serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        if not isinstance(memory, AsyncRippl):
+            raise InvalidInputError(
+                f"AsyncFalkorDBSaver needs an AsyncRippl handle, got {type(memory).__name__}; "
+                "use FalkorDBSaver with a Rippl handle")
+        self.memory = memory
+        self._owned = False
+        self.graph = _companion(memory.graph, checkpoint_graph)
+        self._driver = AsyncDriver(memory.redis, self.graph, memory.location.describe())
+        self._ready = False
+        try:
+            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self.loop = None
+
+    @classmethod
+    async def open(cls, path: str | os.PathLike[str] | None = None, *, url: str | None = None,
+                   graph: str = "rippl", checkpoint_graph: str | None = None,
+                   serde: SerializerProtocol | None = None) -> AsyncFalkorDBSaver:
+        """Open the graph with the same options as `AsyncRippl.open`; `aclose()` closes it."""
+        memory = await AsyncRippl.open(path, url=url, graph=graph)
+        try:
+            saver = cls(memory, checkpoint_graph=checkpoint_graph, serde=serde)
+            saver._owned = True
+            await saver.setup()
+        except BaseException:
+            await memory.close()
+            raise
+        return saver
+
+    async def setup(self) -> None:
+        """Create the indexes of the checkpoint graph (idempotent; done once per process)."""
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
+        if self._ready:
+            return
+        marker = (self.memory.location.describe(), self.graph)
+        if marker not in _READY:
+            for label, prop in queries.INDEXES:
+                try:
+                    await self._driver.run(lambda label=label, prop=prop: _index_op(label, prop),
+                                           write=True)
+                except DatabaseError as exc:
+                    if not _already_indexed(exc):
+                        raise
+            with _READY_LOCK:
+                _READY.add(marker)
+        self._ready = True
+
+    async def aclose(self) -> None:
+        if self._owned:
+            await self.memory.close()
+
+    async def __aenter__(self) -> Self:
+        await self.setup()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    async def adrop(self) -> None:
+        """Delete every checkpoint of every thread (the whole checkpoint graph)."""
+        try:
+            await self.memory.redis.execute_command("GRAPH.DELETE", self.graph)
+        except redis.ResponseError as exc:
+            if "empty key" not in str(exc) and "Invalid graph" not in str(exc):
+                raise DatabaseError(f"could not drop {self.graph}: {exc}") from exc
+        with _READY_LOCK:
+            _READY.discard((self.memory.location.describe(), self.graph))
+        self._ready = False
+
+    @property
+    def _ops(self) -> CheckpointOps:
+        return CheckpointOps(self.serde)
+
+    async def _run[T](self, make: Any, *, write: bool = False) -> T:
+        if not self._ready:
+            await self.setup()
+        return await self._driver.run(make, write=write)
+
+    # -- async BaseCheckpointSaver ----------------------------------------------------------
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self._run(lambda: self._ops.get_tuple(config))
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None,
+                    limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+        remaining = _limit(limit)
+        args = _list_args(config, before)
+        cursor = None
+        while remaining is None or remaining > 0:
+            size = _page_size(remaining, filter)
+            page = await self._run(lambda cursor=cursor, size=size: self._ops.page(
+                **args, cursor=cursor, filter=filter, limit=size))
+            for found in page.tuples:
+                if remaining is not None:
+                    if remaining <= 0:
+                        return
+                    remaining -= 1
+                yield found
+            if not page.full:
+                return
+            cursor = page.cursor
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        return await self._run(lambda: self._ops.put(config, checkpoint, metadata, new_versions),
+                               write=True)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
+                          task_id: str, task_path: str = "") -> None:
+        await self._run(lambda: self._ops.put_writes(config, writes, task_id, task_path), write=True)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._run(lambda: self._ops.delete_thread(thread_id), write=True)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self._run(lambda: self._ops.delete_for_runs(run_ids), write=True)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._run(lambda: self._ops.copy_thread(source_thread_id, target_thread_id),
+                        write=True)
+
+    async def acheckpoint_time(self, config: RunnableConfig) -> datetime | None:
+        """When the checkpoint named by `config` was taken (the latest if it names none)."""
+        return from_ms(await self._run(lambda: self._ops.taken_at(config)))
+
+    def get_next_version(self, current: str | None, channel: None = None) -> str:  # type: ignore[override]
+        return _next_version(current)
+
+    # -- sync: the async methods on the saver's loop, from another thread --------------------
+    def _block[T](self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if self.loop is None or not self.loop.is_running() or running is self.loop:
+            coro.close()
+            raise asyncio.InvalidStateError(
+                "synchronous calls to AsyncFalkorDBSaver must come from another thread while its "
+                "event loop runs; from async code use the async interface (await "
+                "graph.ainvoke(...)), and for sync code use FalkorDBSaver")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._block(self.aget_tuple(config))
+
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+        async def collect() -> list[CheckpointTuple]:
+            return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
+        yield from self._block(collect())
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        return self._block(self.aput(config, checkpoint, metadata, new_versions))
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        self._block(self.aput_writes(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._block(self.adelete_thread(thread_id))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._block(self.adelete_for_runs(run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._block(self.acopy_thread(source_thread_id, target_thread_id))
+
+    def checkpoint_time(self, config: RunnableConfig) -> datetime | None:
+        return self._block(self.acheckpoint_time(config))

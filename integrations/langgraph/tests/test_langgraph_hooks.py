@@ -1,0 +1,88 @@
+"""The two other ways to guard a graph: `guarded_tool_node` (ToolNode wrappers) and
+`RipplMiddleware` for `langchain.agents.create_agent`, sync and async, on FalkorDB checkpoints."""
+
+from __future__ import annotations
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langgraph.types import Command
+from langgraph_helpers import MIGRATE_07, MIGRATE_09, ROLLBACK, Ops, react_builder, thread, tool_messages
+from rippl_langgraph import FalkorDBSaver, RipplMiddleware, guarded_tool_node
+from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
+
+from rippl_core import AsyncRippl, Rippl
+
+MIXED = [calls(tool_call("migrate_tables", MIGRATE_09, "c1"), tool_call("migrate_tables", MIGRATE_07, "c2"),
+               tool_call("delete_database", {"name": "billing"}, "c3")), "done"]
+
+
+def assert_mixed(ops: Ops, messages: list) -> None:  # type: ignore[type-arg]
+    assert ops.ran == [("migrate_tables", MIGRATE_07)]
+    answers = tool_messages(messages)
+    assert set(answers) == {"c1", "c2", "c3"}
+    assert answers["c1"].status == "error" and "CLM-001 -> DEC-001 -> ACT-001" in answers["c1"].content
+    assert answers["c2"].status == "success"
+    assert answers["c3"].status == "error" and "fail closed" in answers["c3"].content
+
+
+def test_guarded_tool_node_runs_only_allowed_calls(incident: Rippl, ops: Ops, saver: FalkorDBSaver) -> None:
+    incident.retract("CLM-001", reason="disk errors", by="telemetry")
+    model = ScriptedChatModel(script=MIXED)
+    app = react_builder(model, guarded_tool_node(ops.tools(), incident)).compile(checkpointer=saver)
+    out = app.invoke({"messages": [HumanMessage("go")]}, thread())
+    assert_mixed(ops, out["messages"])
+
+
+def test_guarded_tool_node_allows_when_premises_hold(incident: Rippl, ops: Ops, saver: FalkorDBSaver) -> None:
+    model = ScriptedChatModel(script=[calls(tool_call("migrate_tables", MIGRATE_09, "c1"),
+                                            tool_call("rollback_deploy", ROLLBACK, "c2")), "ok"])
+    app = react_builder(model, guarded_tool_node(ops.tools(), incident)).compile(checkpointer=saver)
+    app.invoke({"messages": [HumanMessage("go")]}, thread())
+    assert sorted(ops.names()) == ["migrate_tables", "rollback_deploy"]
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_guarded_tool_node_async(incident: Rippl, arippl: AsyncRippl, ops: Ops, asaver) -> None:  # type: ignore[no-untyped-def]
+    incident.retract("CLM-001", reason="disk errors", by="telemetry")
+    model = ScriptedChatModel(script=MIXED)
+    app = react_builder(model, guarded_tool_node(ops.tools(), arippl)).compile(checkpointer=asaver)
+    out = await app.ainvoke({"messages": [HumanMessage("go")]}, thread())
+    assert_mixed(ops, out["messages"])
+
+
+def test_middleware_on_create_agent(incident: Rippl, ops: Ops, saver: FalkorDBSaver) -> None:
+    incident.retract("CLM-001", reason="disk errors", by="telemetry")
+    model = ScriptedChatModel(script=MIXED)
+    agent = create_agent(model, ops.tools(), middleware=[RipplMiddleware(incident)], checkpointer=saver)
+    out = agent.invoke({"messages": [HumanMessage("go")]}, thread())
+    assert_mixed(ops, out["messages"])
+    assert out["messages"][-1].content == "done"
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_middleware_async_stream(incident: Rippl, arippl: AsyncRippl, ops: Ops, asaver) -> None:  # type: ignore[no-untyped-def]
+    incident.retract("CLM-001", reason="disk errors", by="telemetry")
+    model = ScriptedChatModel(script=MIXED)
+    agent = create_agent(model, ops.tools(), middleware=[RipplMiddleware(arippl)], checkpointer=asaver)
+    async for _ in agent.astream({"messages": [HumanMessage("go")]}, thread(), stream_mode="updates"):
+        pass
+    state = await agent.aget_state(thread())
+    assert_mixed(ops, state.values["messages"])
+
+
+def test_middleware_review_pauses_only_the_blocked_call(incident: Rippl, ops: Ops,
+                                                        saver: FalkorDBSaver) -> None:
+    proposal = incident.propose_retraction("CLM-001", reason="disk errors", by="telemetry")
+    model = ScriptedChatModel(script=[calls(tool_call("migrate_tables", MIGRATE_09, "c1"),
+                                            tool_call("rollback_deploy", ROLLBACK, "c2")), "done"])
+    agent = create_agent(model, ops.tools(), checkpointer=saver,
+                         middleware=[RipplMiddleware(incident, review=True, reviewer="oncall")])
+    first = agent.invoke({"messages": [HumanMessage("go")]}, thread(), version="v2")
+    (pause,) = first.interrupts
+    assert pause.value["reviews"][0]["id"] == proposal.id
+    assert ops.ran == [("rollback_deploy", ROLLBACK)]  # its own task: it ran, and only once
+    out = agent.invoke(Command(resume="reject"), thread())
+    assert sorted(ops.names()) == ["migrate_tables", "rollback_deploy"]
+    assert all(m.status == "success" for m in tool_messages(out["messages"]).values())
+    assert incident.review(proposal.id).status == "rejected"
