@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -88,7 +89,7 @@ def ingest_cmd(
 
 def summary_table(report: IngestReport, *, dry_run: bool = False) -> Table:
     used = sorted({d.extractor + (f" ({d.model})" if d.model else "") for d in report.documents})
-    title = f"ingest with {', '.join(used)}" + (" (dry run: nothing written)" if dry_run else "")
+    title = f"ingest with {escape(', '.join(used))}" + (" (dry run: nothing written)" if dry_run else "")
     table = Table(title=title)
     table.add_column("document", overflow="fold", ratio=1)
     table.add_column("status", no_wrap=True)
@@ -100,7 +101,7 @@ def summary_table(report: IngestReport, *, dry_run: bool = False) -> Table:
                   len(d.problems) or (1 if d.status == "failed" else 0)]
         totals = [a + b for a, b in zip(totals, counts, strict=True)]
         style = _STATUS_STYLE[d.status]
-        table.add_row(d.document, f"[{style}]{d.status}[/]", *map(str, counts))
+        table.add_row(escape(d.document), f"[{style}]{d.status}[/]", *map(str, counts))
     if len(report.documents) > 1:
         table.add_section()
         rejected = len(report.rejected)
@@ -110,8 +111,7 @@ def summary_table(report: IngestReport, *, dry_run: bool = False) -> Table:
 
 
 def nodes_table(document: DocumentReport) -> Table:
-    title = f"{document.document}: would be written" if document.status == "dry-run" \
-        else document.document
+    title = escape(document.document) + (": would be written" if document.status == "dry-run" else "")
     table = Table(title=title)
     table.add_column("ref", overflow="fold")
     table.add_column("id", no_wrap=True)
@@ -121,19 +121,21 @@ def nodes_table(document: DocumentReport) -> Table:
     for node in document.nodes:
         style = _OUTCOME_STYLE[node.outcome]
         text = node.text if len(node.text) <= 90 else node.text[:89] + "…"
-        table.add_row(", ".join(node.refs), node.id, text, f"[{style}]{node.outcome}[/]",
-                      node.status or "")
+        table.add_row(escape(", ".join(node.refs)), escape(node.id), escape(text),
+                      f"[{style}]{node.outcome}[/]", node.status or "")
     return table
 
 
 def _failure_lines(document: DocumentReport) -> list[str]:
     if document.ok:
         return []
+    name = escape(document.document)
     if not document.problems:
-        return [f"[red]{document.document}: failed:[/red] {document.error}"]
-    lines = [f"[red]{document.document}: rejected, nothing written ({len(document.problems)} "
-             "problems):[/red]"]
-    lines += [f"  - {problem}" for problem in document.problems]
+        return [f"[red]{name}: failed:[/red] {escape(document.error or '')}"]
+    count = len(document.problems)
+    lines = [f"[red]{name}: rejected, nothing written ({count} problem{'s' if count > 1 else ''}):"
+             "[/red]"]
+    lines += [f"  - {escape(str(problem))}" for problem in document.problems]
     return lines
 
 

@@ -14,10 +14,10 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Literal
 
 from rippl_core.causal import NodeSpec
-from rippl_core.engine import content_digest
 from rippl_core.errors import InvalidInputError
 from rippl_core.ingest.document import Document
 from rippl_core.ingest.schema import (
@@ -89,8 +89,14 @@ class PlannedNode:
                         justifications=[list(j) for j in self.justifications],
                         provenance=self.mention if provenance is None else provenance)
 
-    def digest(self) -> str:
-        return content_digest(self.spec().props(0))
+    def details(self) -> dict[str, Any]:
+        return {"uri": self.uri, "source_type": self.source_type, "tool": self.tool,
+                "args": canonical_args(self.args)}
+
+    def set_details(self, details: Mapping[str, Any]) -> None:
+        self.uri, self.source_type = details["uri"], details["source_type"]
+        self.tool = details["tool"]
+        self.args = json.loads(details["args"]) if details["args"] is not None else None
 
 
 @dataclass
@@ -215,12 +221,15 @@ def plan(extraction: Extraction, document: Document | None = None, *, extractor:
             continue
         first = nodes[node_id]
         first.refs.append(ref)
-        if first.digest() != planned.digest():
+        merged, conflicts = merge_details(first.details(), planned.details())
+        if conflicts:
             problems.append(Problem(
                 code="conflict", ref=ref, where=where,
                 message=f"{ref!r} and {first.refs[0]!r} state the same {kind} "
                         f"({_short(first.text)}) with different details: "
-                        f"{_differences(first, planned)}; make them agree or reword one"))
+                        f"{'; '.join(conflicts)}; make them agree or reword one"))
+        else:
+            first.set_details(merged)
 
     # 3. References and justifications.
     external: dict[str, list[Reference]] = defaultdict(list)
@@ -288,14 +297,18 @@ def kind_problem(use: Reference, antecedent: Kind) -> Problem | None:
     label = f"{PLURAL[use.consequent]}[{use.by}].{use.field}"
     if edge is None:
         return Problem(code="disallowed-edge", ref=use.by, where=use.where, message=(
-            f"{label} names {use.ref!r}, a {antecedent}; a {antecedent} cannot support a "
-            f"{use.consequent} (allowed: Source->Claim, Claim->Claim, Claim->Decision, "
+            f"{label} names {use.ref!r}, {_a(antecedent)}; {_a(antecedent)} cannot support "
+            f"{_a(use.consequent)} (allowed: Source->Claim, Claim->Claim, Claim->Decision, "
             "Decision->Decision, Decision->Action, Action->Action)"))
     if allowed is not None and antecedent not in allowed:
         wanted = " or ".join(sorted(str(k) for k in allowed))
         return Problem(code="invalid-value", ref=use.by, where=use.where, message=(
-            f"{label} names {use.ref!r}, a {antecedent}; {use.field} lists {wanted} refs"))
+            f"{label} names {use.ref!r}, {_a(antecedent)}; {use.field} lists {wanted} refs"))
     return None
+
+
+def _a(kind: Kind) -> str:
+    return f"{'an' if kind is Kind.ACTION else 'a'} {kind}"
 
 
 def _bad_values(item: Item, kind: Kind) -> list[str]:
@@ -328,17 +341,27 @@ def _short(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
-def _differences(a: PlannedNode | Mapping[str, Any], b: PlannedNode) -> str:
-    def fields(x: PlannedNode | Mapping[str, Any]) -> dict[str, Any]:
-        if isinstance(x, PlannedNode):
-            return {"uri": x.uri, "kind": x.source_type, "tool": x.tool,
-                    "args": canonical_args(x.args)}
-        return {"uri": x.get("uri"), "kind": x.get("source_type"), "tool": x.get("tool"),
-                "args": x.get("args")}
+# How a restatement's details combine with what is known: a detail left out (None) keeps the known
+# value; a uri or a source kind not known yet is filled in; tool and arguments decide which tool
+# calls an action guards, so they must agree exactly (or be left out); a source kind is a label, so
+# a different one keeps the first.
+_FILLABLE = ("uri", "source_type")
+_LABELS = {"uri": "uri", "source_type": "kind", "tool": "tool", "args": "args"}
 
-    left, right = fields(a), fields(b)
-    diffs = [f"{k} {left[k]!s} vs {right[k]!s}" for k in left if left[k] != right[k]]
-    return ", ".join(diffs) or "different content"
+
+def merge_details(known: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The combined details, and a description of each field in conflict."""
+    merged = dict(known)
+    conflicts = []
+    for field_name in ("uri", "source_type", "tool", "args"):
+        was, now = known.get(field_name), new.get(field_name)
+        if now is None or now == was:
+            continue
+        if was is None and field_name in _FILLABLE:
+            merged[field_name] = now
+        elif field_name != "source_type":
+            conflicts.append(f"{_LABELS[field_name]} {was} vs {now}")
+    return merged, conflicts
 
 
 # ------------------------------------------------------------------------------------ cycles
@@ -436,12 +459,16 @@ def _path(graph: Mapping[str, Sequence[str]], start: str, goal: str, members: se
 
 def cycle_problems(edges: Mapping[str, Iterable[str]], stored: set[tuple[str, str]],
                    nodes: Mapping[str, PlannedNode], names: Mapping[str, str], *,
-                   document: str) -> list[Problem]:
+                   document: str, through_stored: bool = False) -> list[Problem]:
     """A self-support problem for every cycle that goes through an edge of the extraction
-    (`stored` edges are the graph's own; a cycle made only of them is not this document's)."""
+    (`stored` edges are the graph's own; a cycle made only of them is not this document's).
+    With `through_stored`, only cycles that also use a stored edge (the others were reported
+    without the graph)."""
     new = {(a, b) for a, bs in edges.items() for b in bs} - stored
     problems = []
     for cycle in find_cycles(edges, new):
+        if through_stored and not any(step in stored for step in pairwise(cycle)):
+            continue
         shown = " -> ".join(names.get(n, n) for n in cycle)
         first = cycle[0] if cycle[0] in nodes else next((n for n in cycle if n in nodes), None)
         ref = names.get(first) if first else None
@@ -474,6 +501,7 @@ class Resolution:
     new: list[str] = field(default_factory=list)
     missing: dict[str, list[list[str]]] = field(default_factory=dict)  # existing id -> new support
     existing: list[str] = field(default_factory=list)
+    fill: dict[str, dict[str, Any]] = field(default_factory=dict)  # details an existing node gains
 
 
 def cycle_roots(p: Plan, view: GraphView) -> list[str]:
@@ -527,12 +555,20 @@ def check_against_graph(p: Plan, view: GraphView, *, on_conflict: OnConflict = "
             problems.append(Problem(code="conflict", ref=node.refs[0], where=p.document, message=(
                 f"{label} would be {node.id}, which the graph holds as a {stored['kind']}")))
             continue
-        if stored.get("digest") != node.digest():
+        known = {k: stored.get(k) for k in ("uri", "source_type", "tool", "args")}
+        merged, conflicts = merge_details(known, node.details())
+        if conflicts:
             problems.append(Problem(code="conflict", ref=node.refs[0], where=p.document, message=(
                 f"{label} ({_short(node.text)}) is already in the graph as {node.id} with "
-                f"different details: {_differences(stored, node)} (stored vs this document). "
+                f"different details: {'; '.join(conflicts)} (stored vs this document). "
                 "Make the document agree with the graph, or update the node first")))
             continue
+        if merged != known:
+            filled = PlannedNode(node.id, node.kind, stored["text"], node.refs)
+            filled.set_details(merged)
+            resolution.fill[node.id] = {
+                **{k: merged[k] for k in _FILLABLE if merged[k] != known[k]},
+                "digest": filled.spec().props(0)["digest"]}
         have = {frozenset(j) for j in view.justifications.get(node.id, [])}
         missing = [j for j in node.justifications if frozenset(j) not in have]
         if not missing:
@@ -558,7 +594,8 @@ def check_against_graph(p: Plan, view: GraphView, *, on_conflict: OnConflict = "
                 edges.setdefault(a, set()).add(node_id)
     stored_edges = set(view.edges) | {(a, n) for n in resolution.existing
                                       for j in view.justifications.get(n, []) for a in j}
-    problems += cycle_problems(edges, stored_edges, p.nodes, names, document=p.document)
+    problems += cycle_problems(edges, stored_edges, p.nodes, names, document=p.document,
+                               through_stored=True)
     return resolution, problems
 
 

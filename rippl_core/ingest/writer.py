@@ -175,6 +175,8 @@ def write_plan(p: Plan, *, extractor: str, model: str | None, now: int, dry_run:
         provenance = merged_provenance(stored[node_id].get("provenance"), p.nodes[node_id].mention)
         if provenance is not None:
             change.set_props[node_id] = {"provenance": json.dumps(provenance, sort_keys=True)}
+    for node_id, details in resolution.fill.items():
+        change.set_props.setdefault(node_id, {}).update(details)
 
     states = {node_id: State(props["state"]) for node_id, props in stored.items()}
     if change.new_nodes or change.new_justifications or change.set_props:
