@@ -81,6 +81,7 @@ class Outcome:
     vetoed: list[str] = field(default_factory=list)
     memories: list[list[str]] = field(default_factory=list)
     receipt_ok: bool = False
+    ran_before_retraction: int = 0  # how many calls of `ran` happened before CLM-001 was retracted
 
     def as_expected(self) -> bool:
         """The story held: provisioning and the fallback ran, the shard-09 migration was vetoed."""
@@ -204,6 +205,7 @@ async def _story(rippl: AsyncRippl, outcome: Outcome, live_key: str | None,
     say("\n== 1. Provision shard 09 ==")
     await _run(team, FIRST_TASK, outcome, say)
 
+    outcome.ran_before_retraction = len(outcome.ran)
     say("\n== 2. Telemetry disputes 'Shard 09 is healthy'; a human approves the retraction ==")
     review = await rippl.propose_retraction(
         "CLM-001", reason="Grafana alert: replication lag 45 s and I/O errors on shard 09",

@@ -8,6 +8,7 @@ a component loaded from a config opens its own handle on first use and closes it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast
@@ -91,6 +92,7 @@ class Link:
             )
         self.target = target
         self._owned: AsyncRippl | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
 
     @property
@@ -113,16 +115,28 @@ class Link:
             return cast(Graph, self.target)
         if isinstance(self.target, Rippl):
             return cast(Graph, ThreadedRippl(self.target))
+        loop = asyncio.get_running_loop()
+        if self._owned is not None and self._loop is not loop:
+            await self._forget()  # opened in another event loop (asyncio.run twice): bound there
         if self._owned is None:
-            if self._lock is None:
-                self._lock = asyncio.Lock()
+            if self._lock is None or self._loop is not loop:
+                self._lock, self._loop = asyncio.Lock(), loop
             async with self._lock:
                 if self._owned is None:
                     self._owned = await self.target.open()
         return cast(Graph, self._owned)
 
+    async def _forget(self) -> None:
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            with contextlib.suppress(Exception):  # its connections belong to a closed loop
+                await owned.close()
+
     async def close(self) -> None:
         """Close the handle this link opened itself; a borrowed handle stays open."""
+        if self._owned is not None and self._loop is not asyncio.get_running_loop():
+            await self._forget()
+            return
         owned, self._owned = self._owned, None
         if owned is not None:
             await owned.close()

@@ -30,7 +30,8 @@ async def test_story_on_each_backend(backend: dict[str, object]) -> None:
     where = {"url": backend["url"]} if "url" in backend else {"db": str(backend["path"])}
     outcome = await example.run_demo(**where, say=lines.append)
     assert outcome.as_expected(), "\n".join(lines)
-    assert outcome.ran[-1] == ("migrate_tables", {"table": "billing", "shard": "07"})
+    assert outcome.ran[outcome.ran_before_retraction:] == [
+        ("migrate_tables", {"table": "billing", "shard": "07"})]
     # the operator's memory held both shard beliefs before the retraction, only shard 07 after
     assert any("Shard 09 is healthy" in m for m in outcome.memories[0])
     assert not any("Shard 09 is healthy" in m for m in outcome.memories[-1])
@@ -47,3 +48,18 @@ def test_runs_offline_as_a_script() -> None:
     assert "CLM-001 -> DEC-001 -> ACT-001" in done.stdout
     assert done.stdout.rstrip().endswith("billing went to shard 07.")
     assert done.stderr == ""
+
+
+@pytest.mark.groq
+@pytest.mark.skipif(not os.environ.get("GROQ_API_KEY"), reason="needs a live GROQ_API_KEY")
+@pytest.mark.asyncio(loop_scope="session")
+async def test_live_groq_model_never_migrates_to_the_retracted_shard(tmp_path: Path) -> None:
+    pytest.importorskip("autogen_ext.models.openai", reason='needs "autogen-ext[openai]"')
+    example = load_example()
+    lines: list[str] = []
+    outcome = await example.run_demo(db=str(tmp_path / "rippl.db"),
+                                     live_key=os.environ["GROQ_API_KEY"], say=lines.append)
+    # whatever the live model chose, the call resting on the retracted claim never ran
+    after = outcome.ran[outcome.ran_before_retraction:]
+    assert ("migrate_tables", {"table": "billing", "shard": "09"}) not in after, lines
+    assert outcome.receipt_ok
