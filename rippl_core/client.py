@@ -31,6 +31,7 @@ from rippl_core.spec import (
     read_spec,
     source_spec,
 )
+from rippl_core.subjects import AsyncSubjectMethods, SubjectMethods
 from rippl_core.temporal import check_at
 from rippl_core.temporal_api import AsyncTemporalMethods, TemporalMethods
 from rippl_core.timeutil import TimeLike
@@ -61,7 +62,8 @@ def _prepare(location: Location) -> tuple[EmbeddedServer | None, redis.Redis]:
     return server, sync_client(location, server.socket_path if server else None)
 
 
-class Rippl(ReviewMethods, ExplainMethods, IngestMethods, RecordMethods, TemporalMethods):
+class Rippl(ReviewMethods, ExplainMethods, IngestMethods, RecordMethods, TemporalMethods,
+            SubjectMethods):
     """A handle on one graph (tenant) of a FalkorDB database. Thread-safe; close it when done.
 
     `policy` is the default pre-flight policy; `distinct_approver=True` refuses approval of a
@@ -195,7 +197,7 @@ class Rippl(ReviewMethods, ExplainMethods, IngestMethods, RecordMethods, Tempora
 
 
 class AsyncRippl(AsyncReviewMethods, AsyncExplainMethods, AsyncIngestMethods,
-                 AsyncRecordMethods, AsyncTemporalMethods):
+                 AsyncRecordMethods, AsyncTemporalMethods, AsyncSubjectMethods):
     """The asyncio twin of `Rippl`: the same operations, awaited."""
 
     def __init__(self, location: Location, graph: str, client: redis.asyncio.Redis,
