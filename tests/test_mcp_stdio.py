@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_mcp_support import REPO, Client, module_stdio_params, readme_stdio_params, stdio_client_for
 
-from rippl_core import Rippl
+from rippl_core import InvalidInputError, NotFoundError, Rippl
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -441,3 +443,54 @@ async def test_history_and_audit_checks_in_the_past(client: Client, direct: Ripp
     later = await client.call("check_premises", target=ids["act"], as_of="2030-01-02T00:00:00Z")
     assert past["safe"] is True and later["safe"] is False
     assert "NotFoundError" in await client.fail("history", node_id="ACT-404")
+
+
+async def test_unknown_arguments_are_refused_not_ignored(client: Client, direct: Rippl) -> None:
+    source, claim = uid("SRC"), uid("CLM")
+    await client.call("add_source", id=source, title="A dashboard")
+    message = await client.fail("add_claim", id=claim, text="It holds", source=[source])
+    assert "takes no argument 'source'" in message and "sources" in message
+    with pytest.raises(NotFoundError):
+        direct.get(claim)
+    message = await client.fail("check_premises", action_id="ACT-001")
+    assert "'action_id'" in message and "target" in message
+
+
+# Any string at all, as an id or a text: a clean result or a clean tool error, never a crash, and a
+# failed call changes nothing.
+def stored_text(direct: Rippl, node_id: str) -> str | None:
+    try:
+        return direct.get(node_id).text
+    except (NotFoundError, InvalidInputError):
+        return None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(node_id=st.text(max_size=140), text=st.text(max_size=300))
+async def test_any_string_is_stored_verbatim_or_refused(client: Client, direct: Rippl, node_id: str,
+                                                        text: str) -> None:
+    before = stored_text(direct, node_id)
+    result = await client.session.call_tool("add_claim", {"id": node_id, "text": text})
+    if result.isError:
+        assert stored_text(direct, node_id) == before
+    else:
+        assert result.structuredContent is not None
+        assert result.structuredContent["id"] == node_id
+        assert result.structuredContent["text"] == (before if before is not None else text)
+        assert stored_text(direct, node_id) == result.structuredContent["text"]
+    assert (await client.call("check_premises", target="ACT-002"))["safe"] is True
+
+
+async def test_strings_that_look_like_json_stay_strings(client: Client, direct: Rippl) -> None:
+    run = uuid.uuid4().hex[:8]
+    for node_id, text in [(f'["{run}", 1]', "null"), (f'{{"id": "{run}"}}', '{"a": 1}'),
+                          (f"{run}", "[]")]:
+        added = await client.call("add_claim", id=node_id, text=text)
+        assert (added["id"], added["text"]) == (node_id, text)
+    claim, source = uid("CLM"), uid("SRC")
+    added = await client.call("add_source", id=source, title="s", uri="null", kind="null")
+    assert (added["uri"], added["source_type"]) == ("null", "null")
+    assert direct.get(source).uri == "null"
+    # lists sent as JSON text (as some clients do) are still decoded where a list is expected
+    await client.call("add_claim", id=claim, text="t", sources=json.dumps([source]))
+    assert direct.get(claim).justifications == [[source]]

@@ -17,12 +17,14 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
 from urllib.parse import unquote
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -117,8 +119,38 @@ def _tool_errors[R](fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[
     return wrapper
 
 
+def accepts_text(annotation: Any) -> bool:
+    """Whether a parameter annotation takes a string (str, an Annotated str, or a union with one)."""
+    if get_origin(annotation) is Annotated:
+        return accepts_text(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, UnionType):
+        return any(accepts_text(a) for a in get_args(annotation))
+    return annotation is str
+
+
+class KeepText(FuncMetadata):
+    """FastMCP decodes string arguments that look like JSON when the parameter is not exactly `str`
+    (for clients that send lists as JSON text), so an optional id or note "null" became None and
+    "[1]" a list. Strings given to parameters that take text are kept as sent."""
+
+    @classmethod
+    def of(cls, meta: FuncMetadata) -> Self:
+        return cls(arg_model=meta.arg_model, output_schema=meta.output_schema,
+                   output_model=meta.output_model, wrap_output=meta.wrap_output)
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        parsed = super().pre_parse_json(data)
+        fields = self.arg_model.model_fields
+        for key, value in data.items():
+            if isinstance(value, str) and key in fields and accepts_text(fields[key].annotation):
+                parsed[key] = value
+        return parsed
+
+
 class RipplMCP(FastMCP[Any]):
-    """FastMCP with a clear refusal for the review tools when they are not enabled."""
+    """FastMCP with a clear refusal for the review tools when they are not enabled, and for
+    arguments a tool does not take (a misspelt `source` must not silently record a claim without
+    its source)."""
 
     review_enabled: bool = False
 
@@ -129,6 +161,13 @@ class RipplMCP(FastMCP[Any]):
                 "decision. A person runs `rippl review approve REVIEW_ID --by NAME` (or reject), or "
                 "starts this server with --allow-review --reviewer NAME."
             )
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            known = tool.parameters.get("properties", {})
+            unknown = sorted(str(k)[:MAX_ID_LENGTH] for k in arguments if k not in known)
+            if unknown:
+                raise ToolError(f"{name} takes no argument {', '.join(map(repr, unknown))}; its "
+                                f"arguments are: {', '.join(known)}. Nothing was done.")
         return await super().call_tool(name, arguments)
 
 
@@ -455,6 +494,8 @@ def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str
         listed = f" (in particular: {', '.join(names)})" if names else ""
         return PROMPT.format(tools=listed)
 
+    for registered in server._tool_manager.list_tools():
+        registered.fn_metadata = KeepText.of(registered.fn_metadata)
     return server
 
 
