@@ -54,7 +54,8 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
     component_config_schema = GuardedToolConfig
     component_provider_override = "rippl_autogen.GuardedTool"
 
-    def __new__(cls, inner: BaseTool[Any, Any], *args: Any, **kwargs: Any) -> GuardedTool:
+    def __new__(cls, *args: Any, **kwargs: Any) -> GuardedTool:
+        inner = args[0] if args else kwargs.get("inner")
         if cls is GuardedTool and callable(getattr(inner, "run_json_stream", None)):
             cls = GuardedStreamTool
         return super().__new__(cls)

@@ -71,7 +71,8 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
     component_config_schema = RipplWorkbenchConfig
     component_provider_override = "rippl_autogen.RipplWorkbench"
 
-    def __new__(cls, inner: Workbench, *args: Any, **kwargs: Any) -> RipplWorkbench:
+    def __new__(cls, *args: Any, **kwargs: Any) -> RipplWorkbench:
+        inner = args[0] if args else kwargs.get("inner")
         if cls is RipplWorkbench and streams(inner):
             cls = RipplStreamWorkbench
         return super().__new__(cls)

@@ -103,6 +103,11 @@ async def test_component_round_trip(incident: Rippl, arippl: AsyncRippl) -> None
     await loaded.close()
 
 
+async def test_keyword_construction(arippl: AsyncRippl, ops: Ops) -> None:
+    assert isinstance(GuardedTool(inner=StreamingMigrate(ops), rippl=arippl), GuardedStreamTool)
+    assert type(GuardedTool(inner=ops.tools()[0], rippl=arippl)) is GuardedTool
+
+
 async def test_bad_input_is_refused(arippl: AsyncRippl) -> None:
     with pytest.raises(InvalidInputError, match="BaseTool"):
         GuardedTool("migrate_tables", arippl)  # type: ignore[arg-type]

@@ -197,6 +197,11 @@ async def test_streaming_passes_through_and_veto_streams_one_error(incident: Rip
     assert ops.ran == [("migrate_tables", TO_07)]
 
 
+async def test_keyword_construction_picks_the_streaming_form(arippl: AsyncRippl, ops: Ops) -> None:
+    wb = RipplWorkbench(inner=StaticStreamWorkbench(ops.tools()), rippl=arippl)
+    assert isinstance(wb, RipplStreamWorkbench)
+
+
 async def test_plain_workbench_streams_one_result(incident: Rippl, arippl: AsyncRippl,
                                                   ops: Ops) -> None:
     wb = RipplWorkbench(StaticWorkbench(ops.tools()), arippl)
