@@ -11,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import pytest_asyncio
@@ -240,6 +241,11 @@ async def test_node_resource_and_pending_reviews_resource(client: Client) -> Non
     review = await client.call("propose_retraction", claim_id=ids["clm"], reason="flaky")
     queue = json.loads((await client.session.read_resource("rippl://reviews/pending")).contents[0].text)
     assert review["id"] in [r["id"] for r in queue["reviews"]] and queue["count"] == len(queue["reviews"])
+    odd = f"{uid('CLM')}/with space?"
+    await client.call("add_claim", id=odd, text="An id with reserved characters")
+    encoded = json.loads((await client.session.read_resource(
+        f"rippl://node/{quote(odd, safe='')}")).contents[0].text)
+    assert encoded["id"] == odd
     from mcp.shared.exceptions import McpError
 
     with pytest.raises(McpError, match="not found"):

@@ -75,7 +75,8 @@ action id). If it answers safe=false, do not make the call: read `explanation`, 
 premise failed, and choose an action that does not rest on it. If you learn that a claim is false,
 call propose_retraction; a human approves or rejects it. Record your own reasoning with add_claim,
 add_decision and add_action so later checks can protect it. explain says why a node holds or not;
-blast_radius says what rests on a node."""
+blast_radius says what rests on a node. record_belief / ask_belief / timeline / why_changed / what_if
+keep what an agent believed about a topic and when (times are ISO-8601 with a time zone)."""
 
 PROMPT = """\
 You can call Rippl, a memory of what each of your decisions rests on.
