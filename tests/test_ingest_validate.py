@@ -311,3 +311,35 @@ def test_dry_run_reports_without_writing(incident: Rippl) -> None:
     assert sorted(n.outcome for n in report.nodes) == ["added", "added"]
     assert all(n.state is State.IN for n in report.nodes)
     assert dump(incident) == before
+
+
+def test_a_restatement_may_leave_details_out_or_fill_them_in(rippl: Rippl) -> None:
+    source = rippl.add_source(None, "Runbook RB-112")  # no uri, no kind, no provenance
+    report = rippl.ingest_extraction(ex(
+        sources=[{"ref": "s", "title": "Runbook RB-112", "uri": "https://runbooks/RB-112",
+                  "kind": "runbook"}],
+        claims=[{"ref": "c", "text": "pglogical can move tables online", "sources": ["s"]}]),
+        document="rfc.md")
+    assert report.ids["s"] == source.id and source.id in report.merged
+    node = rippl.get(source.id)
+    assert (node.uri, node.source_type) == ("https://runbooks/RB-112", "runbook")
+    assert node.provenance == {"document": "rfc.md", "extractor": "manual",
+                               "ingested_at": node.provenance["ingested_at"]}  # type: ignore[index]
+    # The core sees the filled-in node as the same content: re-adding it is not a conflict.
+    assert rippl.add_source(None, "Runbook RB-112", uri="https://runbooks/RB-112",
+                            kind="runbook").id == source.id
+    # Leaving details out, or naming the kind differently, merges; the stored details stay.
+    again = rippl.ingest_extraction(ex(
+        sources=[{"ref": "s", "title": "Runbook RB-112", "kind": "document"}]), document="pm.md")
+    assert again.status == "written" and again.merged == [source.id]
+    assert rippl.get(source.id).source_type == "runbook"
+
+
+def test_dry_run_shows_the_status_a_node_would_have(incident: Rippl) -> None:
+    incident.retract("CLM-001", reason="disk errors", by="audit")
+    report = incident.ingest_extraction(ex(
+        decisions=[{"ref": "d", "title": "Schedule the shard 09 cutover", "premises": ["CLM-001"]}],
+        actions=[{"ref": "a", "title": "Announce the cutover", "decisions": ["d"]}]),
+        document="plan.md", dry_run=True)
+    assert [n.status for n in report.nodes] == ["Premise Retracted", "Premise Retracted"]
+    assert incident.stats().nodes["Decision"] == 14  # nothing written

@@ -157,7 +157,7 @@ def mention(document: Document | None, item: Item, *, extractor: str, model: str
         section = document.section_at(span[0])
     record: dict[str, Any] = {
         "document": document.name if document else None,
-        "sha256": document.sha256 if document else None,
+        "sha256": document.sha256 if document and document.text else None,
         "section": section, "span": list(span) if span else None,
         "extractor": extractor, "model": model, "ingested_at": at,
     }

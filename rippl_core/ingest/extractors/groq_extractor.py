@@ -54,7 +54,7 @@ class GroqExtractor:
 
     def __init__(self, model: str = DEFAULT_MODEL, *, api_key: str | None = None,
                  timeout: float = 60.0, max_retries: int = 4, backoff: float = 1.0,
-                 max_backoff: float = 30.0, temperature: float = 0.0, strict: bool = False,
+                 max_backoff: float = 30.0, temperature: float = 0.0,
                  base_url: str | None = None, max_completion_tokens: int | None = None,
                  sleep: Callable[[float], None] = time.sleep,
                  async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
@@ -69,7 +69,7 @@ class GroqExtractor:
         self.model = model
         self.timeout, self.max_retries = timeout, max_retries
         self.backoff, self.max_backoff = backoff, max_backoff
-        self.temperature, self.strict = temperature, strict
+        self.temperature = temperature
         self.max_completion_tokens = max_completion_tokens
         self._sleep, self._async_sleep = sleep, async_sleep
         self._groq = _groq()
@@ -88,7 +88,9 @@ class GroqExtractor:
             "response_format": {"type": "json_schema", "json_schema": {
                 "name": "rippl_extraction",
                 "description": "Sources, claims, decisions and actions of one document.",
-                "schema": extraction_json_schema(), "strict": self.strict}},
+                # Best-effort mode: strict decoding cannot express free-form tool arguments, and
+                # every answer is validated against the schema anyway.
+                "schema": extraction_json_schema(), "strict": False}},
         }
         if self.max_completion_tokens is not None:
             body["max_completion_tokens"] = self.max_completion_tokens
