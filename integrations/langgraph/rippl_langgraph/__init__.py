@@ -7,6 +7,9 @@ Three ways to guard a graph:
   ToolNode (partial vetoes, optional human review with `interrupt()`);
 - `guarded_tool_node(tools, rippl)`: a ToolNode that checks each call itself;
 - `RipplMiddleware(rippl)` for `langchain.agents.create_agent` (the `langchain` extra).
+
+Checkpoints: `FalkorDBSaver` / `AsyncFalkorDBSaver`. Long-term memory: `RipplStore` (beliefs with
+valid and transaction time; `beliefs_at_checkpoint(config)` agrees with `get_state_history`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from rippl_langgraph.checkpoint import AsyncFalkorDBSaver, FalkorDBSaver
 from rippl_langgraph.guard import VETO_PREFIX, Guard, Outcome, veto_message, veto_text
 from rippl_langgraph.preflight import add_preflight, pending_calls, preflight_node
+from rippl_langgraph.store import RipplStore
 from rippl_langgraph.toolnode import guarded_tool_node, tool_call_wrappers
+from rippl_langgraph.tools import retraction_tool
 
 if TYPE_CHECKING:
     from rippl_langgraph.middleware import RipplMiddleware
@@ -28,10 +33,12 @@ __all__ = [
     "Guard",
     "Outcome",
     "RipplMiddleware",
+    "RipplStore",
     "add_preflight",
     "guarded_tool_node",
     "pending_calls",
     "preflight_node",
+    "retraction_tool",
     "tool_call_wrappers",
     "veto_message",
     "veto_text",

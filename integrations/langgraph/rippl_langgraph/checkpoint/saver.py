@@ -2,21 +2,20 @@
 
 Both run the same generator operations (`ops.CheckpointOps`) through the core drivers, so the sync
 and async savers share one implementation. Checkpoints live in a companion graph of the tenant's
-graph (`{graph}:checkpoints`), on the same server as the causal memory, so checkpoint writes never
-contend with causal writes for the tenant graph's version key.
+graph (`rippl:{graph}:checkpoints`, deleted with the tenant by `Rippl.drop()`), on the same server
+as the causal memory, so checkpoint writes never contend with causal writes for the tenant graph's
+version key.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
-import redis
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
@@ -29,7 +28,7 @@ from langgraph.checkpoint.base import (
 )
 
 from rippl_core import AsyncRippl, Rippl
-from rippl_core.driver import AsyncDriver, SyncDriver
+from rippl_core.driver import AsyncDriver, SyncDriver, translated_errors, version_key
 from rippl_core.engine import Commit
 from rippl_core.errors import DatabaseError, InvalidInputError
 from rippl_core.timeutil import from_ms
@@ -37,8 +36,7 @@ from rippl_core.validation import check_id
 from rippl_langgraph.checkpoint import queries
 from rippl_langgraph.checkpoint.ops import PAGE, CheckpointOps, Op, configurable
 
-_READY: set[tuple[str, str]] = set()  # (server, graph) pairs whose indexes exist
-_READY_LOCK = threading.Lock()
+SCHEMA_VERSION = "1"
 
 
 def _index_op(label: str, prop: str) -> Op[None]:
@@ -50,7 +48,14 @@ def _already_indexed(exc: DatabaseError) -> bool:
 
 
 def _companion(memory_graph: str, checkpoint_graph: str | None) -> str:
-    return check_id(checkpoint_graph or f"{memory_graph}:checkpoints", what="checkpoint_graph")
+    """`rippl:{graph}:checkpoints` by default: inside the keys Rippl keeps for the tenant, so
+    `Rippl.drop()` deletes the checkpoints with the rest."""
+    return check_id(checkpoint_graph or f"rippl:{memory_graph}:checkpoints", what="checkpoint_graph")
+
+
+def _marker(graph: str) -> str:
+    """The plain key recording that the checkpoint graph's indexes exist."""
+    return f"{graph}:schema" if graph.startswith("rippl:") else f"rippl:{graph}:schema"
 
 
 def _next_version(current: str | int | float | None) -> str:
@@ -108,10 +113,9 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
 
     # -- lifecycle --------------------------------------------------------------------------
     def setup(self) -> None:
-        """Create the indexes of the checkpoint graph (idempotent; done once per process)."""
-        marker = (self.memory.location.describe(), self.graph)
-        with _READY_LOCK:
-            if marker in _READY:
+        """Create the indexes of the checkpoint graph (idempotent)."""
+        with translated_errors(self.memory.location.describe()):
+            if self.memory.redis.get(_marker(self.graph)) == SCHEMA_VERSION:
                 return
         for label, prop in queries.INDEXES:
             try:
@@ -119,8 +123,8 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
             except DatabaseError as exc:
                 if not _already_indexed(exc):
                     raise
-        with _READY_LOCK:
-            _READY.add(marker)
+        with translated_errors(self.memory.location.describe()):
+            self.memory.redis.set(_marker(self.graph), SCHEMA_VERSION)
 
     def close(self) -> None:
         """Close the handle if this saver opened it."""
@@ -135,13 +139,8 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
 
     def drop(self) -> None:
         """Delete every checkpoint of every thread (the whole checkpoint graph)."""
-        try:
-            self.memory.redis.execute_command("GRAPH.DELETE", self.graph)
-        except redis.ResponseError as exc:
-            if "empty key" not in str(exc) and "Invalid graph" not in str(exc):
-                raise DatabaseError(f"could not drop {self.graph}: {exc}") from exc
-        with _READY_LOCK:
-            _READY.discard((self.memory.location.describe(), self.graph))
+        with translated_errors(self.memory.location.describe()):
+            self.memory.redis.delete(self.graph, _marker(self.graph), version_key(self.graph))
 
     @property
     def _ops(self) -> CheckpointOps:
@@ -291,13 +290,14 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
         return saver
 
     async def setup(self) -> None:
-        """Create the indexes of the checkpoint graph (idempotent; done once per process)."""
+        """Create the indexes of the checkpoint graph (idempotent)."""
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
         if self._ready:
             return
-        marker = (self.memory.location.describe(), self.graph)
-        if marker not in _READY:
+        with translated_errors(self.memory.location.describe()):
+            ready = await self.memory.redis.get(_marker(self.graph)) == SCHEMA_VERSION
+        if not ready:
             for label, prop in queries.INDEXES:
                 try:
                     await self._driver.run(lambda label=label, prop=prop: _index_op(label, prop),
@@ -305,8 +305,8 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
                 except DatabaseError as exc:
                     if not _already_indexed(exc):
                         raise
-            with _READY_LOCK:
-                _READY.add(marker)
+            with translated_errors(self.memory.location.describe()):
+                await self.memory.redis.set(_marker(self.graph), SCHEMA_VERSION)
         self._ready = True
 
     async def aclose(self) -> None:
@@ -323,13 +323,8 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
 
     async def adrop(self) -> None:
         """Delete every checkpoint of every thread (the whole checkpoint graph)."""
-        try:
-            await self.memory.redis.execute_command("GRAPH.DELETE", self.graph)
-        except redis.ResponseError as exc:
-            if "empty key" not in str(exc) and "Invalid graph" not in str(exc):
-                raise DatabaseError(f"could not drop {self.graph}: {exc}") from exc
-        with _READY_LOCK:
-            _READY.discard((self.memory.location.describe(), self.graph))
+        with translated_errors(self.memory.location.describe()):
+            await self.memory.redis.delete(self.graph, _marker(self.graph), version_key(self.graph))
         self._ready = False
 
     @property

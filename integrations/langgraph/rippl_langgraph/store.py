@@ -1,0 +1,402 @@
+"""`RipplStore`: LangGraph's long-term memory (`BaseStore`) over Rippl's bitemporal belief graph.
+
+A namespace starts with the agent id; the rest of it and the key name the topic:
+
+    store.put(("ops-agent", "shards"), "09-health", {"text": "Shard 09 is healthy", "sources": ["SRC-001"]})
+    store.put(("ops-agent", "shards"), "09-health", {"claim": "CLM-001"})   # an existing claim
+    store.get(("ops-agent", "shards"), "09-health")      # the belief held now, about topic shards/09-health
+    store.search(("ops-agent",), filter={"as_of": "2026-10-08T09:00:00Z"})  # what it believed then
+    store.delete(("ops-agent", "shards"), "09-health")   # the agent stops believing it (history kept)
+
+A put adopts a belief (closing the previous interval on that topic, never deleting it); a delete
+closes it. Reads return the beliefs held now, never one whose claim has been retracted; a search
+whose filter names `as_of` (valid time) and/or `known_at` (transaction time) reads the past instead,
+flagging what rests on a claim retracted since. `beliefs_at_checkpoint(config)` reads the beliefs
+at the time a LangGraph checkpoint was taken, so a step of `graph.get_state_history()` and the
+belief memory agree on what the agent believed then.
+
+Every operation is written once as a generator of handle calls, run by a sync or an async driver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from rippl_core import AsyncRippl, Rippl
+from rippl_core.errors import InvalidInputError
+from rippl_core.temporal_models import Belief
+from rippl_core.timeutil import now_ms
+from rippl_core.validation import check_id
+from rippl_core.vocabulary import State
+from rippl_langgraph.checkpoint import AsyncFalkorDBSaver, FalkorDBSaver
+from rippl_langgraph.guard import Memory
+
+SEPARATOR = "/"  # joins the namespace after the agent, and the key, into a topic id
+TIME_KEYS = ("as_of", "known_at")
+WRITABLE = frozenset({"claim", "text", "sources", "derived_from", "evidence", "note", "valid_from"})
+READ_ONLY = frozenset({"status", "valid_to", "rests_on_retracted", "retracted_evidence",
+                       "recorded_at", "topic", "agent"})
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a handle method (the only I/O of the store's operations)."""
+
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Wait until the clock has passed `after` (epoch ms) before the next write, so a write is
+    never stamped in the same millisecond as something that happened before it started."""
+
+    after: int
+
+
+type Steps[T] = Generator[Call | Tick, Any, T]
+
+
+# ----------------------------------------------------------------------------- namespaces
+
+
+def subject(namespace: Sequence[str], key: str) -> tuple[str, str]:
+    """(agent, topic) of a namespace and key."""
+    if not namespace:
+        raise InvalidInputError("a RipplStore namespace starts with the agent id, e.g. ('ops-agent',) "
+                                "or ('ops-agent', 'shards')")
+    for label in (*namespace[1:], key):
+        if not isinstance(label, str) or SEPARATOR in label:
+            raise InvalidInputError(f"namespace labels and keys are strings without {SEPARATOR!r} "
+                                    f"(it joins them into the topic id); got {label!r}")
+    agent = check_id(namespace[0], what="agent (the first namespace label)")
+    topic = check_id(SEPARATOR.join((*namespace[1:], key)), what="topic (namespace and key)")
+    return agent, topic
+
+
+def place(belief: Belief) -> tuple[tuple[str, ...], str]:
+    """(namespace, key) of a belief: the inverse of `subject`."""
+    *path, key = belief.topic.split(SEPARATOR)
+    return (belief.agent, *path), key
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def value_of(belief: Belief) -> dict[str, Any]:
+    """What an Item holds for a belief (JSON-friendly)."""
+    return {"claim": belief.claim, "text": belief.text, "status": belief.claim_status,
+            "valid_from": _iso(belief.valid_from), "valid_to": _iso(belief.valid_to),
+            "evidence": list(belief.evidence), "note": belief.note,
+            "rests_on_retracted": belief.rests_on_retracted,
+            "retracted_evidence": list(belief.retracted_evidence)}
+
+
+def current(belief: Belief) -> bool:
+    """A belief served as current: its claim is not retracted."""
+    return belief.claim_state is not State.OUT
+
+
+def item_of(belief: Belief, score: float | None = None, *, search: bool = False) -> Item:
+    namespace, key = place(belief)
+    created = belief.first_recorded_at or belief.recorded_at
+    if search:
+        return SearchItem(namespace, key, value_of(belief), created, belief.recorded_at, score)
+    return Item(value=value_of(belief), key=key, namespace=namespace, created_at=created,
+                updated_at=belief.recorded_at)
+
+
+# ------------------------------------------------------------------------------ filtering
+
+
+def _compare(actual: Any, wanted: Any) -> bool:
+    if isinstance(wanted, Mapping) and any(str(k).startswith("$") for k in wanted):
+        return all(_operator(actual, op, operand) for op, operand in wanted.items())
+    if isinstance(wanted, Mapping):
+        return isinstance(actual, Mapping) and all(_compare(actual.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, list | tuple):
+        return (isinstance(actual, list | tuple) and len(actual) == len(wanted)
+                and all(_compare(a, w) for a, w in zip(actual, wanted, strict=True)))
+    return bool(actual == wanted)
+
+
+def _operator(actual: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
+        return bool(actual == operand)
+    if op == "$ne":
+        return bool(actual != operand)
+    if actual is None:
+        return False
+    try:
+        if op == "$gt":
+            return bool(actual > operand)
+        if op == "$gte":
+            return bool(actual >= operand)
+        if op == "$lt":
+            return bool(actual < operand)
+        if op == "$lte":
+            return bool(actual <= operand)
+    except TypeError:
+        return False
+    raise InvalidInputError(f"unsupported filter operator {op!r}; use $eq $ne $gt $gte $lt $lte")
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.casefold()))
+
+
+def score(query: str, belief: Belief) -> float:
+    """The share of the query's words found in the belief's claim text and topic."""
+    wanted = _words(query)
+    if not wanted:
+        return 0.0
+    return len(wanted & (_words(belief.text) | _words(belief.topic))) / len(wanted)
+
+
+def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    pairs = (zip(namespace, path, strict=False) if condition.match_type == "prefix"
+             else zip(reversed(namespace), reversed(path), strict=False))
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+# ------------------------------------------------------------------------------ operations
+
+
+def get_op(op: GetOp) -> Steps[Item | None]:
+    agent, topic = subject(op.namespace, op.key)
+    belief: Belief | None = yield Call("ask", (agent, topic))
+    if belief is None or not current(belief):
+        return None
+    return item_of(belief)
+
+
+def put_op(op: PutOp) -> Steps[None]:
+    agent, topic = subject(op.namespace, op.key)
+    started = now_ms()
+    if op.value is None:
+        yield Tick(started)
+        yield Call("retract_belief", (agent, topic), {"reason": "deleted through the LangGraph store"})
+        return None
+    value = op.value
+    if not isinstance(value, Mapping):
+        raise InvalidInputError("a RipplStore value is a dict naming the belief: {'text': ...} or "
+                                "{'claim': 'CLM-001'}")
+    unknown = sorted(set(value) - WRITABLE - READ_ONLY)
+    if unknown:
+        raise InvalidInputError(f"RipplStore stores beliefs; it does not keep {', '.join(unknown)}. "
+                                f"Give {', '.join(sorted(WRITABLE))}")
+    sources = list(value.get("sources") or ())
+    evidence = list(value.get("evidence") or sources)
+    claim = value.get("claim")
+    if claim is None:
+        text = value.get("text")
+        if not isinstance(text, str):
+            raise InvalidInputError("a RipplStore value needs 'claim' (an existing claim id) or "
+                                    "'text' (the statement believed)")
+        node = yield Call("add_claim", (None, text),
+                          {"sources": sources, "derived_from": list(value.get("derived_from") or ())})
+        claim = node.id
+    yield Tick(started)
+    yield Call("believe", (agent, claim), {"topic": topic, "evidence": evidence,
+                                           "note": value.get("note"), "valid_from": value.get("valid_from")})
+    return None
+
+
+def _times(filter: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(time arguments, value filter) of a search filter."""
+    filter = dict(filter or {})
+    times = {k: filter.pop(k) for k in TIME_KEYS if k in filter}
+    return times, filter
+
+
+def search_op(op: SearchOp) -> Steps[list[SearchItem]]:
+    times, wanted = _times(op.filter)
+    prefix = tuple(op.namespace_prefix)
+    agents: list[str] = [prefix[0]] if prefix else (yield Call("agents"))
+    found: list[Belief] = []
+    for agent in agents:
+        check_id(agent, what="agent (the first namespace label)")
+        held: list[Belief] = yield Call("beliefs", (agent,), dict(times))
+        found.extend(b for b in held if place(b)[0][:len(prefix)] == prefix)
+    if not times:
+        found = [b for b in found if current(b)]
+    found = [b for b in found if all(_compare(value_of(b).get(k), v) for k, v in wanted.items())]
+    scored = [(score(op.query, b) if op.query else None, b) for b in found]
+    scored.sort(key=lambda sb: (-(sb[0] or 0.0), place(sb[1])))
+    window = scored[op.offset:op.offset + op.limit]
+    return [item_of(b, s, search=True) for s, b in window]  # type: ignore[misc]
+
+
+def list_namespaces_op(op: ListNamespacesOp) -> Steps[list[tuple[str, ...]]]:
+    agents: list[str] = yield Call("agents")
+    namespaces: set[tuple[str, ...]] = set()
+    for agent in agents:
+        held: list[Belief] = yield Call("beliefs", (agent,))
+        namespaces |= {place(b)[0] for b in held if current(b)}
+    chosen = [ns for ns in namespaces if all(_matches(c, ns) for c in op.match_conditions or ())]
+    if op.max_depth is not None:
+        chosen = list({ns[:op.max_depth] for ns in chosen})
+    return sorted(chosen)[op.offset:op.offset + op.limit]
+
+
+def operation(op: Op) -> Steps[Result]:
+    if isinstance(op, GetOp):
+        return get_op(op)
+    if isinstance(op, PutOp):
+        return put_op(op)
+    if isinstance(op, SearchOp):
+        return search_op(op)
+    if isinstance(op, ListNamespacesOp):
+        return list_namespaces_op(op)
+    raise InvalidInputError(f"RipplStore does not know the operation {type(op).__name__}")
+
+
+# ----------------------------------------------------------------------------------- drivers
+
+
+def run_sync[T](memory: Rippl, steps: Steps[T]) -> T:
+    reply: Any = None
+    while True:
+        try:
+            step = steps.send(reply)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        if isinstance(step, Tick):
+            while now_ms() <= step.after:
+                time.sleep(0.0002)
+            reply = None
+        else:
+            reply = getattr(memory, step.method)(*step.args, **step.kwargs)
+
+
+async def run_async[T](memory: AsyncRippl, steps: Steps[T]) -> T:
+    reply: Any = None
+    while True:
+        try:
+            step = steps.send(reply)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        if isinstance(step, Tick):
+            while now_ms() <= step.after:
+                await asyncio.sleep(0.0002)
+            reply = None
+        else:
+            reply = await getattr(memory, step.method)(*step.args, **step.kwargs)
+
+
+class RipplStore(BaseStore):
+    """LangGraph long-term memory over Rippl beliefs (see the module docstring).
+
+    Args:
+        memory: a `Rippl` handle (sync and async use) or an `AsyncRippl` (async use only).
+        checkpointer: the graph's checkpointer, for `beliefs_at_checkpoint` (a FalkorDBSaver reads
+            the time it linked to each checkpoint; any other saver, the checkpoint's timestamp).
+    """
+
+    supports_ttl = False
+
+    def __init__(self, memory: Memory, *, checkpointer: BaseCheckpointSaver | None = None) -> None:
+        if not isinstance(memory, Rippl | AsyncRippl):
+            raise InvalidInputError(f"RipplStore needs a Rippl or AsyncRippl handle, got "
+                                    f"{type(memory).__name__}")
+        self.memory = memory
+        self.checkpointer = checkpointer
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        memory = self._sync_memory()
+        return [run_sync(memory, operation(op)) for op in ops]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        if isinstance(self.memory, Rippl):
+            return await asyncio.to_thread(self.batch, list(ops))
+        return [await run_async(self.memory, operation(op)) for op in ops]
+
+    def _sync_memory(self) -> Rippl:
+        if isinstance(self.memory, AsyncRippl):
+            raise InvalidInputError("this RipplStore has an AsyncRippl handle: use the async methods "
+                                    "(aget/asearch/aput, ainvoke) or give it a Rippl handle")
+        return self.memory
+
+    # -- time travel with the checkpoints ---------------------------------------------------
+    def checkpoint_time(self, config: RunnableConfig) -> datetime:
+        """When the checkpoint named by `config` was taken (the latest of the thread if it names
+        none)."""
+        saver = self._saver()
+        if isinstance(saver, FalkorDBSaver | AsyncFalkorDBSaver):
+            taken = saver.checkpoint_time(config)
+        else:
+            found = saver.get_tuple(config)
+            taken = datetime.fromisoformat(found.checkpoint["ts"]) if found else None
+        return _required(taken, config)
+
+    async def acheckpoint_time(self, config: RunnableConfig) -> datetime:
+        saver = self._saver()
+        if isinstance(saver, AsyncFalkorDBSaver):
+            taken = await saver.acheckpoint_time(config)
+        elif isinstance(saver, FalkorDBSaver):
+            taken = await asyncio.to_thread(saver.checkpoint_time, config)
+        else:
+            found = await saver.aget_tuple(config)
+            taken = datetime.fromisoformat(found.checkpoint["ts"]) if found else None
+        return _required(taken, config)
+
+    def beliefs_at_checkpoint(self, config: RunnableConfig, *, agent: str | None = None) -> list[Belief]:
+        """What the agent (every agent if None) believed when this checkpoint was taken, as known
+        then: time travel in LangGraph and in belief memory agree."""
+        taken = self.checkpoint_time(config)
+        return run_sync(self._sync_memory(), _held_at(taken, agent))
+
+    async def abeliefs_at_checkpoint(self, config: RunnableConfig, *,
+                                     agent: str | None = None) -> list[Belief]:
+        taken = await self.acheckpoint_time(config)
+        if isinstance(self.memory, Rippl):
+            return await asyncio.to_thread(run_sync, self.memory, _held_at(taken, agent))
+        return await run_async(self.memory, _held_at(taken, agent))
+
+    def _saver(self) -> BaseCheckpointSaver:
+        if self.checkpointer is None:
+            raise InvalidInputError("RipplStore(memory, checkpointer=saver) needs the graph's "
+                                    "checkpointer to read checkpoint times")
+        return self.checkpointer
+
+
+def _required(taken: datetime | None, config: RunnableConfig) -> datetime:
+    if taken is None:
+        conf = config.get("configurable", {})
+        raise InvalidInputError(f"no checkpoint {conf.get('checkpoint_id') or '(latest)'} in thread "
+                                f"{conf.get('thread_id')!r}")
+    return taken
+
+
+def _held_at(taken: datetime, agent: str | None) -> Steps[list[Belief]]:
+    agents: list[str] = [agent] if agent is not None else (yield Call("agents"))
+    held: list[Belief] = []
+    for name in agents:
+        held += (yield Call("beliefs", (name,), {"as_of": taken, "known_at": taken}))
+    return sorted(held, key=lambda b: (b.agent, b.topic))
