@@ -60,7 +60,8 @@ def step_down(ids: Sequence[str]) -> Query:
 
 def step_up(ids: Sequence[str], *, blocking_only: bool = False) -> Query:
     """One breadth-first step upstream: (from, to, kind, state, retracted, pending, reason)."""
-    where = " WHERE p.state <> 'IN'" if blocking_only else ""
+    # WITH before the filter: a WHERE on p inside the MATCH makes the planner label-scan every node
+    where = " WITH id, p WHERE p.state <> 'IN'" if blocking_only else ""
     return Query(f"UNWIND $ids AS id MATCH (p:Node)-[:{CAUSAL_RELS}]->(:Node {{id: id}}){where} "
                  "RETURN id, p.id, p.kind, p.state, p.retracted, p.pending, p.reason",
                  {"ids": ids}, read_only=True)
