@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rippl_core import queries
+from rippl_core import queries, temporal
 from rippl_core import records_queries as rq
 from rippl_core.causal import NodeSpec
 from rippl_core.engine import Change, Commit, Op, fetch_justifications, fetch_nodes, plan_change
@@ -45,9 +45,10 @@ class Record(BaseModel):
     """A text record (a memory) and the claim it states.
 
     On input, `claim` names an existing claim the record states; left None, the claim is derived
-    from the content and supported by a source for `source`. On output, `version`, the validity
-    interval and the claim's status are filled in: `claim_state` at the time asked (now, or as of),
-    `claim_state_now` now.
+    from the content and supported by a source for `source`. A record read back carries the claim
+    derived from its content; saved again with new content, its claim is derived again. On
+    output, `version`, the validity interval and the claim's status are filled in: `claim_state`
+    at the time asked (now, or as of), `claim_state_now` now.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -242,7 +243,7 @@ def _prepare(store: str, record: Record, now: int) -> _Prepared:
 # ------------------------------------------------------------------------------------ reading
 
 _COMPARED = ("content", "scope", "categories", "metadata", "importance", "embedding", "source",
-             "private", "created_at", "claim")
+             "private", "created_at", "claim", "linked")
 
 
 def _record(props: Mapping[str, Any], then: State | None, now: State | None) -> Record:
@@ -263,31 +264,13 @@ def _record(props: Mapping[str, Any], then: State | None, now: State | None) -> 
 
 
 def states_at(claims: Iterable[str], view: tuple[int, int]) -> Op[dict[str, State]]:
-    """Each claim's status at valid time t as known at `known`, from the graph's status history
-    (`Change` nodes): the last change in effect by t, else the state before the first change."""
+    """Each claim's status at valid time t as recorded by `known`, from the graph's status history
+    (the same reading as the bitemporal API's)."""
     ids = sorted(set(claims))
     if not ids:
         return {}
-    t, known = view
-    changes = yield rq.status_changes(ids)
-    current = yield rq.node_states(ids)
-    by_node: dict[str, list[tuple[int, int, str, str]]] = {}
-    for node, valid_from, recorded_at, before, after in changes:
-        by_node.setdefault(node, []).append((int(valid_from), int(recorded_at), before, after))
-    states: dict[str, State] = {}
-    for node, state in current:
-        history = by_node.get(node, [])
-        visible = sorted(c for c in history if c[1] <= known)
-        in_effect = [c for c in visible if c[0] <= t]
-        if in_effect:
-            states[node] = State(in_effect[-1][3])
-        elif visible:
-            states[node] = State(visible[0][2])
-        elif history:  # every change was recorded after `known`: the state before the first
-            states[node] = State(min(history, key=lambda c: c[1])[2])
-        else:
-            states[node] = State(state)
-    return states
+    found = yield from temporal.states_at(ids, view[0], view[1])
+    return {node: state for node, state in found.items() if state is not None}
 
 
 def _rows_to_records(rows: Sequence[tuple[Any, ...]], view: View) -> Op[list[Record]]:
@@ -435,6 +418,10 @@ def save(store: str, records: Sequence[Record], *, now: int) -> Op[list[Record]]
 
     open_rows = yield rq.current(store, ids)
     existing = {props["rid"]: props for (props,) in open_rows}
+    for p in prepared:  # a record read back carries its derived claim: derive it again
+        old = existing.get(p.rid)
+        if old is not None and p.claim == old["claim"] and not old.get("linked"):
+            p.claim = None
     last = yield rq.latest_versions(store, ids)
     latest = {rid: int(version) for rid, version in last}
 
@@ -445,7 +432,7 @@ def save(store: str, records: Sequence[Record], *, now: int) -> Op[list[Record]]
     creates, closes, touched = [], [], []
     for p in prepared:
         claim = p.claim or semantic_id(Kind.CLAIM, p.props["content"])
-        props = {**p.props, "claim": claim}
+        props = {**p.props, "claim": claim, "linked": p.claim is not None}
         old = existing.get(p.rid)
         if old is not None and all(old.get(k) == props.get(k) for k in _COMPARED):
             if old.get("last_accessed") != props["last_accessed"]:

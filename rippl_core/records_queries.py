@@ -19,8 +19,8 @@ INDEXES = ((LABEL, "rid"), (LABEL, "store"))
 
 # The stored fields of a version, projected as a map (everything but `vec`).
 _FIELDS = ("store", "rid", "version", "content", "scope", "categories", "metadata", "importance",
-           "source", "private", "created_at", "last_accessed", "claim", "valid_from", "valid_to",
-           "recorded_at", "closed_at")
+           "source", "private", "created_at", "last_accessed", "claim", "linked", "valid_from",
+           "valid_to", "recorded_at", "closed_at")
 _SLIM = "{" + ", ".join(f"{f}: r.{f}" for f in _FIELDS) + "}"
 _FULL = "{" + ", ".join(f"{f}: r.{f}" for f in (*_FIELDS, "embedding")) + "}"
 
@@ -135,13 +135,6 @@ def touch(store: str, rids: Sequence[str], at: int) -> Query:
     return Query(f"UNWIND $rids AS k MATCH (r:{LABEL} {{rid: k}}) WHERE r.store = $store AND "
                  f"{CURRENT} SET r.last_accessed = $at RETURN count(r)",
                  {"store": store, "rids": list(rids), "at": at})
-
-
-def status_changes(ids: Sequence[str]) -> Query:
-    """Every recorded status change of nodes `ids`."""
-    return Query("UNWIND $ids AS id MATCH (ch:Change {node: id}) "
-                 "RETURN id, ch.valid_from, ch.recorded_at, ch.before, ch.after",
-                 {"ids": list(ids)}, read_only=True)
 
 
 def node_states(ids: Sequence[str]) -> Query:

@@ -11,7 +11,10 @@ was given, so a test can assert on what the model was shown.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -85,3 +88,22 @@ class ScriptedLLM(BaseLLM):
     def shown(self, call: int = -1) -> str:
         """The text of the messages of one call (default: the last)."""
         return text_of(self._received[call]) if self._received else ""
+
+
+class HashEmbedder:
+    """A deterministic bag-of-words embedder for offline memory (`Memory(embedder=HashEmbedder())`):
+    each word is hashed to a dimension, so texts sharing words are similar. Not a language model."""
+
+    def __init__(self, dimensions: int = 64) -> None:
+        self.dimensions = dimensions
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.embed(text) for text in texts]
+
+    def embed(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimensions
+        for word in re.findall(r"[a-z0-9]+", text.lower()):
+            digest = hashlib.sha256(word.encode()).digest()
+            vector[int.from_bytes(digest[:4], "big") % self.dimensions] += 1.0
+        norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+        return [v / norm for v in vector]

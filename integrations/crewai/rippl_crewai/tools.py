@@ -80,11 +80,11 @@ class GuardedTool(BaseTool):
                     "env_vars": wrapped.env_vars, "cache_function": _never_cache}
         return {**defaults, **data}
 
-    def model_post_init(self, __context: Any) -> None:
-        check_memory(self.memory)
-        check_policy(self.policy)
-        check_resolver(self.resolver)
-        super().model_post_init(__context)
+    def __init__(self, **data: Any) -> None:
+        check_memory(data.get("memory"))  # typed errors before pydantic wraps them
+        check_policy(data.get("policy"))
+        check_resolver(data.get("resolver"))
+        super().__init__(**data)
 
     @property
     def last_verdict(self) -> Verdict | None:
@@ -190,12 +190,9 @@ class CheckPremisesTool(BaseTool):
     def __init__(self, memory: Rippl | None = None, **data: Any) -> None:
         if memory is not None:
             data["memory"] = memory
+        check_memory(data.get("memory"))
+        check_policy(data.get("policy"))
         super().__init__(**data)
-
-    def model_post_init(self, __context: Any) -> None:
-        check_memory(self.memory)
-        check_policy(self.policy)
-        super().model_post_init(__context)
 
     def _run(self, target: str, args: dict[str, Any] | None = None) -> str:
         memory: Rippl = self.memory

@@ -8,7 +8,6 @@ from typing import Any
 from crewai import Agent, Crew, Task
 from crewai.tools import BaseTool
 from pydantic import BaseModel, Field
-
 from rippl_crewai.testing import ScriptedLLM
 
 SHARD_09 = {"table": "billing", "shard": "09"}  # ACT-001, rests on CLM-001

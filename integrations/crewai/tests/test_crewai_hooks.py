@@ -20,9 +20,6 @@ from crewai_helpers import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from rippl_core import InvalidInputError, Policy, Rippl, ToolCall
-from rippl_core.testing import start_falkordb_server
 from rippl_crewai import (
     CheckPremisesTool,
     check_call,
@@ -31,6 +28,10 @@ from rippl_crewai import (
 )
 from rippl_crewai.testing import ScriptedLLM, native_call, react_call, react_final
 
+from rippl_core import InvalidInputError, Policy, Rippl, ToolCall
+from rippl_core.testing import start_falkordb_server
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 INCIDENT = Path(__file__).resolve().parents[3] / "examples" / "incident.yaml"
 TRAIL = "CLM-001 -> DEC-001 -> ACT-001"
 PATHS = ["react", "native"]
