@@ -144,3 +144,11 @@ def test_the_acceptance_command_offline(tmp_path: Path) -> None:
     assert "3 documents" in done.stdout
     with Rippl.open(tmp_path / "rippl.db") as rippl:
         assert rippl.stats().nodes == {"Source": 12, "Claim": 17, "Decision": 8, "Action": 10}
+
+
+def test_a_folder_means_its_markdown_files(cli: tuple[Rippl, Callable[..., object]]) -> None:
+    _, invoke = cli
+    result = invoke("ingest", str(DOCS), "--dry-run", "--format", "json")
+    assert result.exit_code == 0, result.output
+    names = [d["document"] for d in json.loads(result.stdout)["documents"]]
+    assert [Path(n).name for n in names] == [p.name for p in EXAMPLES]  # not the prose subfolder

@@ -210,3 +210,26 @@ async def test_async_ingest_matches_sync(rippl: Rippl, arippl: AsyncRippl) -> No
     again = rippl.ingest(EXAMPLES)
     assert [d.status for d in again.documents] == ["unchanged"] * 3
     assert dump(rippl) == before
+
+
+def test_duplicate_yaml_keys_are_not_silently_dropped() -> None:
+    text = """```rippl
+claims:
+  - {ref: c1, text: "A"}
+claims:
+  - {ref: c2, text: "B", text: "C"}
+```
+```rippl
+decisions:
+  - ref: d
+    title: Go
+    title: Stop
+```
+"""
+    with pytest.raises(ExtractionRejected) as caught:
+        extract(text, "dup.md")
+    messages = [(p.where, p.message) for p in caught.value.problems]
+    assert messages[0] == ("dup.md:2", "'claims' appears more than once in this block; YAML keeps "
+                                       "only the last, so write every item under one key")
+    assert messages[1][0] == "dup.md:4"
+    assert messages[2] == ("dup.md:9", "decisions[d] gives title more than once")

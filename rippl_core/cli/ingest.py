@@ -25,7 +25,8 @@ _STATUS_STYLE = {"written": "green", "unchanged": "dim", "dry-run": "cyan", "rej
 @command("ingest")
 def ingest_cmd(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Documents to ingest (Markdown or text).")],
+    paths: Annotated[list[Path], typer.Argument(
+        help="Documents to ingest (Markdown or text); a folder means the *.md files in it.")],
     extractor: Annotated[str, typer.Option(
         help="structured (the Markdown format, offline), groq (needs GROQ_API_KEY) or "
              "langchain:<package.module:name> (a LangChain chat model, its class or a factory).")
@@ -51,6 +52,7 @@ def ingest_cmd(
         raise typer.BadParameter(f"format must be one of {', '.join(FORMATS)}")
     if on_conflict not in ("justify", "reject"):
         raise typer.BadParameter("on-conflict must be justify or reject")
+    documents = expand(paths)
     chosen = get_extractor(extractor, model=model)
     # The summary goes to stdout for the table; with another format stdout carries only that.
     summary = console if format == "table" else errors
@@ -58,7 +60,7 @@ def ingest_cmd(
         TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), console=errors, transient=True,
     ) as progress:
-        task = progress.add_task("ingesting", total=len(paths))
+        task = progress.add_task("ingesting", total=len(documents))
 
         def advance(name: str, report: DocumentReport | None) -> None:
             if report is None:
@@ -66,7 +68,7 @@ def ingest_cmd(
             else:
                 progress.advance(task)
 
-        report = rippl.ingest(paths, extractor=chosen, dry_run=dry_run,
+        report = rippl.ingest(documents, extractor=chosen, dry_run=dry_run,
                               on_conflict=on_conflict, errors="report",  # type: ignore[arg-type]
                               progress=advance)
     if format == "json":
@@ -85,6 +87,20 @@ def ingest_cmd(
             errors.print(line, highlight=False)
     if not report.ok:
         raise typer.Exit(EXIT_ERROR)
+
+
+def expand(paths: list[Path]) -> list[Path]:
+    """The documents named: files as given, folders as their *.md files (sorted)."""
+    documents: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.glob("*.md") if p.is_file())
+            if not found:
+                raise typer.BadParameter(f"{path} holds no *.md file")
+            documents += found
+        else:
+            documents.append(path)
+    return documents
 
 
 def summary_table(report: IngestReport, *, dry_run: bool = False) -> Table:

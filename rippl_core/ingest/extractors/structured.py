@@ -117,8 +117,16 @@ class StructuredExtractor:
             problems.append(Problem(code="schema", where=where, message=(
                 "a rippl block is a YAML mapping with any of sources, claims, decisions, actions")))
             return None
+        duplicated = _duplicate_keys(node)
         for key_node, value_node in node.value:
             key = key_node.value
+            if key in duplicated:
+                problems.append(Problem(
+                    code="schema", where=f"{document.name}:"
+                                         f"{document.line_of(start + key_node.start_mark.index)}",
+                    message=f"{key!r} appears more than once in this block; YAML keeps only the "
+                            "last, so write every item under one key"))
+                continue
             if key not in GRAPH_KEYS:
                 if not front_matter:
                     problems.append(Problem(
@@ -151,6 +159,11 @@ class StructuredExtractor:
                 problems.append(Problem(code="schema", where=where,
                                         message=f"each entry of {key} is a mapping (ref, ...)"))
                 continue
+            twice = _duplicate_keys(item_node)
+            if twice:
+                problems.append(Problem(code="schema", where=where, message=(
+                    f"{key}[{item.get('ref', '?')}] gives {', '.join(sorted(twice))} more than once")))
+                continue
             if "id" in item and "ref" not in item:
                 problems.append(Problem(code="schema", where=where, message=(
                     "use `ref:` to name an item; graph ids are derived from the text, so the same "
@@ -168,6 +181,17 @@ class StructuredExtractor:
                 continue
             assert isinstance(parsed, SourceItem | ClaimItem | DecisionItem | ActionItem)
             collected[key].append(parsed.with_span((begin, finish)))
+
+
+def _duplicate_keys(node: yaml.Node) -> set[str]:
+    if not isinstance(node, yaml.MappingNode):
+        return set()
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for key_node, _ in node.value:
+        key = str(key_node.value)
+        (twice if key in seen else seen).add(key)
+    return twice
 
 
 def _yaml_message(exc: yaml.YAMLError) -> str:
