@@ -1,0 +1,313 @@
+"""A LangGraph ops agent on the incident graph, guarded by Rippl.
+
+A ReAct-style StateGraph (model -> preflight -> tools -> model), checkpointed in FalkorDB, with
+Rippl beliefs as its long-term memory, works the billing migration of examples/incident.yaml:
+
+1. it notes that shard 09 is healthy (a belief, CLM-001) and provisions shard 09: allowed;
+2. shard 09's health check shows disk errors, so it flags CLM-001 for retraction (a review opens);
+3. it tries to migrate billing to shard 09: the preflight node pauses the graph with `interrupt()`,
+   showing the pending review and its blast radius; a human approves the retraction;
+4. the call is vetoed before it runs and the reason, with the trail CLM-001 -> DEC-001 -> ACT-001,
+   goes back to the model as an error ToolMessage;
+5. the model reads it, drops the shard-09 belief and migrates billing to the shard 07 fallback:
+   allowed;
+6. belief time travel: for every checkpoint of the thread (`get_state_history`), what the agent
+   believed at that step (`RipplStore.beliefs_at_checkpoint`).
+
+    uv run python examples/langgraph_ops_agent.py              # offline: a scripted model, seconds
+    GROQ_API_KEY=... uv run python examples/langgraph_ops_agent.py   # a Groq model (langchain-groq)
+
+The live mode needs `pip install langchain-groq`; without it (or without a key) the scripted model
+runs. Options: --db PATH (embedded database file, default a temporary one), --url
+falkordb://host:port (a server), --offline, --decision approve|reject (the human's answer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import logging
+import os
+import sys
+import tempfile
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.tools import BaseTool, tool
+from langgraph.config import get_store
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command
+from rippl_langgraph import FalkorDBSaver, RipplStore, add_preflight, retraction_tool
+from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
+
+from rippl_core import Rippl
+
+INCIDENT = Path(__file__).with_name("incident.yaml")
+AGENT = "ops-agent"
+GROQ_MODEL = "llama-3.3-70b-versatile"
+SYSTEM = ("You are the ops agent for the payments database. Billing must leave shard 03 before "
+          "month-end close. Use your tools. Record what you rely on with `remember` (topic, claim "
+          "id) and drop it with `forget`. If a health check contradicts a claim, flag it with "
+          "propose_retraction. Rippl checks every action against what it rests on: if a call comes "
+          "back VETOED, read the trail, do not retry it, and choose an action that does not rest on "
+          "the retracted premise (billing's pre-approved fallback home is shard 07, claim CLM-003). "
+          "Finish with one sentence saying where billing went.")
+TASK = "INC-4471 follow-up: move billing off shard 03. The plan is shard 09 (CLM-001 says it is healthy)."
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+@dataclass
+class Outcome:
+    """What the demo did, for callers and tests."""
+
+    ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    vetoes: list[str] = field(default_factory=list)
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    history: list[tuple[int, list[str]]] = field(default_factory=list)
+    final: str = ""
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+# ------------------------------------------------------------------------------------ tools
+
+
+def ops_tools(outcome: Outcome) -> list[BaseTool]:
+    """The agent's tools: actions of the incident graph (guarded) and memory/read tools."""
+
+    @tool
+    def resize_volume(shard: str, iops: int, max_wal_size_gb: int) -> str:
+        """Provision a shard's volume (IOPS and WAL size)."""
+        outcome.ran.append(("resize_volume", {"shard": shard, "iops": iops,
+                                              "max_wal_size_gb": max_wal_size_gb}))
+        return f"shard {shard}: {iops} IOPS, max_wal_size {max_wal_size_gb} GB"
+
+    @tool
+    def migrate_tables(table: str, shard: str) -> str:
+        """Migrate a set of tables to a shard (online copy, short read-only cutover)."""
+        outcome.ran.append(("migrate_tables", {"table": table, "shard": shard}))
+        return f"{table} tables copied to shard {shard}; cutover window booked"
+
+    @tool
+    def shard_health(shard: str) -> str:
+        """Read a shard's current health telemetry (read-only)."""
+        if shard == "09":
+            return ("shard 09: 312 I/O errors on /dev/nvme1 in the last 10 min, replication lag "
+                    "41 s; the 09:00 dashboard (SRC-001) predates the fault")
+        return f"shard {shard}: healthy, no I/O errors, lag 0 s"
+
+    @tool
+    def remember(topic: str, claim_id: str) -> str:
+        """Adopt a belief: on `topic` (e.g. shards/09-health) you rely on claim `claim_id`."""
+        *path, key = topic.split("/")
+        get_store().put((AGENT, *path), key, {"claim": claim_id})
+        return f"noted: {topic} = {claim_id}"
+
+    @tool
+    def forget(topic: str) -> str:
+        """Stop relying on what you believed about `topic`."""
+        *path, key = topic.split("/")
+        get_store().delete((AGENT, *path), key)
+        return f"no longer relying on {topic}"
+
+    return [resize_volume, migrate_tables, shard_health, remember, forget]
+
+
+UNGUARDED = ["shard_health", "remember", "forget", "propose_retraction"]
+
+
+# ------------------------------------------------------------------------------------ model
+
+
+def last_tool_messages(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
+    tail: list[ToolMessage] = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolMessage):
+            break
+        tail.append(message)
+    return tail[::-1]
+
+
+def after_veto(messages: list[BaseMessage]) -> AIMessage:
+    """The scripted model's reaction: if its migration was vetoed, choose the fallback."""
+    vetoed = [m for m in last_tool_messages(messages) if m.status == "error" and "VETOED" in str(m.content)]
+    if not vetoed:
+        return AIMessage("Billing migrated to shard 09 as planned.")
+    return calls(tool_call("forget", {"topic": "shards/09-health"}),
+                 tool_call("remember", {"topic": "shards/07-health", "claim_id": "CLM-003"}),
+                 tool_call("migrate_tables", {"table": "billing", "shard": "07"}),
+                 content="Shard 09 is ruled out (CLM-001 retracted); using the shard 07 fallback.")
+
+
+def flag_from_health(messages: list[BaseMessage]) -> AIMessage:
+    """The scripted model's reaction to the health check: flag CLM-001 if it is contradicted."""
+    health = next((str(m.content) for m in reversed(messages) if isinstance(m, ToolMessage)
+                   and m.name == "shard_health"), "")
+    if "error" not in health:
+        return calls(tool_call("migrate_tables", {"table": "billing", "shard": "09"}))
+    return calls(tool_call("propose_retraction", {
+        "claim_id": "CLM-001", "reason": "shard 09 shows I/O errors and replication lag",
+        "evidence": health}))
+
+
+def scripted_model() -> ScriptedChatModel:
+    return ScriptedChatModel(script=[
+        calls(tool_call("remember", {"topic": "shards/09-health", "claim_id": "CLM-001"}),
+              tool_call("resize_volume", {"shard": "09", "iops": 16000, "max_wal_size_gb": 64})),
+        calls(tool_call("shard_health", {"shard": "09"})),
+        flag_from_health,
+        calls(tool_call("migrate_tables", {"table": "billing", "shard": "09"})),
+        after_veto,
+        lambda messages: AIMessage("Billing is moving to shard 07; shard 09 stays out until its "
+                                   "disks are fixed."),
+    ])
+
+
+def live_model(api_key: str, tools: Sequence[BaseTool]) -> BaseChatModel:
+    from langchain_groq import ChatGroq  # only when installed (checked by the caller)
+
+    return ChatGroq(model=os.environ.get("GROQ_MODEL", GROQ_MODEL), api_key=api_key,  # type: ignore[arg-type]
+                    temperature=0).bind_tools(list(tools))  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------------------------ graph
+
+
+def build(memory: Rippl, model: Any, tools: list[BaseTool], saver: FalkorDBSaver,
+          store: RipplStore) -> Any:
+    def agent(state: State) -> dict[str, list[BaseMessage]]:
+        return {"messages": [model.invoke([SystemMessage(SYSTEM), *state["messages"]])]}
+
+    builder = StateGraph(State)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode(tools))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    add_preflight(builder, memory=memory, review=True, reviewer="oncall-human", unguarded=UNGUARDED)
+    return builder.compile(checkpointer=saver, store=store)
+
+
+def narrate(update: dict[str, Any], outcome: Outcome) -> None:
+    for node, change in update.items():
+        if not isinstance(change, dict):
+            continue
+        for message in change.get("messages", []):
+            if isinstance(message, AIMessage):
+                for call in message.tool_calls:
+                    say(f"  model -> {call['name']}({json.dumps(call['args'])})")
+                if message.content and not message.tool_calls:
+                    say(f"  model: {message.content}")
+                    outcome.final = str(message.content)
+            elif isinstance(message, ToolMessage):
+                if message.status == "error":
+                    outcome.vetoes.append(str(message.content))
+                    say(f"  [{node}] {message.name} VETOED:")
+                    for line in str(message.content).splitlines()[1:]:
+                        say(f"      {line}")
+                else:
+                    say(f"  [{node}] {message.name}: {message.content}")
+
+
+def status_at(memory: Rippl, claim: str, when: Any) -> str:
+    """The claim's public status as recorded at `when` (bitemporal history of the node)."""
+    changes = memory.history(claim, known_at=when)
+    latest = max(changes, key=lambda c: (c.recorded_at, c.valid_from), default=None)
+    return latest.after_status if latest else "unknown"
+
+
+def run_demo(*, db: str | None = None, url: str | None = None, live_key: str | None = None,
+             decision: str = "approve") -> Outcome:
+    outcome = Outcome()
+    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-") as folder:
+        where: dict[str, Any] = {"url": url} if url else {"path": db or Path(folder) / "rippl.db"}
+        memory = Rippl.open(graph=f"ops-{uuid.uuid4().hex[:8]}", **where)
+        saver = FalkorDBSaver(memory)
+        try:
+            memory.load(INCIDENT)
+            store = RipplStore(memory, checkpointer=saver)
+            tools = [*ops_tools(outcome), retraction_tool(memory, by=AGENT)]
+            model = live_model(live_key, tools) if live_key else scripted_model()
+            app = build(memory, model, tools, saver, store)
+            config = {"configurable": {"thread_id": "inc-4471"}, "recursion_limit": 40}
+            say(f"Task: {TASK}")
+            pending: Any = {"messages": [HumanMessage(TASK)]}
+            while pending is not None:
+                for chunk in app.stream(pending, config, stream_mode="updates"):
+                    if "__interrupt__" in chunk:
+                        continue
+                    narrate(chunk, outcome)
+                pending = None
+                for interrupt in app.get_state(config).interrupts:
+                    request = interrupt.value
+                    outcome.reviews.append(request)
+                    for review in request["reviews"]:
+                        say(f"  PAUSED for review {review['id']}: retract {review['claim']}? "
+                            f"({review['reason']}, proposed by {review['proposed_by']})")
+                        at_risk = review["at_risk"]
+                        say(f"      blast radius: {len(at_risk)} nodes at risk: "
+                            + ", ".join(at_risk[:8]) + (" ..." if len(at_risk) > 8 else ""))
+                    say(f"  human (oncall-human): {decision}")
+                    pending = Command(resume=decision)
+            say()
+            say("Belief time travel: at each checkpoint of the thread, what the agent believed and the "
+                "claim's status then")
+            for snapshot in reversed(list(app.get_state_history(config))):
+                taken = store.checkpoint_time(snapshot.config)
+                held = store.beliefs_at_checkpoint(snapshot.config, agent=AGENT)
+                shown = [f"{b.topic}={b.claim} [{status_at(memory, b.claim, taken)}]" for b in held]
+                outcome.history.append((snapshot.metadata["step"], [f"{b.topic}={b.claim}" for b in held]))
+                nxt = ",".join(snapshot.next) or "end"
+                say(f"  step {snapshot.metadata['step']:>2}  next {nxt:<22} " + (", ".join(shown) or "-"))
+            say()
+            say(f"Tools that ran: {', '.join(f'{n}({a})' for n, a in outcome.ran)}")
+            receipts = memory.verify_receipts()
+            say(f"Receipts: {receipts.count}, chain {'intact' if receipts.ok else 'BROKEN'}")
+        finally:
+            memory.drop()
+            memory.close()
+    return outcome
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    place = parser.add_mutually_exclusive_group()
+    place.add_argument("--db", help="embedded database file (default: a temporary one)")
+    place.add_argument("--url", help="a FalkorDB server, e.g. falkordb://127.0.0.1:6379")
+    parser.add_argument("--offline", action="store_true", help="scripted model even with a key")
+    parser.add_argument("--decision", choices=["approve", "reject"], default="approve",
+                        help="the human's answer to the retraction review")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR)
+    key = None if args.offline else os.environ.get("GROQ_API_KEY") or None
+    if key and importlib.util.find_spec("langchain_groq") is None:
+        say("GROQ_API_KEY is set but langchain-groq is not installed (pip install langchain-groq); "
+            "running the scripted model.")
+        key = None
+    say(f"Model: {'Groq ' + os.environ.get('GROQ_MODEL', GROQ_MODEL) if key else 'scripted (offline)'}")
+    run_demo(db=args.db, url=args.url, live_key=key, decision=args.decision)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

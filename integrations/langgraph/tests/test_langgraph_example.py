@@ -1,0 +1,65 @@
+"""The example app runs offline and tells the story it promises."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from rippl_core.testing import FalkorDBServer
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "langgraph_ops_agent.py"
+
+
+@pytest.fixture(scope="module")
+def example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("langgraph_ops_agent", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_offline_story_veto_fallback_and_time_travel(example: ModuleType, falkordb_server: FalkorDBServer,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    outcome = example.run_demo(url=falkordb_server.url)
+    assert [name for name, _ in outcome.ran] == ["resize_volume", "migrate_tables"]
+    assert outcome.ran[-1][1] == {"table": "billing", "shard": "07"}  # the fallback, never 09
+    assert len(outcome.reviews) == 1 and outcome.reviews[0]["reviews"][0]["claim"] == "CLM-001"
+    assert any("CLM-001 -> DEC-001 -> ACT-001" in veto for veto in outcome.vetoes)
+    believed = [held for _, held in outcome.history]
+    assert ["shards/09-health=CLM-001"] in believed and believed[-1] == ["shards/07-health=CLM-003"]
+    first = believed.index(["shards/09-health=CLM-001"])
+    assert all(held == [] for held in believed[:first])  # nothing believed before the agent noted it
+    out = capsys.readouterr().out
+    assert "[Proposed Retraction]" in out and "[Retracted]" in out and "chain intact" in out
+
+
+def test_rejecting_the_retraction_lets_the_plan_run(example: ModuleType,
+                                                    falkordb_server: FalkorDBServer) -> None:
+    outcome = example.run_demo(url=falkordb_server.url, decision="reject")
+    assert outcome.ran[-1] == ("migrate_tables", {"table": "billing", "shard": "09"})
+    assert outcome.vetoes == [] and outcome.final.startswith("Billing migrated to shard 09")
+
+
+def test_main_runs_offline_without_a_key(example: ModuleType, falkordb_server: FalkorDBServer,
+                                         monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    assert example.main(["--url", falkordb_server.url]) == 0
+    assert "scripted (offline)" in capsys.readouterr().out
+
+
+@pytest.mark.groq
+def test_live_groq_path(example: ModuleType, falkordb_server: FalkorDBServer) -> None:
+    import os
+
+    key = os.environ.get("GROQ_API_KEY")
+    if not key or importlib.util.find_spec("langchain_groq") is None:
+        pytest.skip("needs GROQ_API_KEY and langchain-groq")
+    outcome = example.run_demo(url=falkordb_server.url, live_key=key)
+    assert ("migrate_tables", {"table": "billing", "shard": "09"}) not in outcome.ran
