@@ -24,7 +24,7 @@ documents in `provenance["also"]`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -224,10 +224,6 @@ def rejected(document: str, extractor: str, model: str | None, exc: Exception,
     return DocumentReport(document=document, extractor=extractor, model=model,
                           status="rejected" if problems else "failed", problems=list(problems),
                           error=str(exc))
-
-
-def node_kinds(report: DocumentReport) -> Mapping[str, Kind]:
-    return {n.id: n.kind for n in report.nodes}
 
 
 def as_dict(report: IngestReport) -> dict[str, Any]:
