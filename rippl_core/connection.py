@@ -81,7 +81,9 @@ class EmbeddedServer:
 
         db.parent.mkdir(parents=True, exist_ok=True)
         self._lock_path = db.with_name(db.name + ".lock")
-        config = {"appendonly": "yes", "appendfsync": "everysec"}
+        # Each database file gets its own append-only folder: two files in one folder must not
+        # share (and replay) each other's writes.
+        config = {"appendonly": "yes", "appendfsync": "everysec", "appenddirname": f"{db.name}.aof"}
         with self._exclusive():
             try:
                 self._lite: Any = LiteRedis(str(db), serverconfig=config)
