@@ -1,0 +1,59 @@
+"""Timing helpers: run a call many times, keep every sample, summarise as medians and percentiles."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+
+def percentile(sorted_samples: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) of already sorted samples, nearest-rank."""
+    if not sorted_samples:
+        return math.nan
+    rank = max(1, math.ceil(q / 100 * len(sorted_samples)))
+    return sorted_samples[min(rank, len(sorted_samples)) - 1]
+
+
+def summary(samples_s: Iterable[float]) -> dict[str, Any]:
+    """p50/p90/p99/mean/min/max in milliseconds, and the sample count."""
+    ordered = sorted(samples_s)
+    if not ordered:
+        return {"n": 0}
+    ms = [s * 1000 for s in ordered]
+    return {"n": len(ms), "p50_ms": percentile(ms, 50), "p90_ms": percentile(ms, 90),
+            "p99_ms": percentile(ms, 99), "mean_ms": sum(ms) / len(ms), "min_ms": ms[0],
+            "max_ms": ms[-1]}
+
+
+def clock[T](fn: Callable[[], T]) -> tuple[float, T]:
+    """(seconds, result) of one call."""
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def sample[T, R](fn: Callable[[T], R], items: Sequence[T], *, warmup: int = 20,
+                 rounds: int = 1) -> tuple[list[float], list[R]]:
+    """Time `fn(item)` for every item (after `warmup` untimed calls); returns the samples in
+    seconds and the results of the last round."""
+    for item in list(items)[:warmup]:
+        fn(item)
+    samples: list[float] = []
+    results: list[R] = []
+    for _ in range(rounds):
+        results = []
+        for item in items:
+            start = time.perf_counter()
+            results.append(fn(item))
+            samples.append(time.perf_counter() - start)
+    return samples, results
+
+
+def median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2

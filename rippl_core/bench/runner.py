@@ -1,0 +1,122 @@
+"""Run every suite in one process, one after another, and gather the results in one JSON document."""
+
+from __future__ import annotations
+
+import gc
+import json
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rippl_core.bench import ablation, machine, suites
+from rippl_core.bench.lab import backend
+from rippl_core.bench.suites import Config
+
+type Step = Callable[[str], None]
+
+RESULTS_NAME = "rippl-bench.json"
+QUICK_RESULTS_NAME = "rippl-bench-quick.json"
+INCIDENT = Path(__file__).resolve().parents[2] / "examples" / "incident.yaml"
+
+
+def total_steps(config: Config) -> int:
+    """How many times `run` calls `step` (for a progress bar)."""
+    backends = len(config.backends)
+    per_size = 3 + 3 * backends  # generate, copies, (load, check, blast) per backend, baselines
+    return len(config.sizes) * per_size + 2 * backends + 1 + 3  # lattice, waves, receipts, ablation
+
+
+def run(config: Config, *, step: Step | None = None, workdir: Path | None = None,
+        incident: Path = INCIDENT) -> dict[str, Any]:
+    """Every measurement of the report, in one run."""
+    say = step or (lambda label: None)
+    started = time.perf_counter()
+    results: dict[str, Any] = {
+        "meta": {"started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                 "quick": config.quick, "config": _config_dict(config)},
+        "machine": machine.describe(),
+    }
+    results["scale"] = [_scale(size, config, say, workdir) for size in config.sizes]
+    results["lattice"] = _per_backend(config, say, workdir, "lattice", suites.lattice)
+    results["lattice"]["in_process"] = suites.lattice_baselines(config)
+    results["waves"] = _per_backend(config, say, workdir, "waves", suites.waves)
+    say("receipts on embedded")
+    with backend("embedded", workdir) as db:
+        results["receipts"] = suites.receipts(db, config)
+        results["machine"].update(db.info())
+    results["ablation"] = _ablation(config, say, workdir, incident)
+    results["machine"]["load_average_end"] = machine.load_average()
+    results["meta"]["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    results["meta"]["duration_s"] = time.perf_counter() - started
+    return results
+
+
+def _config_dict(config: Config) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(config).items()}
+
+
+def _scale(size: int, config: Config, say: Step, workdir: Path | None) -> dict[str, Any]:
+    say(f"{size:,} nodes: generate")
+    data = suites.prepare_scale(size, config)
+    say(f"{size:,} nodes: build SQLite and networkx copies")
+    suites.build_baselines(data)
+    entry: dict[str, Any] = {"size": size, "nodes": data.graph.nodes, "edges": len(data.graph.edges),
+                             "retracted_claims": len(data.retract), "backends": {}}
+    first: dict[str, Any] | None = None
+    for name in config.backends:
+        with backend(name, workdir) as db:
+            measured = suites.scale_backend(db, data, config, say)
+        if first is None:
+            first = measured
+        else:
+            measured["same_verdicts_as_first_backend"] = measured["verdicts"] == first["verdicts"]
+        entry["backends"][name] = measured
+    assert first is not None
+    entry["samples"] = {k: len(v) for k, v in data.samples.items()}
+    entry["baselines"] = suites.scale_baselines(data, first["verdicts"], first["exact_blast"], say)
+    entry["blast_sizes"] = suites.blast_sizes(first["exact_blast"])
+    for measured in entry["backends"].values():
+        measured.pop("verdicts", None)
+        measured.pop("exact_blast", None)
+    if data.sqlite is not None:
+        data.sqlite.close()
+    del data
+    gc.collect()
+    return entry
+
+
+def _per_backend(config: Config, say: Step, workdir: Path | None, name: str,
+                 suite: Callable[[Any, Config], dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for kind in config.backends:
+        say(f"{name} on {kind}")
+        with backend(kind, workdir) as db:
+            out[kind] = suite(db, config)
+    return out
+
+
+def _ablation(config: Config, say: Step, workdir: Path | None, incident: Path) -> dict[str, Any]:
+    say("ablation: load the all-MiniLM-L6-v2 encoder")
+    model, error, load_s = ablation.load_model()
+    out: dict[str, Any] = {"model_load_s": load_s, "model_error": error,
+                           "model_origin": getattr(model, "origin", None), "corpora": []}
+    with backend("embedded", workdir) as db:
+        say("ablation: demo incident graph")
+        out["corpora"].append(ablation.evaluate(
+            ablation.incident_corpus(incident), db.open("ablation-incident"), config.ablation_ks,
+            model, error, None, config.seed))
+        say(f"ablation: generated graph of {config.ablation_nodes:,} nodes")
+        out["corpora"].append(ablation.evaluate(
+            ablation.generated_corpus(config.ablation_nodes, config.seed + 1),
+            db.open("ablation-generated"), config.ablation_ks, model, error,
+            config.ablation_claims, config.seed))
+    return out
+
+
+def write_json(results: dict[str, Any], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1, sort_keys=False, default=str) + "\n",
+                    encoding="utf-8")
+    return path
