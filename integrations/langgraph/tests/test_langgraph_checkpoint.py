@@ -18,10 +18,12 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 from langgraph_helpers import MIGRATE_07, Ops, react_builder, thread
 from rippl_langgraph import AsyncFalkorDBSaver, FalkorDBSaver, add_preflight
+from rippl_langgraph.checkpoint.queries import INDEXES
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
 from rippl_core import AsyncRippl, Rippl
 from rippl_core.errors import InvalidInputError
+from rippl_core.queries import LIST_INDEXES
 
 ASYNC = pytest.mark.asyncio(loop_scope="session")
 
@@ -183,3 +185,18 @@ def test_nul_in_an_id_is_refused_before_writing(saver: FalkorDBSaver) -> None:
     with pytest.raises(InvalidInputError, match="NUL"):
         saver.put({"configurable": {"thread_id": "a\x00b"}}, empty_checkpoint(), {}, {})
     assert list(saver.list(None)) == []
+
+
+def test_dropping_the_tenant_drops_its_checkpoints(rippl: Rippl, saver: FalkorDBSaver) -> None:
+    checkpoint = empty_checkpoint()
+    stored = saver.put({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}, checkpoint,
+                       {"source": "input", "step": -1}, {})
+    assert saver.get_tuple(stored) is not None
+    assert saver.graph == f"rippl:{rippl.graph}:checkpoints"
+    rippl.drop()
+    again = FalkorDBSaver(rippl)  # recreates the indexes: the schema marker went with the tenant
+    assert again.get_tuple(stored) is None and list(again.list(None)) == []
+    again.put({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}, checkpoint, {}, {})
+    assert again.get_tuple(stored) is not None
+    indexed = {(row[0], prop) for row in again._driver.query(LIST_INDEXES) for prop in row[1]}
+    assert set(INDEXES) <= indexed

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
@@ -226,3 +228,36 @@ async def test_async_stream_with_a_sync_handle(incident: Rippl, ops: Ops, asaver
     vetoes = [m for c in chunks for update in c.values() if update
               for m in update.get("messages", []) if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in vetoes] == ["c1"] and ops.ran == []
+
+
+# every tool-bearing action of the incident graph, plus calls no action describes
+CALL_POOL = [
+    ("migrate_tables", MIGRATE_09), ("migrate_tables", MIGRATE_07), ("rollback_deploy", ROLLBACK),
+    ("delete_database", {"name": "billing"}), ("shard_health", {"shard": "09"}),
+]
+RETRACTABLE = ["CLM-001", "CLM-003", "CLM-009", "SRC-013"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picked=st.lists(st.sampled_from(range(len(CALL_POOL))), min_size=1, max_size=4),
+       retracted=st.sets(st.sampled_from(RETRACTABLE)))
+def test_partial_veto_property(incident: Rippl, picked: list[int], retracted: set[str]) -> None:
+    """Whatever the turn and whatever is retracted: exactly the calls the core allows run, once
+    each, and every tool call id gets exactly one answer."""
+    ops = Ops()
+    turn = [tool_call(*CALL_POOL[i], f"c{n}") for n, i in enumerate(picked)]
+    for claim in sorted(retracted):
+        incident.retract(claim, reason="property test", by="hypothesis")
+    try:
+        allowed = [c for c in turn if incident.check(ToolCall(name=c["name"], args=c["args"])).allowed]
+        app, _ = guarded(incident, ops, [calls(*turn), "done"], InMemorySaver())
+        out = app.invoke({"messages": [HumanMessage("go")]}, thread())
+        assert sorted(ops.ran, key=str) == sorted(((c["name"], c["args"]) for c in allowed), key=str)
+        answers = tool_messages(out["messages"])
+        assert set(answers) == {c["id"] for c in turn}
+        ok = {c["id"] for c in allowed}
+        assert {i for i, m in answers.items() if m.status == "success"} == ok
+        assert all(m.content.startswith(VETO_PREFIX) for i, m in answers.items() if i not in ok)
+    finally:
+        for claim in sorted(retracted):
+            incident.reinstate(claim, reason="property test done", by="hypothesis")
