@@ -272,10 +272,13 @@ def markdown(results: dict[str, Any]) -> str:
         cells = [f"{data[k]['p50_ms']:.3f} / {data[k]['p99_ms']:.3f}"
                  for k in ("put", "get_tuple_latest", "get_tuple_by_id")]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "FalkorDBSaver writes a checkpoint, its blobs and metadata in one MULTI/EXEC "
-              "transaction and reads a checkpoint with its blobs and pending writes in one query; "
-              "SqliteSaver and InMemorySaver are in-process (no server round trip), which is what "
-              "the difference mostly measures.", ""]
+    lines += ["", "FalkorDBSaver writes a checkpoint, its blobs and its metadata in one MULTI/EXEC "
+              "transaction and reads one back with its blobs and pending writes in one query, so "
+              "each call is a round trip to the FalkorDB server (embedded: a unix socket, with the "
+              "append-only file fsynced every second). SqliteSaver on a file commits every put to "
+              "disk, so its put moves with the disk's sync latency; SqliteSaver on `:memory:` and "
+              "InMemorySaver stay inside the process and keep nothing durable. The machine is "
+              "shared: p99s carry other processes' load.", ""]
     return "\n".join(lines)
 
 
