@@ -1,0 +1,276 @@
+"""Property test: every bitemporal read equals a straightforward in-Python reference.
+
+The reference keeps, after every transaction, a full snapshot of each (agent, topic) timeline as
+an array of cells over a small discrete valid-time domain (cell i holds the belief at valid time i,
+or None). Writes edit cells directly; a read at transaction time K uses the snapshot of the last
+transaction recorded at or before K. It shares no code with Rippl's interval logic.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from rippl_core import NotFoundError, Rippl
+
+D = 10  # valid-time cells: cell i is valid time VALID0 + i hours; the last cell runs on forever
+HOUR = timedelta(hours=1)
+VALID0 = (datetime.now(UTC) - timedelta(days=40)).replace(minute=0, second=0, microsecond=0)
+TX0 = (datetime.now(UTC) - timedelta(days=30)).replace(minute=0, second=0, microsecond=0)
+CLAIMS = ["C1", "C2", "C3"]
+EVIDENCE = ["E1", "E2", "E3"]
+# each claim rests on its own source; C3 also on C1's (either suffices)
+CLAIM_SOURCES = {"C1": ["SC1"], "C2": ["SC2"], "C3": ["SC3", "SC1"]}
+SOURCES = ["SC1", "SC2", "SC3"]
+
+
+def valid(i: int) -> datetime:
+    return VALID0 + i * HOUR
+
+
+def tx(r: int) -> datetime:
+    return TX0 + r * HOUR
+
+
+@dataclass(frozen=True)
+class Seg:
+    claim: str
+    evidence: tuple[str, ...]
+    note: str | None
+    start: int
+
+
+Cells = list[Seg | None]
+Out = tuple[str, int, int | None, tuple[str, ...], str | None]  # claim, from, to (None: open), ...
+
+
+def segments(cells: Cells) -> list[Out]:
+    rows: list[Out] = []
+    i = 0
+    while i < D:
+        seg = cells[i]
+        if seg is None:
+            i += 1
+            continue
+        j = i
+        while j < D and cells[j] is not None and cells[j].start == seg.start:  # type: ignore[union-attr]
+            j += 1
+        rows.append((seg.claim, i, j if j < D else None, seg.evidence, seg.note))
+        i = j
+    return rows
+
+
+def at(cells: Cells, t: int) -> Out | None:
+    return next((row for row in segments(cells) if row[1] <= t and (row[2] is None or t < row[2])),
+                None)
+
+
+class Reference:
+    """The snapshot model: history[key] = [(recorded r, cells after that transaction)]."""
+
+    def __init__(self) -> None:
+        self.history: dict[tuple[str, str], list[tuple[int, Cells]]] = {}
+
+    def cells(self, key: tuple[str, str], known: int) -> Cells:
+        current: Cells = [None] * D
+        for r, cells in self.history.get(key, []):
+            if r <= known:
+                current = cells
+        return current
+
+    def _latest(self, key: tuple[str, str]) -> Cells:
+        versions = self.history.get(key)
+        return list(versions[-1][1]) if versions else [None] * D
+
+    def _record(self, key: tuple[str, str], r: int, cells: Cells) -> None:
+        self.history.setdefault(key, []).append((r, cells))
+
+    def believe(self, key: tuple[str, str], r: int, claim: str, v: int,
+                evidence: tuple[str, ...], note: str | None) -> None:
+        cells = self._latest(key)
+        cur = cells[v]
+        same = cur is not None and cur.claim == claim
+        if same and set(evidence) <= set(cur.evidence) and note in (None, cur.note):  # type: ignore[union-attr]
+            return
+        if same:
+            evidence = tuple(dict.fromkeys([*cur.evidence, *evidence]))  # type: ignore[union-attr]
+            note = note if note is not None else cur.note  # type: ignore[union-attr]
+        nxt = next((i for i in range(v + 1, D) if cells[i] is not None
+                    and cells[i].start == i), D)  # type: ignore[union-attr]
+        for i in range(v, nxt):
+            cells[i] = Seg(claim, evidence, note, v)
+        self._record(key, r, cells)
+
+    def retract(self, key: tuple[str, str], r: int, a: int) -> None:
+        cells = self._latest(key)
+        cur = cells[a]
+        if cur is None:
+            return
+        i = a
+        while i < D and cells[i] is not None and cells[i].start == cur.start:  # type: ignore[union-attr]
+            cells[i] = None
+            i += 1
+        self._record(key, r, cells)
+
+    def revise(self, key: tuple[str, str], r: int, claim: str, v: int, e: int | None,
+               evidence: tuple[str, ...], note: str | None) -> None:
+        cells = self._latest(key)
+        end = D if e is None else e
+        for i in range(v, end):
+            cells[i] = Seg(claim, evidence, note, v)
+        i = end
+        while i < D and cells[i] is not None and cells[i].start < end:  # type: ignore[union-attr]
+            cells[i] = replace(cells[i], start=end)  # type: ignore[type-var]
+            i += 1
+        self._record(key, r, cells)
+
+    def why(self, key: tuple[str, str], t: int, known: int) -> tuple[int, Out | None, Out | None]:
+        rows = segments(self.cells(key, known))
+        if not rows:
+            raise LookupError
+        points = {row[1] for row in rows} | {row[2] for row in rows if row[2] is not None}
+        c = min(points, key=lambda p: (abs(p - t), p > t))
+        cells = self.cells(key, known)
+        return c, (at(cells, c - 1) if c > 0 else None), at(cells, c)
+
+    def what_if(self, key: tuple[str, str], t: int, known: int, without: set[str]) -> Out | None:
+        cells = self.cells(key, known)
+        lost = {c for c, sources in CLAIM_SOURCES.items() if set(sources) <= without}
+
+        def dropped(seg: Seg) -> bool:
+            return (bool(seg.evidence) and set(seg.evidence) <= without) or seg.claim in lost
+
+        seg = cells[t]
+        while seg is not None and dropped(seg):  # fall back to the adjacent earlier adoption
+            seg = cells[seg.start - 1] if seg.start > 0 else None
+        if seg is None:
+            return None
+        end = seg.start
+        while end < D and cells[end] is not None and (cells[end].start == seg.start  # type: ignore[union-attr]
+                                                      or dropped(cells[end])):  # type: ignore[arg-type]
+            end += 1
+        return (seg.claim, seg.start, end if end < D else None,
+                tuple(e for e in seg.evidence if e not in without), seg.note)
+
+
+def out(belief: Any) -> Out | None:
+    if belief is None:
+        return None
+    to = None if belief.valid_to is None else int((belief.valid_to - VALID0) / HOUR)
+    return (belief.claim, int((belief.valid_from - VALID0) / HOUR), to, tuple(belief.evidence),
+            belief.note)
+
+
+@pytest.fixture
+def store(rippl: Rippl) -> Rippl:
+    for source in [*EVIDENCE, *SOURCES]:
+        rippl.add_source(source, f"source {source}")
+    for claim in CLAIMS:
+        rippl.add_claim(claim, f"claim {claim}", sources=CLAIM_SOURCES[claim])
+    return rippl
+
+
+cells_i = st.integers(0, D - 1)
+believe_op = st.tuples(st.just("believe"), st.sampled_from(CLAIMS), cells_i,
+                       st.lists(st.sampled_from(EVIDENCE), max_size=2, unique=True),
+                       st.sampled_from([None, "n1", "n2"]))
+op = st.one_of(
+    believe_op, believe_op,  # adoptions twice as often as the explicit changes
+    st.tuples(st.just("retract"), cells_i),
+    st.tuples(st.just("revise"), st.sampled_from(CLAIMS), cells_i, st.integers(1, D),
+              st.lists(st.sampled_from(EVIDENCE), max_size=2, unique=True),
+              st.sampled_from([None, "n1"])),
+)
+step = st.tuples(st.sampled_from([("a1", "t1"), ("a1", "t2"), ("a2", "t1")]),
+                 st.integers(0, 2), op)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(steps=st.lists(step, min_size=4, max_size=12),
+       without=st.sets(st.sampled_from([*EVIDENCE, *SOURCES]), min_size=1,
+                       max_size=3))
+@example(  # believing the held claim again, with new evidence, splits the interval
+    steps=[(("a1", "t1"), 0, ("believe", "C1", 2, ["E1"], "n1")),
+           (("a1", "t1"), 1, ("believe", "C1", 4, ["E2"], None)),
+           (("a1", "t1"), 0, ("believe", "C1", 5, ["E1"], None))], without={"E2"})
+@example(  # late adoption between two, a correction inside an interval, a withdrawal at a start
+    steps=[(("a1", "t1"), 1, ("believe", "C1", 1, ["E1"], None)),
+           (("a1", "t1"), 1, ("believe", "C2", 6, [], None)),
+           (("a1", "t1"), 2, ("believe", "C3", 3, ["E2", "E3"], None)),
+           (("a1", "t1"), 0, ("revise", "C2", 4, 1, ["E3"], "n1")),
+           (("a1", "t2"), 1, ("believe", "C1", 0, [], None)),
+           (("a1", "t1"), 1, ("retract", 6)),
+           (("a2", "t1"), 0, ("retract", 2))], without={"E2", "E3"})
+@example(  # a retraction leaves a gap that a later adoption fills; dropped beliefs fall back
+    steps=[(("a1", "t1"), 0, ("believe", "C1", 0, ["E1"], None)),
+           (("a1", "t1"), 1, ("retract", 3)),
+           (("a1", "t1"), 1, ("believe", "C2", 5, ["E2"], None)),
+           (("a1", "t1"), 1, ("believe", "C3", 7, ["E1"], None)),
+           (("a1", "t1"), 1, ("believe", "C1", 1, ["E3"], None))], without={"E1", "SC2", "SC1"})
+def test_reads_match_the_reference(store: Rippl, steps: list[Any], without: set[str]) -> None:
+    run = uuid.uuid4().hex[:8]  # fresh agents per example, on the same graph
+    ref = Reference()
+    r = 0
+    keys = set()
+    for (agent, topic), gap, (kind, *args) in steps:
+        r += gap
+        key = (f"{run}-{agent}", topic)
+        keys.add(key)
+        if kind == "believe":
+            claim, v, evidence, note = args
+            store.believe(key[0], claim, topic=topic, valid_from=valid(v), recorded_at=tx(r),
+                          evidence=evidence, note=note)
+            ref.believe(key, r, claim, v, tuple(evidence), note)
+        elif kind == "retract":
+            (a,) = args
+            store.retract_belief(key[0], topic, at=valid(a), recorded_at=tx(r))
+            ref.retract(key, r, a)
+        else:
+            claim, v, length, evidence, note = args
+            e = v + length if v + length < D else None
+            store.revise(key[0], topic, claim, valid_from=valid(v),
+                         valid_to=valid(e) if e is not None else None, evidence=evidence,
+                         note=note, recorded_at=tx(r))
+            ref.revise(key, r, claim, v, e, tuple(evidence), note)
+
+    knowns = sorted({-1, *range(r + 2)})
+    for key in sorted(keys):
+        agent, topic = key
+        for known in knowns:
+            got = [out(b) for b in store.timeline(agent, topic, known_at=tx(known))]
+            assert got == segments(ref.cells(key, known)), (key, known)
+            assert all(a[2] is not None and a[2] <= b[1] for a, b in itertools.pairwise(got))
+        for known in (knowns[len(knowns) // 2], knowns[-1]):
+            for t in range(D):
+                assert out(store.ask(agent, topic, as_of=valid(t), known_at=tx(known))) == \
+                    at(ref.cells(key, known), t), (key, t, known)
+        known = knowns[-1]
+        for t in (0, D // 2, D - 1):
+            try:
+                expected = ref.why(key, t, known)
+            except LookupError:
+                with pytest.raises(NotFoundError):
+                    store.why_changed(agent, topic, valid(t), known_at=tx(known))
+                continue
+            change = store.why_changed(agent, topic, valid(t), known_at=tx(known))
+            assert (int((change.changed_at - VALID0) / HOUR), out(change.before),
+                    out(change.after)) == expected, (key, t)
+            result = store.what_if(agent, topic, without=sorted(without), as_of=valid(t),
+                                   known_at=tx(known))
+            assert out(result.counterfactual) == ref.what_if(key, t, known, without), (key, t)
+            assert out(result.actual) == at(ref.cells(key, known), t)
+    for agent in {k[0] for k in keys}:
+        for t in (0, D - 1):
+            expected_beliefs = sorted(
+                (topic, at(ref.cells((agent, topic), r), t)) for a, topic in keys if a == agent)
+            got_beliefs = [(b.topic, out(b)) for b in store.beliefs(agent, as_of=valid(t),
+                                                                    known_at=tx(r))]
+            assert got_beliefs == [(tp, o) for tp, o in expected_beliefs if o is not None]
