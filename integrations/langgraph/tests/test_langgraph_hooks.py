@@ -86,3 +86,14 @@ def test_middleware_review_pauses_only_the_blocked_call(incident: Rippl, ops: Op
     assert sorted(ops.names()) == ["migrate_tables", "rollback_deploy"]
     assert all(m.status == "success" for m in tool_messages(out["messages"]).values())
     assert incident.review(proposal.id).status == "rejected"
+
+
+def test_guard_denies_calls_it_cannot_check(incident: Rippl) -> None:
+    from rippl_langgraph import Guard
+
+    guard = Guard(incident)
+    odd_name = guard.check({"name": " migrate_tables", "args": MIGRATE_07, "id": "c1"})
+    assert not odd_name.allowed and "cannot be checked" in odd_name.verdict.reason
+    not_json = guard.check({"name": "migrate_tables", "args": {"shard": {1, 2}}, "id": "c2"})
+    assert not not_json.allowed and "fail closed" in not_json.verdict.reason
+    assert guard.check({"name": "migrate_tables", "args": MIGRATE_07, "id": "c3"}).allowed
