@@ -88,6 +88,15 @@ def thread_key(thread_id: str) -> str:
     return key("thread", thread_id)
 
 
+def head_key(thread_id: str, checkpoint_ns: str) -> str:
+    return head_key_of(thread_key(thread_id), checkpoint_ns)
+
+
+def head_key_of(tkey: str, checkpoint_ns: str) -> str:
+    """The key of the (thread, namespace) head, from the thread's key."""
+    return key("head", tkey, checkpoint_ns)
+
+
 def run_key(run_id: str) -> str:
     return key("run", run_id)
 
@@ -177,8 +186,10 @@ class CheckpointOps:
         commit = Commit()
         if blobs:
             commit.queries.append(queries.put_blobs(blobs))
-        commit.queries.append(queries.put_checkpoint(
-            key(thread_id, checkpoint_ns, checkpoint["id"]), props))
+        checkpoint_key = key(thread_id, checkpoint_ns, checkpoint["id"])
+        commit.queries.append(queries.put_checkpoint(checkpoint_key, props))
+        commit.queries.append(queries.put_head(head_key(thread_id, checkpoint_ns), tkey,
+                                               checkpoint_ns, props["checkpoint_id"], checkpoint_key))
         yield commit
         return tuple_config(thread_id, checkpoint_ns, checkpoint["id"])
 
@@ -216,8 +227,23 @@ class CheckpointOps:
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> Op[None]:
         keys = [run_key(str(r)) for r in run_ids]
-        if keys:
-            yield Commit(queries.delete_runs(keys))
+        if not keys:
+            return
+        pairs = yield queries.runs_threads(keys)
+        moved, emptied = [], []
+        for tkey, ns in pairs:  # heads whose checkpoints go: point them at the newest survivor
+            survivor = yield queries.newest_outside_runs(tkey, ns, keys)
+            hkey = head_key_of(tkey, ns)
+            if survivor:
+                moved.append({"key": hkey, "latest_id": survivor[0][0], "latest_key": survivor[0][1]})
+            else:
+                emptied.append(hkey)
+        commit = Commit(queries.delete_runs(keys))
+        if moved:
+            commit.queries.append(queries.set_heads(moved))
+        if emptied:
+            commit.queries.append(queries.delete_heads(emptied))
+        yield commit
 
     def copy_thread(self, source: str, target: str) -> Op[None]:
         """Copy every checkpoint (the whole parent chain), blob and write of a thread."""
@@ -234,6 +260,9 @@ class CheckpointOps:
                 props["blob_keys"] = [key(target, ns, ch, v) for ch, v in versions.items()]
             elif label == queries.BLOB:
                 props["key"] = key(target, ns, props["channel"], props["version"])
+            elif label == queries.HEAD:
+                props["key"] = head_key(str(target), ns)
+                props["latest_key"] = key(target, ns, props["latest_id"])
             else:
                 props["cp_key"] = key(target, ns, props["checkpoint_id"])
                 props["key"] = key(target, ns, props["checkpoint_id"], props["task_id"], props["idx"])
@@ -244,11 +273,16 @@ class CheckpointOps:
 
     # -- reads ------------------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> Op[CheckpointTuple | None]:
+        """One checkpoint by id, or the newest through the (thread, namespace) head: indexed
+        lookups, whatever the thread's length."""
         conf = configurable(config)
-        page = yield from self.page(thread_id=str(conf["thread_id"]),
-                                    checkpoint_ns=str(conf.get("checkpoint_ns") or ""),
-                                    checkpoint_id=get_checkpoint_id(config), limit=1)
-        return page.tuples[0] if page.tuples else None
+        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is not None:
+            rows = yield queries.read_by_keys([key(thread_id, ns, checkpoint_id)])
+        else:
+            rows = yield queries.read_latest(head_key(thread_id, ns))
+        return self._tuple(rows[0]) if rows else None
 
     def page(self, *, thread_id: str | None, checkpoint_ns: str | None = None,
              checkpoint_id: str | None = None, before: str | None = None,
@@ -299,7 +333,7 @@ class CheckpointOps:
         thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is None:
-            rows = yield queries.latest_checkpoint_time(thread_key(thread_id), ns)
+            rows = yield queries.latest_checkpoint_time(head_key(thread_id, ns))
         else:
             rows = yield queries.checkpoint_times([key(thread_id, ns, checkpoint_id)])
             rows = [(r[1],) for r in rows]

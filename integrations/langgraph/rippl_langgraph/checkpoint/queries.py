@@ -8,6 +8,8 @@ Layout, in a companion graph of the tenant's graph (by default `rippl:{graph}:ch
     (:CheckpointBlob {key, thread_key, thread_id, checkpoint_ns, channel, version, type, data})
     (:CheckpointWrite {key, cp_key, thread_key, thread_id, checkpoint_ns, checkpoint_id, task_id,
                        idx, channel, type, data, task_path})
+    (:CheckpointHead {key, thread_key, checkpoint_ns, latest_id, latest_key})   the newest, per
+                                                                               (thread, namespace)
 
 A checkpoint stores the channel versions it sees as `blob_keys` (one blob per channel version, as
 langgraph's own savers do), so a read is one round trip of indexed lookups.
@@ -25,16 +27,26 @@ from typing import Any
 
 from rippl_core.wire import Query
 
-CHECKPOINT, BLOB, WRITE = "Checkpoint", "CheckpointBlob", "CheckpointWrite"
+CHECKPOINT, BLOB, WRITE, HEAD = "Checkpoint", "CheckpointBlob", "CheckpointWrite", "CheckpointHead"
+LABELS = (CHECKPOINT, BLOB, WRITE, HEAD)
 
 INDEXES: tuple[tuple[str, str], ...] = (
     (CHECKPOINT, "key"), (CHECKPOINT, "thread_key"), (CHECKPOINT, "run_key"),
     (BLOB, "key"), (BLOB, "thread_key"),
     (WRITE, "key"), (WRITE, "cp_key"), (WRITE, "thread_key"),
+    (HEAD, "key"), (HEAD, "thread_key"),
 )
 
 _TUPLE_FIELDS = ("c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_id, c.type, c.data, "
                  "c.meta_type, c.meta, c.key")
+# For each checkpoint `c`: its channel blobs and pending writes, then the row of a CheckpointTuple.
+_WITH_BLOBS_AND_WRITES = (
+    f" CALL {{ WITH c UNWIND c.blob_keys AS k MATCH (b:{BLOB} {{key: k}})"
+    " RETURN collect([b.channel, b.type, b.data]) AS blobs }"
+    f" CALL {{ WITH c MATCH (w:{WRITE} {{cp_key: c.key}})"
+    " RETURN collect([w.task_id, w.idx, w.channel, w.type, w.data, w.task_path]) AS writes }"
+    f" RETURN {_TUPLE_FIELDS}, blobs, writes"
+)
 
 
 def create_index(label: str, prop: str) -> Query:
@@ -48,6 +60,40 @@ def put_blobs(rows: Sequence[Mapping[str, Any]]) -> Query:
 
 def put_checkpoint(key: str, props: Mapping[str, Any]) -> Query:
     return Query(f"MERGE (c:{CHECKPOINT} {{key: $key}}) SET c += $props", {"key": key, "props": props})
+
+
+def put_head(head_key: str, thread_key: str, checkpoint_ns: str, checkpoint_id: str,
+             checkpoint_key: str) -> Query:
+    """Point the (thread, namespace) head at this checkpoint if it is the newest, so reading the
+    latest checkpoint is two indexed lookups whatever the thread's length."""
+    return Query(
+        f"MERGE (h:{HEAD} {{key: $hk}}) ON CREATE SET h.thread_key = $tk, h.checkpoint_ns = $ns, "
+        "h.latest_id = $id, h.latest_key = $ck "
+        "WITH h WHERE h.latest_id < $id SET h.latest_id = $id, h.latest_key = $ck",
+        {"hk": head_key, "tk": thread_key, "ns": checkpoint_ns, "id": checkpoint_id,
+         "ck": checkpoint_key})
+
+
+def set_heads(rows: Sequence[Mapping[str, Any]]) -> Query:
+    """Re-point heads: rows of {key, latest_id, latest_key}."""
+    return Query(f"UNWIND $rows AS r MATCH (h:{HEAD} {{key: r.key}}) "
+                 "SET h.latest_id = r.latest_id, h.latest_key = r.latest_key", {"rows": rows})
+
+
+def delete_heads(keys: Sequence[str]) -> Query:
+    return Query(f"UNWIND $keys AS k MATCH (h:{HEAD} {{key: k}}) DELETE h", {"keys": list(keys)})
+
+
+def read_latest(head_key: str) -> Query:
+    """The newest checkpoint of a (thread, namespace), through its head."""
+    return Query(f"MATCH (h:{HEAD} {{key: $hk}}) MATCH (c:{CHECKPOINT} {{key: h.latest_key}})"
+                 + _WITH_BLOBS_AND_WRITES, {"hk": head_key}, read_only=True)
+
+
+def read_by_keys(keys: Sequence[str]) -> Query:
+    """Checkpoints by key (one indexed lookup each)."""
+    return Query(f"UNWIND $keys AS k MATCH (c:{CHECKPOINT} {{key: k}})" + _WITH_BLOBS_AND_WRITES,
+                 {"keys": list(keys)}, read_only=True)
 
 
 def put_writes(rows: Sequence[Mapping[str, Any]], *, overwrite: bool) -> Query:
@@ -92,14 +138,7 @@ def read_checkpoints(*, thread_key: str | None, checkpoint_ns: str | None, check
     if limit is not None:
         text += " LIMIT $limit"
         params["limit"] = limit
-    text += (
-        f" CALL {{ WITH c UNWIND c.blob_keys AS k MATCH (b:{BLOB} {{key: k}})"
-        " RETURN collect([b.channel, b.type, b.data]) AS blobs }"
-        f" CALL {{ WITH c MATCH (w:{WRITE} {{cp_key: c.key}})"
-        " RETURN collect([w.task_id, w.idx, w.channel, w.type, w.data, w.task_path]) AS writes }"
-        f" RETURN {_TUPLE_FIELDS}, blobs, writes"
-    )
-    return Query(text, params, read_only=True)
+    return Query(text + _WITH_BLOBS_AND_WRITES, params, read_only=True)
 
 
 def checkpoint_times(keys: Sequence[str]) -> Query:
@@ -108,15 +147,29 @@ def checkpoint_times(keys: Sequence[str]) -> Query:
                  {"keys": list(keys)}, read_only=True)
 
 
-def latest_checkpoint_time(thread_key: str, checkpoint_ns: str) -> Query:
-    return Query(f"MATCH (c:{CHECKPOINT} {{thread_key: $t}}) WHERE c.checkpoint_ns = $ns "
-                 "RETURN c.taken_at ORDER BY c.checkpoint_id DESC LIMIT 1",
-                 {"t": thread_key, "ns": checkpoint_ns}, read_only=True)
+def latest_checkpoint_time(head_key: str) -> Query:
+    return Query(f"MATCH (h:{HEAD} {{key: $hk}}) MATCH (c:{CHECKPOINT} {{key: h.latest_key}}) "
+                 "RETURN c.taken_at", {"hk": head_key}, read_only=True)
 
 
 def delete_thread(thread_key: str) -> list[Query]:
     return [Query(f"MATCH (n:{label} {{thread_key: $t}}) DELETE n", {"t": thread_key})
-            for label in (WRITE, BLOB, CHECKPOINT)]
+            for label in (WRITE, BLOB, CHECKPOINT, HEAD)]
+
+
+def runs_threads(run_keys: Sequence[str]) -> Query:
+    """(thread_key, namespace) pairs holding checkpoints of these runs."""
+    return Query(f"UNWIND $keys AS k MATCH (c:{CHECKPOINT} {{run_key: k}}) "
+                 "RETURN DISTINCT c.thread_key, c.checkpoint_ns", {"keys": list(run_keys)},
+                 read_only=True)
+
+
+def newest_outside_runs(thread_key: str, checkpoint_ns: str, run_keys: Sequence[str]) -> Query:
+    """The newest checkpoint of a (thread, namespace) that none of these runs wrote."""
+    return Query(f"MATCH (c:{CHECKPOINT} {{thread_key: $tk}}) WHERE c.checkpoint_ns = $ns AND "
+                 "NOT coalesce(c.run_key, '') IN $keys "
+                 "RETURN c.checkpoint_id, c.key ORDER BY c.checkpoint_id DESC LIMIT 1",
+                 {"tk": thread_key, "ns": checkpoint_ns, "keys": list(run_keys)}, read_only=True)
 
 
 def delete_runs(run_keys: Sequence[str]) -> list[Query]:
@@ -133,10 +186,10 @@ def thread_nodes(thread_key: str) -> Query:
     """Every stored property of a thread's checkpoints, blobs and writes (for copy_thread)."""
     return Query(" UNION ALL ".join(
         f"MATCH (n:{label} {{thread_key: $t}}) RETURN '{label}' AS label, properties(n) AS props"
-        for label in (CHECKPOINT, BLOB, WRITE)), {"t": thread_key}, read_only=True)
+        for label in LABELS), {"t": thread_key}, read_only=True)
 
 
 def create_nodes(label: str, rows: Sequence[Mapping[str, Any]]) -> Query:
     """Create nodes of one of this module's labels: rows of {key, props}."""
-    assert label in (CHECKPOINT, BLOB, WRITE)
+    assert label in LABELS
     return Query(f"UNWIND $rows AS r MERGE (n:{label} {{key: r.key}}) SET n += r.props", {"rows": rows})
