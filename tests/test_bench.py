@@ -226,12 +226,20 @@ def test_runner_and_report_on_a_toy_config(tmp_path: Path) -> None:
     doc.parent.mkdir()
     doc.write_text("# Benchmarks\n\n## Summary\n\nold numbers\n\n## Bitemporal beliefs\n\n"
                    "kept as written\n")
-    extras = {"langgraph": {"put_p50_ms": 0.5, "saver": [{"name": "sqlite", "p50": 0.2}]}}
-    report.write(reloaded, doc, extras=extras)
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "bench_langgraph.py").write_text(
+        "def markdown(results):\n    return '## LangGraph adapter\\n\\nfresh ' + str(results['x'])\n")
+    extras = {"langgraph": {"x": 42},
+              "custom": {"put_p50_ms": 0.5, "saver": [{"name": "sqlite", "p50": 0.2}]}}
+    report.write(reloaded, doc, extras=extras, renderers=scripts)
     text = doc.read_text()
     assert "old numbers" not in text
     assert "## Bitemporal beliefs\n\nkept as written" in text
-    assert "## LangGraph adapter" in text and "put_p50_ms" in text
+    assert "## LangGraph adapter\n\nfresh 42" in text  # rendered by the script's own markdown()
+    assert "## custom" in text and "saver[0].p50" in text  # no renderer: a plain table
+    report.write(reloaded, doc, extras=extras, renderers=scripts)  # idempotent
+    assert doc.read_text() == text
     for heading in report.OWN_SECTIONS:
         assert f"## {heading}" in text
     images = sorted(p.name for p in (doc.parent / "img").glob("*.png"))

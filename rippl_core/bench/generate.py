@@ -75,20 +75,26 @@ ACTION_TEMPLATES = (
 
 @dataclass
 class _Block:
-    """The entities an incident block talks about."""
+    """The entities an incident block talks about: a few services, shards, regions and tables,
+    one of each picked per sentence, so a block's texts overlap without repeating each other."""
 
-    service: str
-    region: str
-    shard: str
-    shard2: str
-    table: str
+    services: tuple[str, ...]
+    regions: tuple[str, ...]
+    shards: tuple[str, ...]
+    tables: tuple[str, ...]
     version: str
 
+    @property
+    def service(self) -> str:
+        return self.services[0]
+
     def fill(self, template: str, rng: random.Random) -> str:
+        shard, shard2 = rng.sample(self.shards, 2)
         return template.format(
-            service=self.service, region=self.region, shard=self.shard, shard2=self.shard2,
-            table=self.table, version=self.version, pct=rng.randint(5, 98), ms=rng.choice(
-                (50, 80, 120, 200, 300, 450)), sec=rng.randint(1, 30), n=rng.randint(2, 64),
+            service=rng.choice(self.services), region=rng.choice(self.regions), shard=shard,
+            shard2=shard2, table=rng.choice(self.tables), version=self.version,
+            pct=rng.randint(5, 98), ms=rng.choice((50, 80, 120, 200, 300, 450)),
+            sec=rng.randint(1, 30), n=rng.randint(2, 64),
             time=f"{rng.randint(0, 23):02d}:{rng.choice(('00', '15', '30', '45'))}",
             day=rng.randint(25, 31))
 
@@ -112,9 +118,9 @@ class Generated:
 
 
 def _block(rng: random.Random) -> _Block:
-    shard, shard2 = rng.sample(range(1, 100), 2)
-    return _Block(rng.choice(SERVICES), rng.choice(REGIONS), f"{shard:02d}", f"{shard2:02d}",
-                  rng.choice(TABLES), f"v{rng.randint(1, 9)}.{rng.randint(0, 20)}")
+    return _Block(tuple(rng.sample(SERVICES, 3)), tuple(rng.sample(REGIONS, 2)),
+                  tuple(f"{n:02d}" for n in rng.sample(range(1, 100), 4)),
+                  tuple(rng.sample(TABLES, 2)), f"v{rng.randint(1, 9)}.{rng.randint(0, 20)}")
 
 
 def causal_graph(n: int, *, seed: int = 7, block_size: int = 100, cross: float = 0.05,

@@ -7,6 +7,7 @@ JSON results file under benchmarks/results/, its numbers are rendered as a plain
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import re
@@ -182,8 +183,8 @@ def plot_waves(results: Mapping[str, Any], path: Path) -> str | None:
         values = [waves[name][op]["median_s"] for op in ops]
         xs = [x + (i - 0.5) * width for x in range(len(ops))]
         ax.bar(xs, values, width, label=name)
-    ax.axhline(TARGETS["retract_s"], color="grey", linestyle=":", linewidth=1)
-    ax.text(-0.4, TARGETS["retract_s"] * 1.03, "retract target 1 s", color="grey", fontsize=8)
+    ax.axhline(TARGETS["retract_s"], color="grey", linestyle=":", linewidth=1,
+               label="retract target (1 s)")
     ax.set_xticks(range(len(ops)), ops)
     ax.set_ylabel("median time (s)")
     dependents = next(iter(waves.values()))["dependents"]
@@ -207,12 +208,19 @@ def plot_load(results: Mapping[str, Any], path: Path) -> str | None:
                  label=name)
         right.bar(xs, [_get(s, "backends", name, "rss_after_mb") or 0 for s in scale], width,
                   label=name)
-    left.axhline(TARGETS["load_nodes_per_s"], color="grey", linestyle=":", linewidth=1)
+    left.axhline(TARGETS["load_nodes_per_s"], color="grey", linestyle=":", linewidth=1,
+                 label="target (20k nodes/s)")
     left.set_xticks(range(len(scale)), labels)
     left.set_title("load throughput (nodes/s)")
     left.legend(fontsize=8)
     right.set_xticks(range(len(scale)), labels)
     right.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    right.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    right.yaxis.set_minor_formatter(NullFormatter())
+    for container in right.containers:
+        right.bar_label(container, fmt="%.0f", fontsize=7)
     right.set_title("FalkorDB server RSS after the run (MiB, log)")
     for axis in (left, right):
         axis.set_xlabel("graph size (nodes)")
@@ -224,7 +232,7 @@ def plot_ablation(results: Mapping[str, Any], path: Path) -> str | None:
     if not corpora:
         return None
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(corpora), figsize=(4.2 * len(corpora), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(corpora), figsize=(4.8 * len(corpora), 3.9), squeeze=False)
     for ax, corpus in zip(axes[0], corpora, strict=True):
         labels, values, colours = [], [], []
         for name, label in (("rippl", "Rippl\nblast radius"), ("sqlite_cte", "SQLite\nCTE"),
@@ -233,10 +241,15 @@ def plot_ablation(results: Mapping[str, Any], path: Path) -> str | None:
             values.append(corpus["structural"][name]["recall"])
             colours.append("#2a7ab9" if name != "cypher_1_5" else "#e08e45")
         for name, scores in corpus["retrieval"].items():
+            acting = name.endswith("_acting")
             for k, report in scores["k"].items():
-                labels.append(f"{'BM25' if name == 'bm25' else 'dense'}\nk={k}")
+                if acting and k != max(scores["k"], key=int):
+                    continue
+                labels.append(f"{'BM25' if name.startswith('bm25') else 'dense'}"
+                              f"{' D+A' if acting else ''}\nk={k}")
                 values.append(report["recall"])
-                colours.append("#8e8e8e" if name == "bm25" else "#6c5b7b")
+                colours.append(("#b5b5b5" if acting else "#8e8e8e") if name.startswith("bm25")
+                               else ("#a391b5" if acting else "#6c5b7b"))
         bars = ax.bar(range(len(values)), values, color=colours)
         for bar, value in zip(bars, values, strict=True):
             ax.text(bar.get_x() + bar.get_width() / 2, value + 0.02, f"{value:.2f}", ha="center",
@@ -253,7 +266,8 @@ def plot_ablation(results: Mapping[str, Any], path: Path) -> str | None:
 
 
 def render(results: Mapping[str, Any], img_dir: Path, img_prefix: str,
-           extras: Mapping[str, Any] | None = None, kept: Sequence[str] = ()) -> str:
+           extras: Mapping[str, Any] | None = None, kept: Sequence[str] = (),
+           renderers: Path | None = None) -> str:
     """The whole Markdown report. `img_prefix` is how the report links to `img_dir`."""
     images = {
         "check": plot_check(results, img_dir / "bench-check.png"),
@@ -287,13 +301,33 @@ def render(results: Mapping[str, Any], img_dir: Path, img_prefix: str,
         _ablation(results) + image("ablation", "invalidation recall by method"),
         _method(results),
     ]
-    parts += list(kept)
-    kept_titles = {_heading(k) for k in kept}
+    sections = {_heading(k): k for k in kept}
     for name, data in (extras or {}).items():
         title = EXTERNAL.get(name, name)
-        if title not in kept_titles:
-            parts.append(_external(title, name, data))
+        fresh = external_section(name, data, renderers)
+        if fresh is not None:
+            sections[_heading(fresh) or title] = fresh
+        elif title not in sections:
+            sections[title] = _external(title, name, data)
+    parts += list(sections.values())
     return "\n".join(p.rstrip() + "\n" for p in parts if p)
+
+
+def external_section(name: str, data: Any, renderers: Path | None) -> str | None:
+    """The section another benchmark writes for its own results: `markdown(results)` of
+    `benchmarks/bench_<name>.py`, when that script is there and renders them."""
+    script = renderers / f"bench_{name}.py" if renderers is not None else None
+    if script is None or not script.is_file():
+        return None
+    try:
+        spec = importlib.util.spec_from_file_location(f"_rippl_bench_{name}", script)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        text = module.markdown(data)
+    except Exception:  # their renderer or their results changed shape: fall back to a table
+        return None
+    return text if isinstance(text, str) and text.startswith("## ") else None
 
 
 def _heading(section: str) -> str:
@@ -429,6 +463,12 @@ def _check(results: Mapping[str, Any]) -> str:
             p50_p99(_get(s, "baselines", "sqlite", "denied")),
             p50_p99(_get(s, "baselines", "networkx", "allowed")),
             p50_p99(_get(s, "baselines", "networkx", "denied"))])
+    literal_rows = []
+    for s in scale:
+        article = _get(s, "backends", "embedded", "article_check") or {}
+        if article.get("literal_allowed"):
+            literal_rows.append([size_label(s["size"]), p50_p99(article["literal_allowed"]),
+                                 article.get("literal_timeouts", 0)])
     agree_rows = []
     for s in scale:
         for label, entry in (("article *1..5", _get(s, "backends", "embedded", "article_check",
@@ -453,11 +493,17 @@ def _check(results: Mapping[str, Any]) -> str:
                  "embedded tool call", "TCP server allowed", "TCP server denied"], rows)
         + "\n\nThe same questions answered by the baselines, on the same graph and the same "
         "actions (p50 / p99). The article query runs on the same embedded FalkorDB graph: "
-        "`MATCH (c:Claim)-[:SUPPORTS|DEPENDS_ON|DRIVES|TRIGGERS*1..5]->(:Node {id: $id}) WHERE "
-        "c.retracted = true RETURN c.id LIMIT 1`. SQLite and networkx run in-process (no round "
-        "trip at all) and answer \"is any claim upstream retracted, at any depth?\".\n\n"
+        "`MATCH (c:Claim)-[:SUPPORTS|DEPENDS_ON|DRIVES|TRIGGERS*1..5]->(:Node {id: $id}) WITH c "
+        "WHERE c.retracted = true RETURN c.id LIMIT 1`. (Written with the `WHERE` straight after "
+        "the `MATCH`, as in the article, FalkorDB plans a scan of every claim instead of starting "
+        "from the action; that variant is timed separately below and is not the one compared.) "
+        "SQLite and networkx run in-process (no round trip at all) and answer \"is any claim "
+        "upstream retracted, at any depth?\".\n\n"
         + table(["nodes", "article *1..5 allowed", "article *1..5 denied", "SQLite CTE allowed",
                  "SQLite CTE denied", "networkx allowed", "networkx denied"], base_rows)
+        + ("\n\nThe article query as written (filter inside the MATCH), allowed actions, "
+           "embedded:\n\n" + table(["nodes", "p50 / p99", "timeouts"], literal_rows)
+           if literal_rows else "")
         + "\n\nDo they give the same answer? Each sampled action, Rippl's verdict against the "
         "baseline's (*wrongly allowed*: the baseline lets through an action Rippl blocks; "
         "*wrongly denied*: the baseline blocks an action that still has valid support).\n\n"
@@ -613,7 +659,9 @@ def _ablation(results: Mapping[str, Any]) -> str:
            "When a claim is retracted, which memories must be revisited? Ground truth for each "
            "claim is every node downstream of it along the graph's declared edges, at any depth. "
            "The structural methods follow those edges; the retrievers rank every claim, decision "
-           "and action by similarity to the claim's text and return the top k. Scores are "
+           "and action by similarity to the claim's text and return the top k (a second variant "
+           "ranks only decisions and actions, so that near-duplicate claims cannot fill the top k; "
+           "it can then never return a derived claim). Scores are "
            "macro-averaged over the claims that have at least one dependent. *misses*: dependents "
            "not returned, per claim. *complete*: share of claims with no miss. *R-precision*: the "
            "retriever is told how many dependents there are and returns exactly that many.\n"]
@@ -633,7 +681,8 @@ def _ablation(results: Mapping[str, Any]) -> str:
             rows.append([label, "all", f"{s['recall']:.3f}", f"{s['precision']:.3f}",
                          f"{s['misses_per_claim']:.2f}", pct(s["complete"]), "", ms(s["median_ms"])])
         for name, scores in corpus["retrieval"].items():
-            label = "BM25" if name == "bm25" else "dense (MiniLM cosine)"
+            label = ("BM25" if name.startswith("bm25") else "dense (MiniLM cosine)") + (
+                ", decisions and actions only" if name.endswith("_acting") else "")
             rprec = scores["r_precision"]["recall"]
             for k, s in scores["k"].items():
                 rows.append([label, k, f"{s['recall']:.3f}", f"{s['precision']:.3f}",
@@ -646,7 +695,8 @@ def _ablation(results: Mapping[str, Any]) -> str:
             f"### {corpus['corpus']}\n\n"
             f"{corpus['nodes']} nodes, {corpus['edges']} edges; {corpus['claims_evaluated']} claims "
             f"evaluated, with {deps['mean']:.1f} dependents on average (median {deps['median']:.0f}, "
-            f"max {deps['max']}); {corpus['candidates']} candidates for the retrievers.\n\n"
+            f"max {deps['max']}); {corpus['candidates']} candidates for the retrievers "
+            f"({corpus.get('acting_candidates', 'n/a')} decisions and actions).\n\n"
             + table(["method", "k", "recall", "precision", "misses / claim", "complete",
                      "R-precision", "time / claim"], rows)
             + f"\n\nBest recall any top-k list could reach here (the ceiling): {ceiling}. "
@@ -731,13 +781,14 @@ def _fmt(value: Any) -> str:
 
 
 def write(results: Mapping[str, Any], report: Path, *, img_dir: Path | None = None,
-          extras: Mapping[str, Any] | None = None) -> Path:
-    """Regenerate `report` (keeping other benchmarks' sections) and its PNGs."""
+          extras: Mapping[str, Any] | None = None, renderers: Path | None = None) -> Path:
+    """Regenerate `report` and its PNGs. Other benchmarks' sections are kept, or rebuilt from
+    their results with their own `markdown()` when `renderers` holds their scripts."""
     img_dir = img_dir or report.parent / "img"
     existing = report.read_text(encoding="utf-8") if report.is_file() else ""
     kept = foreign_sections(existing)
     prefix = _relative(img_dir, report.parent)
-    text = render(results, img_dir, prefix, extras, kept)
+    text = render(results, img_dir, prefix, extras, kept, renderers)
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(text, encoding="utf-8")
     return report

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -18,7 +20,10 @@ type Step = Callable[[str], None]
 
 RESULTS_NAME = "rippl-bench.json"
 QUICK_RESULTS_NAME = "rippl-bench-quick.json"
-INCIDENT = Path(__file__).resolve().parents[2] / "examples" / "incident.yaml"
+ROOT = Path(__file__).resolve().parents[2]
+INCIDENT = ROOT / "examples" / "incident.yaml"
+BENCHMARKS = ROOT / "benchmarks"
+EXTERNAL_TIMEOUT_S = 1800
 
 
 def total_steps(config: Config) -> int:
@@ -104,9 +109,12 @@ def _ablation(config: Config, say: Step, workdir: Path | None, incident: Path) -
                            "model_origin": getattr(model, "origin", None), "corpora": []}
     with backend("embedded", workdir) as db:
         say("ablation: demo incident graph")
-        out["corpora"].append(ablation.evaluate(
-            ablation.incident_corpus(incident), db.open("ablation-incident"), config.ablation_ks,
-            model, error, None, config.seed))
+        if incident.is_file():
+            out["corpora"].append(ablation.evaluate(
+                ablation.incident_corpus(incident), db.open("ablation-incident"),
+                config.ablation_ks, model, error, None, config.seed))
+        else:
+            out["incident_skipped"] = f"{incident} not found (run from a checkout of the repository)"
         say(f"ablation: generated graph of {config.ablation_nodes:,} nodes")
         out["corpora"].append(ablation.evaluate(
             ablation.generated_corpus(config.ablation_nodes, config.seed + 1),
@@ -120,3 +128,28 @@ def write_json(results: dict[str, Any], path: Path) -> Path:
     path.write_text(json.dumps(results, indent=1, sort_keys=False, default=str) + "\n",
                     encoding="utf-8")
     return path
+
+
+def external_scripts(folder: Path = BENCHMARKS) -> list[Path]:
+    """Other benchmarks' scripts (benchmarks/bench_*.py), each writing results/<name>.json."""
+    return sorted(folder.glob("bench_*.py")) if folder.is_dir() else []
+
+
+def run_external(scripts: list[Path], *, quick: bool, step: Step | None = None) -> dict[str, Any]:
+    """Run each script in its own process (`python bench_x.py [--quick]`); what happened to each."""
+    say = step or (lambda label: None)
+    outcome: dict[str, Any] = {}
+    for script in scripts:
+        say(f"external benchmark {script.name}")
+        command = [sys.executable, str(script), *(["--quick"] if quick else [])]
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(command, cwd=script.parent.parent, capture_output=True, text=True,
+                                  timeout=EXTERNAL_TIMEOUT_S, check=False)
+            status: dict[str, Any] = {"returncode": done.returncode,
+                                      "stderr_tail": done.stderr[-2000:] if done.returncode else ""}
+        except subprocess.TimeoutExpired:
+            status = {"returncode": None, "stderr_tail": f"timed out after {EXTERNAL_TIMEOUT_S} s"}
+        status["seconds"] = time.perf_counter() - start
+        outcome[script.name] = status
+    return outcome

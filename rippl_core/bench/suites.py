@@ -49,6 +49,8 @@ class Config:
     blast_samples: int = 200
     retract_fraction: float = 0.002  # of the claims, retracted before the checks
     max_retractions: int = 200
+    literal_samples: int = 20  # the article query with its filter inline (a scan of every claim)
+    literal_timeout_ms: int = 10_000
     lattice_depth: int = 30
     lattice_n: tuple[int, ...] = (5, 10, 15, 20, 25, 30)
     lattice_timeout_ms: int = 10_000
@@ -209,6 +211,17 @@ def scale_backend(backend: Backend, data: ScaleData, config: Config, step: Step)
         article[category] = summary(samples)
         answers.update({a: bool(r) for a, r in zip(ids, rows, strict=True)})
     article["agreement"] = _verdict_agreement(truth, answers)
+    if backend.name == "embedded" and data.samples["allowed"]:
+        literal: list[float] = []
+        for action in data.samples["allowed"][:config.literal_samples]:
+            try:
+                seconds, _ = clock(lambda action=action: baselines.run_query(
+                    rippl.redis, rippl.graph, baselines.article_upstream_literal(action, 5),
+                    timeout_ms=config.literal_timeout_ms))
+                literal.append(seconds)
+            except baselines.TimedOut:
+                article["literal_timeouts"] = article.get("literal_timeouts", 0) + 1
+        article["literal_allowed"] = summary(literal)
     out["article_check"] = article
     out["verdicts"] = truth
 

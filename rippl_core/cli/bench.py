@@ -43,6 +43,10 @@ def bench_cmd(
     ] = None,
     server: Annotated[bool, typer.Option(help="Also measure over a FalkorDB server on a loopback "
                                               "TCP port.")] = True,
+    external: Annotated[bool | None, typer.Option(
+        help="Also run the other benchmarks (benchmarks/bench_*.py), which write their own "
+             "results/<name>.json (default: on for a full run; off with --quick, which then "
+             "reports their recorded results as they are).")] = None,
 ) -> None:
     """Benchmark Rippl against the article's *1..N query, SQLite, networkx and retrieval."""
     missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
@@ -60,6 +64,7 @@ def bench_cmd(
         config.sizes = parse_sizes(sizes)
     if not server:
         config.backends = ("embedded",)
+    scripts = runner.external_scripts() if (external if external is not None else not quick) else []
     json_path = out / (runner.QUICK_RESULTS_NAME if quick else runner.RESULTS_NAME)
     report_path = report or (out / "quick" / "benchmarks.md" if quick else Path("docs/benchmarks.md"))
     console.print(f"Rippl bench{' --quick' if quick else ''}: sizes "
@@ -67,7 +72,7 @@ def bench_cmd(
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console) as bar:
-        task = bar.add_task("starting", total=runner.total_steps(config) + 1)
+        task = bar.add_task("starting", total=runner.total_steps(config) + len(scripts) + 1)
         started = False
 
         def step(label: str) -> None:
@@ -78,11 +83,17 @@ def bench_cmd(
             bar.update(task, description=label)
 
         results = runner.run(config, step=step)
+        results["meta"]["external"] = runner.run_external(scripts, quick=quick, step=step)
         step("writing the results and the report")
         results["meta"]["results_file"] = json_path.as_posix()
         runner.write_json(results, json_path)
-        extras = reporting.load_extras(out, {runner.RESULTS_NAME, runner.QUICK_RESULTS_NAME})
-        reporting.write(results, report_path, extras=extras)
+        extras = reporting.load_extras(runner.BENCHMARKS / "results",
+                                       {runner.RESULTS_NAME, runner.QUICK_RESULTS_NAME})
+        reporting.write(results, report_path, extras=extras, renderers=runner.BENCHMARKS)
         bar.advance(task)
+    for name, status in results["meta"]["external"].items():
+        if status["returncode"] != 0:
+            errors.print(f"[yellow]warning:[/yellow] {name} failed ({status['stderr_tail'][-300:]}); "
+                         "its recorded results, if any, are in the report as they were")
     console.print(f"results: {json_path}\nreport:  {report_path} (plots in "
                   f"{report_path.parent / 'img'})\ntook {results['meta']['duration_s']:.0f} s")
