@@ -19,6 +19,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 import redis.asyncio
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from rippl_core.errors import InvalidInputError, UnavailableError
 
@@ -92,6 +94,8 @@ class EmbeddedServer:
                     f"could not start embedded FalkorDB for {db}: {exc}. Check the folder is "
                     "writable, or use a server with url='falkordb://host:6379'"
                 ) from exc
+            if self._lite.cleanupregistry:  # this process started the server (it did not join one)
+                _compact_append_only_file(self._lite)
         self.socket_path: str = self._lite.socket_file
         self.pid: int = int(self._lite.pid)
 
@@ -111,8 +115,32 @@ class EmbeddedServer:
         lite, self._lite = self._lite, None
         if lite is not None:
             with self._exclusive():
+                # SHUTDOWN drops the connection by design; redis-py's default retries would resend
+                # it with backoff for ~4.5 s before giving up. One attempt is enough.
+                lite.set_retry(Retry(NoBackoff(), 0))
                 lite._cleanup()
                 lite.connection_pool.disconnect()
+
+
+def _compact_append_only_file(client: Any, timeout: float = 120.0) -> None:
+    """Rewrite the append-only file right after a cold start, and wait for it.
+
+    While FalkorDB replays an append-only file, it re-logs the unique constraints of graphs that
+    were deleted later in that file; left in the log, those entries crash the next start (a
+    segfault in ApplyCreateConstraint) and the database cannot be opened any more. A rewrite
+    folds the log into a snapshot of what exists, dropping them."""
+    import time
+
+    try:
+        client.bgrewriteaof()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = client.info("persistence")
+            if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
+                return
+            time.sleep(0.01)
+    except redis.RedisError:  # best effort: the database is usable without it
+        return
 
 
 def client_kwargs(location: Location, socket_path: str | None) -> dict[str, Any]:
