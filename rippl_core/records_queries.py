@@ -74,14 +74,17 @@ def rank(store: str, vector: Sequence[float], *, as_of: tuple[int, int] | None,
          exclude: Sequence[str], limit: int | None) -> Query:
     """Exact cosine ranking inside FalkorDB: (rid, version, claim, claim state, metadata, score) of
     every visible version with an embedding that passes the filters, best first. `exclude` drops
-    versions whose claim is in one of those materialised states (the current view)."""
+    versions whose claim is in one of those materialised states (the current view). Scores are
+    computed from the record index first and the claim is reached only for what passes (joining
+    first made the planner traverse every record: 2x slower at 20k records)."""
     view, params = _view(as_of)
     tail = " LIMIT $limit" if limit is not None else ""
     return Query(
-        f"MATCH (r:{LABEL})-[:{REL}]->(c:Node) WHERE r.store = $store AND {view} AND {SCOPE} "
-        f"AND {CATEGORIES} AND r.vec IS NOT NULL AND NOT c.state IN $exclude "
-        "WITH r, c, 1.0 - vec.cosineDistance(r.vec, vecf32($vector)) AS score "
-        "WHERE score >= $min RETURN r.rid, r.version, r.claim, c.state, r.metadata, score "
+        f"MATCH (r:{LABEL}) WHERE r.store = $store AND {view} AND {SCOPE} AND {CATEGORIES} "
+        "AND r.vec IS NOT NULL "
+        "WITH r, 1.0 - vec.cosineDistance(r.vec, vecf32($vector)) AS score WHERE score >= $min "
+        f"MATCH (r)-[:{REL}]->(c:Node) WHERE NOT c.state IN $exclude "
+        "RETURN r.rid, r.version, r.claim, c.state, r.metadata, score "
         f"ORDER BY score DESC, r.rid{tail}",
         {"store": store, "vector": list(vector), "prefix": prefix,
          "categories": _list(categories), "min": min_score, "exclude": list(exclude),

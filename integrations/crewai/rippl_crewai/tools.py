@@ -30,6 +30,7 @@ from rippl_crewai._guard import (
     check_policy,
     check_resolver,
     tool_name,
+    tool_names,
     veto_message,
 )
 
@@ -148,14 +149,16 @@ def _has_async(tool: BaseTool) -> bool:
 
 def guard_tools(tools: Iterable[BaseTool], memory: Rippl, *, policy: Policy | None = None,
                 resolver: Resolver | Mapping[str, str] | None = None,
-                actions: Mapping[str, str] | None = None,
+                actions: Mapping[str, str] | None = None, unguarded: Iterable[object] = (),
                 on_deny: Literal["failure", "raise"] = "failure") -> list[BaseTool]:
-    """Wrap each tool in a `GuardedTool` (tools already guarded and `CheckPremisesTool` are kept
-    as they are). `actions` pins tool names to action ids."""
+    """Wrap each tool in a `GuardedTool`. Tools already guarded, `CheckPremisesTool` and the
+    `unguarded` ones (read-only lookups) are kept as they are. `actions` pins tool names to
+    action ids."""
     out: list[BaseTool] = []
     pinned = {tool_name(k): v for k, v in (actions or {}).items()}
+    exempt = tool_names(unguarded, what="unguarded") or frozenset()
     for tool in tools:
-        if isinstance(tool, GuardedTool | CheckPremisesTool):
+        if isinstance(tool, GuardedTool | CheckPremisesTool) or tool_name(tool) in exempt:
             out.append(tool)
             continue
         out.append(GuardedTool(wrapped=tool, memory=memory, policy=policy, resolver=resolver,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crewai import Agent, Crew, Task
 from crewai.hooks import InterceptionPoint, get_hooks
 from crewai.hooks.dispatch import get_scoped_hooks, register, unregister
 from crewai_helpers import (
@@ -84,6 +85,21 @@ def test_retracted_premise_vetoes_and_the_agent_reads_why(incident: Rippl, path:
     assert "CLM-001 is Retracted (disk errors on shard 09): " + TRAIL in shown
     assert "Tool execution blocked by hook" not in shown
     assert "migrated billing to shard 07" in llm.shown(2)
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_native_async_kickoff_is_guarded(incident: Rippl, path: str) -> None:
+    incident.retract("CLM-001", reason="disk errors on shard 09", by="sre")
+    migrate = MigrateTablesTool()
+    llm = model(path, ("migrate_tables", SHARD_09), ("migrate_tables", SHARD_07))
+    agent = Agent(role="ops engineer", goal="g", backstory="b", llm=llm, tools=[migrate],
+                  max_iter=5)
+    crew = Crew(agents=[agent], tasks=[Task(description="Move billing off shard 03.",
+                                            expected_output="a summary", agent=agent)])
+    with rippl_guard(incident) as hooks:  # the contextvar scope follows the coroutine
+        await crew.akickoff()
+    assert migrate.ran == [SHARD_07] and [v.allowed for v in hooks.verdicts] == [False, True]
+    assert TRAIL in llm.shown(1)
 
 
 def test_parallel_native_calls_each_get_their_own_verdict(incident: Rippl) -> None:

@@ -286,3 +286,15 @@ def test_two_stores_share_claims_not_records(rippl: Rippl) -> None:
     assert alpha.claim_of(a.id) == beta.claim_of(b.id)
     alpha.retract(a.id, reason="disk errors", by="sre")
     assert recalled(memory_on(beta), "shard 09") == []
+
+
+def test_process_wide_factory(rippl: Rippl) -> None:
+    from crewai.memory.storage.factory import set_memory_storage_factory
+
+    set_memory_storage_factory(lambda spec: RipplStorage(rippl) if spec == "rippl" else None)
+    try:
+        memory = Memory(storage="rippl", llm=ScriptedLLM(["{}"]), embedder=EMBED)
+        remember(memory, SHARD_09)
+    finally:
+        set_memory_storage_factory(None)
+    assert [r.content for r in RipplStorage(rippl).list_records()] == [SHARD_09]

@@ -120,6 +120,7 @@ def test_guard_tools_keeps_guarded_and_check_tools_and_pins_actions(incident: Ri
     wipe = WipeTool()
     tools = guard_tools([check, already, wipe], incident, actions={"wipe_disk": "ACT-001"})
     assert tools[0] is check and tools[1] is already
+    assert guard_tools([wipe], incident, unguarded=["wipe_disk"]) == [wipe]
     assert isinstance(tools[2], GuardedTool) and tools[2].action_id == "ACT-001"
     assert tools[2].run(target="sda") == "wiped sda"
     retract(incident)
