@@ -6,6 +6,8 @@ through the nodes that are not IN, to name every blocking premise and its trail.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rippl_core import queries
 from rippl_core.engine import Op
 from rippl_core.errors import DatabaseError, RipplError
@@ -15,34 +17,42 @@ from rippl_core.vocabulary import Kind, State, public_status
 from rippl_core.walk import trail, walk
 
 
+def _resolve(call: ToolCall) -> Op[tuple[str | list[str] | None, list[tuple[Any, ...]]]]:
+    """Resolve a tool call; also return the state row of the action when the lookup read it."""
+    if call.action_id is not None:
+        return check_id(call.action_id, what="action_id"), []
+    check_id(call.name, what="tool name")
+    exact = call_key(call.name, canonical_args(call.args))
+    rows = yield queries.resolve_call([exact, call_key(call.name, None)])
+    exact_rows = sorted(r for r in rows if r[1] == exact)
+    candidates = exact_rows or sorted(r for r in rows if r[1] != exact)
+    if len(candidates) == 1:
+        return candidates[0][0], [candidates[0][2:]]
+    return [r[0] for r in candidates] or None, []
+
+
 def resolve(call: ToolCall) -> Op[str | list[str] | None]:
     """The action a tool call executes: its explicit action id, else the one action whose tool and
     canonical args match (an action declared with a tool and no args matches any args). Returns
     None when nothing matches and the list of candidates when several do."""
-    if call.action_id is not None:
-        return check_id(call.action_id, what="action_id")
-    check_id(call.name, what="tool name")
-    exact = call_key(call.name, canonical_args(call.args))
-    rows = yield queries.resolve_call([exact, call_key(call.name, None)])
-    exact_ids = sorted(r[0] for r in rows if r[1] == exact)
-    any_args = sorted(r[0] for r in rows if r[1] != exact)
-    candidates = exact_ids or any_args
-    if len(candidates) == 1:
-        return candidates[0]
-    return candidates or None
+    resolved, _ = yield from _resolve(call)
+    return resolved
 
 
 def check(target: str | ToolCall, policy: Policy) -> Op[Verdict]:
-    """Allow or deny `target` (an action or decision id, or a tool call), failing closed."""
+    """Allow or deny `target` (an action or decision id, or a tool call), failing closed. A check
+    by id, or by a tool call, is one indexed read when allowed."""
     call = target if isinstance(target, ToolCall) else None
+    rows: list[tuple[Any, ...]] = []
     if call is not None:
-        resolved = yield from resolve(call)
+        resolved, rows = yield from _resolve(call)
         if not isinstance(resolved, str):
             return _unknown(call, resolved, policy)
         node_id = resolved
     else:
         node_id = check_id(target, what="target")
-    rows = yield queries.node_state(node_id)
+    if not rows:
+        rows = yield queries.node_state(node_id)
     if not rows:
         return _unknown(call, node_id, policy)
     kind, state = Kind(rows[0][0]), State(rows[0][1])

@@ -250,7 +250,7 @@ def test_an_allowed_check_is_one_query_whatever_the_graph_size(rippl: Rippl, siz
     assert _graph_queries(rippl) == 1
     rippl.redis.config_resetstat()
     assert rippl.check(ToolCall(name="t", args={"k": 1})).allowed
-    assert _graph_queries(rippl) == 2  # resolve the call, then read the state
+    assert _graph_queries(rippl) == 1  # the lookup that resolves the call also reads its state
 
 
 # ---------------------------------------------------------------------------- database errors
