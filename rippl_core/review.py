@@ -185,7 +185,11 @@ def list_receipts() -> Op[list[Receipt]]:
 
 
 def verify(public_keys: Mapping[str, Any] | None) -> Op[ReceiptCheck]:
-    rows = yield rq.list_receipts()
-    head = yield rq.HEAD
-    recorded = (head[0][0], head[0][1]) if head and head[0][0] is not None else None
-    return verify_chain([row[0] for row in rows], head=recorded, public_keys=public_keys)
+    rows = yield rq.CHAIN
+    records = [row[2] for row in rows if row[2] is not None]
+    recorded = (rows[0][0], rows[0][1]) if rows and rows[0][0] is not None else None
+    check = verify_chain(records, head=recorded, public_keys=public_keys)
+    if records and recorded is None:
+        missing = "the chain's head record is missing: receipts were deleted or rewritten outside Rippl"
+        return check.model_copy(update={"ok": False, "problems": [*check.problems, missing]})
+    return check

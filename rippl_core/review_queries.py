@@ -38,5 +38,12 @@ def append_receipt(props: Mapping[str, Any]) -> Query:
                  {"props": props})
 
 
+# The whole chain and its head in one read, so a receipt appended meanwhile cannot make them disagree.
+CHAIN = Query("OPTIONAL MATCH (h:ReceiptHead) WITH h.seq AS seq, h.hash AS hash "
+              "OPTIONAL MATCH (r:Receipt) "
+              "RETURN seq, hash, CASE WHEN r IS NULL THEN NULL ELSE properties(r) END ORDER BY r.seq",
+              read_only=True)
+
+
 def list_receipts() -> Query:
     return Query("MATCH (r:Receipt) RETURN properties(r) ORDER BY r.seq", read_only=True)

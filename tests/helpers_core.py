@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,6 +100,12 @@ def snapshot(handle: Rippl, graph: str | None = None) -> Snapshot:
 def assert_consistent(snap: Snapshot) -> None:
     bad = snap.inconsistent()
     assert not bad, f"materialised states differ from the reference labelling: {bad}"
+
+
+def pending_counts_match_reviews(snap: Snapshot) -> None:
+    """Every claim's pending count equals its number of pending review items."""
+    pending = Counter(r["claim"] for r in snap.labelled("ReviewItem") if r["status"] == "pending")
+    assert {n: int(p.get("pending") or 0) for n, p in snap.nodes.items() if p.get("pending")} == dict(pending)
 
 
 def version(handle: Rippl) -> int:

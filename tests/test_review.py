@@ -15,10 +15,10 @@ from helpers_core import (
     IN,
     OUT,
     GraphPlan,
-    Snapshot,
     assert_consistent,
     fresh,
     graph_plans,
+    pending_counts_match_reviews,
     snapshot,
     states_of,
 )
@@ -30,12 +30,6 @@ from rippl_core import AsyncRippl, InvalidInputError, NotFoundError, ReviewError
 CLM_001_WAVE = ["ACT-001", "ACT-003", "ACT-004", "ACT-005", "ACT-006", "ACT-007", "ACT-008", "ACT-009",
                 "ACT-010", "ACT-011", "ACT-021", "CLM-007", "DEC-001", "DEC-003", "DEC-005", "DEC-006",
                 "DEC-007"]
-
-
-def pending_counts_match_reviews(snap: Snapshot) -> None:
-    """Every claim's pending count equals its number of pending review items."""
-    pending = Counter(r["claim"] for r in snap.labelled("ReviewItem") if r["status"] == "pending")
-    assert {n: int(p.get("pending") or 0) for n, p in snap.nodes.items() if p.get("pending")} == dict(pending)
 
 
 # ------------------------------------------------------------------------------- transitions
