@@ -24,7 +24,7 @@ Transaction time only moves forward per (agent, topic): a write may pass `record
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,6 +39,7 @@ from rippl_core.tms import Premise, Region, label
 from rippl_core.validation import check_id, check_ids, check_text
 from rippl_core.vocabulary import RETRACTABLE, Kind, State, public_status
 from rippl_core.walk import walk
+from rippl_core.wire import Query
 
 READ_CHUNK = 10_000
 
@@ -140,7 +141,7 @@ def _evidence_states(rows: Iterable[Row]) -> Op[dict[str, str]]:
 def belief_model(row: Row, evidence_states: Mapping[str, str],
                  claim_state: State | None = None) -> Belief:
     state = claim_state or State(row.claim_state)
-    return Belief(
+    return Belief.model_construct(  # built from stored, already validated values
         agent=row.agent, topic=row.topic, claim=row.claim, text=row.text,
         valid_from=from_ms(row.valid_from),  # type: ignore[arg-type]
         valid_to=None if row.valid_to >= tq.OPEN else from_ms(row.valid_to),
@@ -363,8 +364,12 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
     agent, topic, key = _subject(agent, topic)
     t = _required_time(at, name="at")
     known = ms(known_at, name="known_at", default=now_ms())
-    last = _rows((yield tq.last_starting_by(key, t, known)))
-    first = _rows((yield tq.first_starting_after(key, t, known)))
+    last = _rows((yield tq.covering(key, t, known)))
+    first: list[Row] = []
+    if not last:  # t falls in a gap, or before or after everything: find the neighbours
+        last = _rows((yield tq.last_starting_by(key, t, known)))
+        first = _rows((yield tq.first_starting_after(key, t, known)))
+    # an interval covering t bounds the nearest changes: its start and its end
     points = [p for row in last for p in (row.valid_from, row.valid_to) if p < tq.OPEN]
     points += [row.valid_from for row in first]
     if not points:
@@ -592,59 +597,119 @@ def blockers_at(node_id: str, t: int, known: int) -> Op[list[Blocker]]:
 # ------------------------------------------------------------------------------ counterfactuals
 
 
-def _premises(ids: Sequence[str]) -> Op[dict[str, tuple[str, str, bool, int]]]:
-    found: dict[str, tuple[str, str, bool, int]] = {}
+def _support(ids: Sequence[str], query: Callable[[Sequence[str]], Query]) -> Op[
+        tuple[dict[str, list[list[str]]], dict[str, tuple[Any, ...]]]]:
+    """Justifications of `ids` (antecedent lists grouped by the edge's justification key), and
+    the query's extra columns for each antecedent."""
+    grouped: dict[str, dict[Any, list[str]]] = defaultdict(lambda: defaultdict(list))
+    extra: dict[str, tuple[Any, ...]] = {}
     for start in range(0, len(ids), READ_CHUNK):
-        records = yield tq.region(ids[start:start + READ_CHUNK])
-        for node, kind, state, retracted, pending in records:
-            found[node] = (kind, state, bool(retracted), int(pending or 0))
-    return found
+        records = yield query(ids[start:start + READ_CHUNK])
+        for node, j, antecedent, *rest in records:
+            grouped[node][j].append(antecedent)
+            extra[antecedent] = tuple(rest)
+    justs = {node: [a for _, a in sorted(groups.items(), key=lambda kv: str(kv[0]))]
+             for node, groups in grouped.items()}
+    return justs, extra
 
 
-def _claims_downstream(roots: Sequence[str]) -> Op[list[str]]:
-    """Claims reachable from `roots` along SUPPORTS edges, breadth first, each read once."""
-    seen = set(roots)
-    order: list[str] = []
-    frontier = list(roots)
+def claims_without(claims: Sequence[str], removed: Sequence[str]) -> Op[dict[str, State]]:
+    """The state each of `claims` would have had `removed` (sources) never existed.
+
+    A claim's state depends only on what is upstream of it, so this reads the claims' ancestry
+    (claims and sources; usually a handful of nodes, whatever the size of the graph) and relabels
+    it with the removed sources taken out. Reads only."""
+    if not claims:
+        return {}
+    records = yield tq.region(claims)
+    premises = {r[0]: Premise(bool(r[3]), int(r[4] or 0)) for r in records}
+    region = Region()
+    frontier = list(premises)
     while frontier:
-        nxt: list[str] = []
-        for start in range(0, len(frontier), READ_CHUNK):
-            records = yield tq.claims_down(frontier[start:start + READ_CHUNK])
-            for _src, claim in records:
-                if claim not in seen:
-                    seen.add(claim)
-                    order.append(claim)
-                    nxt.append(claim)
-        frontier = nxt
-    return order
+        justs, extra = yield from _support(frontier, tq.claim_support)
+        region.justifications.update(justs)
+        frontier = [a for a in extra if a not in premises]
+        premises.update({a: Premise(bool(extra[a][0]), int(extra[a][1] or 0)) for a in frontier})
+    gone = set(removed)
+    region.nodes = {n: Premise(p.retracted or n in gone, p.pending) for n, p in premises.items()}
+    labels = label(region)
+    return {claim: labels[claim] for claim in claims if claim in labels}
 
 
-def counterfactual_labels(removed: Sequence[str], *, claims_only: bool) -> Op[
-        tuple[dict[str, State], dict[str, tuple[str, str, bool, int]]]]:
-    """States of everything downstream of `removed` had those nodes been retracted (a source that
-    never existed supports nothing, exactly like a retracted one). Reads only; writes nothing."""
-    if claims_only:
-        downstream = yield from _claims_downstream(removed)
-    else:
-        visits = yield from walk(removed, down=True)
-        downstream = list(visits)
-    ids = list(dict.fromkeys([*removed, *downstream]))
-    stored = yield from _premises(ids)
+NodeInfo = tuple[str, str, bool, int]  # kind, stored state, retracted, pending reviews
+
+
+def _region_by_walk(removed: Sequence[str], limit: int) -> Op[dict[str, NodeInfo] | None]:
+    """The nodes downstream of `removed` (and themselves), level by level; None as soon as there
+    are more than `limit` of them."""
+    records = yield tq.region(removed)
+    info: dict[str, NodeInfo] = {r[0]: (r[1], r[2], bool(r[3]), int(r[4] or 0)) for r in records}
+    frontier = list(info)
+    while frontier:
+        records = yield queries.step_down(frontier)
+        frontier = []
+        for _parent, node, kind, state, retracted, pending in records:
+            if node not in info:
+                info[node] = (kind, state, bool(retracted), int(pending or 0))
+                frontier.append(node)
+        if len(info) > limit:
+            return None
+    return info
+
+
+def _region_by_scan(removed: Sequence[str]) -> Op[tuple[dict[str, NodeInfo],
+                                                        dict[str, list[list[str]]],
+                                                        dict[str, State]]]:
+    """The same region from one read of every causal node and edge: for a region that is a large
+    part of the graph this beats one indexed lookup per node."""
+    nodes = {r[0]: (r[1], r[2], bool(r[3]), int(r[4] or 0)) for r in (yield tq.ALL_NODES)}
+    children: dict[str, list[str]] = defaultdict(list)
+    edges = yield tq.ALL_EDGES
+    for antecedent, node, _j in edges:
+        children[antecedent].append(node)
+    seen = {n for n in removed if n in nodes}
+    frontier = list(seen)
+    while frontier:
+        reached = []
+        for node in frontier:
+            for child in children.get(node, ()):
+                if child not in seen:
+                    seen.add(child)
+                    reached.append(child)
+        frontier = reached
     grouped: dict[str, dict[Any, list[str]]] = defaultdict(lambda: defaultdict(list))
     outside: dict[str, State] = {}
-    for start in range(0, len(ids), READ_CHUNK):
-        records = yield tq.support(ids[start:start + READ_CHUNK])
-        for node, j, antecedent, antecedent_state in records:
+    for antecedent, node, j in edges:
+        if node in seen:
             grouped[node][j].append(antecedent)
-            if antecedent not in stored:
-                outside[antecedent] = State(antecedent_state)
-    region = Region(outside=outside)
+            if antecedent not in seen:
+                outside[antecedent] = State(nodes[antecedent][1])
+    justs = {n: [a for _, a in sorted(g.items(), key=lambda kv: str(kv[0]))]
+             for n, g in grouped.items()}
+    return {n: nodes[n] for n in seen}, justs, outside
+
+
+BULK_REGION = 5_000  # a region larger than this is read with one scan of the causal graph
+
+
+def counterfactual_labels(removed: Sequence[str]) -> Op[
+        tuple[dict[str, State], dict[str, tuple[str, str]]]]:
+    """States of everything downstream of `removed` had those nodes been retracted, and the
+    (kind, stored state) of each. Linear in the region (a walk down and a read of its support),
+    or, once the region passes `BULK_REGION` nodes, in the graph (one scan of its nodes and
+    edges). Reads only; writes nothing."""
+    info = yield from _region_by_walk(removed, BULK_REGION)
+    if info is not None:
+        justs, extra = yield from _support(list(info), tq.support)
+        outside = {a: State(rest[0]) for a, rest in extra.items() if a not in info}
+    else:
+        info, justs, outside = yield from _region_by_scan(removed)
     gone = set(removed)
-    for node, (_kind, _state, retracted, pending) in stored.items():
+    region = Region(outside=outside)
+    for node, (_kind, _state, retracted, pending) in info.items():
         region.nodes[node] = Premise(retracted or node in gone, pending)
-        region.justifications[node] = [a for _, a in sorted(grouped[node].items(),
-                                                            key=lambda kv: str(kv[0]))]
-    return label(region), stored
+        region.justifications[node] = justs.get(node, [])
+    return label(region), {n: (k, s) for n, (k, s, _, _) in info.items()}
 
 
 def _require_kinds(ids: Sequence[str], kinds: Sequence[Kind], what: str) -> Op[None]:
@@ -694,10 +759,11 @@ def what_if(agent: str, topic: str, *, without: Sequence[str], as_of: TimeLike |
         raise InvalidInputError("without is empty; name the evidence sources to leave out")
     t, known = _read_times(as_of, known_at)
     yield from _require_kinds(removed, [Kind.SOURCE], "without")
-    labels, stored = yield from counterfactual_labels(removed, claims_only=True)
-    lost = {n for n, s in labels.items() if s is State.OUT and stored[n][0] == Kind.CLAIM.value
-            and stored[n][1] != State.OUT.value}
     rows = _rows((yield tq.visible(key, known)))
+    claims = sorted({r.claim for r in rows})
+    labels = yield from claims_without(claims, removed)
+    stored = {r.claim: r.claim_state for r in rows}
+    lost = {c for c, s in labels.items() if s is State.OUT and stored[c] != State.OUT.value}
     kept, gone = counterfactual_rows(rows, set(removed), lost)
     actual = [r for r in rows if r.holds_at(t)]
     alternative = [r for r in kept if r.holds_at(t)]
@@ -721,7 +787,7 @@ def what_if_retracted(claim_ids: Sequence[str]) -> Op[WhatIfRetracted]:
     if not ids:
         raise InvalidInputError("claim_ids is empty; name the claims to retract hypothetically")
     yield from _require_kinds(ids, list(RETRACTABLE), "claim ids")
-    labels, stored = yield from counterfactual_labels(ids, claims_only=False)
+    labels, stored = yield from counterfactual_labels(ids)
     transitions = sorted(
         (Transition(id=n, kind=Kind(stored[n][0]), before=State(stored[n][1]), after=s)
          for n, s in labels.items() if State(stored[n][1]) is not s),

@@ -146,10 +146,12 @@ def node_times(ids: Sequence[str]) -> Query:
                  read_only=True)
 
 
-def claims_down(ids: Sequence[str]) -> Query:
-    """One step downstream to claims only: (from, to) along SUPPORTS edges."""
-    return Query("UNWIND $ids AS id MATCH (:Node {id: id})-[:SUPPORTS]->(m:Claim) RETURN id, m.id",
-                 {"ids": list(ids)}, read_only=True)
+def claim_support(ids: Sequence[str]) -> Query:
+    """Incoming support of claims `ids`: (claim, justification, antecedent, its retracted flag,
+    its pending count). Claims rest only on sources and claims, through SUPPORTS edges."""
+    return Query("UNWIND $ids AS id MATCH (a:Node)-[e:SUPPORTS]->(n:Node {id: id}) "
+                 "RETURN id, e.j, a.id, a.retracted, a.pending", {"ids": list(ids)},
+                 read_only=True)
 
 
 def region(ids: Sequence[str]) -> Query:
@@ -157,6 +159,12 @@ def region(ids: Sequence[str]) -> Query:
     return Query("UNWIND $ids AS id MATCH (n:Node {id: id}) "
                  "RETURN n.id, n.kind, n.state, n.retracted, n.pending", {"ids": list(ids)},
                  read_only=True)
+
+
+ALL_NODES = Query("MATCH (n:Node) RETURN n.id, n.kind, n.state, n.retracted, n.pending",
+                  read_only=True)
+ALL_EDGES = Query(f"MATCH (a:Node)-[e:{CAUSAL_RELS}]->(b:Node) RETURN a.id, b.id, e.j",
+                  read_only=True)
 
 
 def support(ids: Sequence[str]) -> Query:
