@@ -44,6 +44,11 @@ class Backend:
         assert self.keeper is not None and self.keeper._server is not None
         return int(self.keeper._server.pid)
 
+    def cpu_s(self) -> float:
+        """CPU time (user + system) the FalkorDB server process has used so far."""
+        times = psutil.Process(self.pid).cpu_times()
+        return float(times.user + times.system)
+
     def rss_mb(self) -> float:
         """Resident memory of the FalkorDB server process, in MiB."""
         return psutil.Process(self.pid).memory_info().rss / 2**20

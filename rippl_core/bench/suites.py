@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +77,17 @@ class Config:
                    lattice_depth=8, lattice_n=(3, 5, 8), lattice_timeout_ms=2_000,
                    lattice_runs=2, fanout=40, wave_repeats=1, receipts=6, signed_receipts=4,
                    verify_runs=1, ablation_nodes=120, ablation_claims=15)
+
+
+@contextlib.contextmanager
+def cpu_split(backend: Backend) -> Iterator[dict[str, float]]:
+    """Where the time of the block went: wall clock, CPU of this (client) process, CPU of the
+    FalkorDB server process. Filled in when the block ends."""
+    split: dict[str, float] = {}
+    wall, client, server = time.perf_counter(), time.process_time(), backend.cpu_s()
+    yield split
+    split.update(wall_s=time.perf_counter() - wall, client_cpu_s=time.process_time() - client,
+                 server_cpu_s=backend.cpu_s() - server)
 
 
 # ----------------------------------------------------------------------------------------- scale
@@ -162,7 +173,9 @@ def scale_backend(backend: Backend, data: ScaleData, config: Config, step: Step)
     out: dict[str, Any] = {"rss_empty_mb": backend.rss_mb()}
     rippl = backend.open(f"scale-{data.size}")
     step(f"{data.size:,} nodes: load into {backend.name}")
-    out["load"] = load_graph(rippl, data.graph, config.batch_nodes)
+    with cpu_split(backend) as split:
+        out["load"] = load_graph(rippl, data.graph, config.batch_nodes)
+    out["load"]["cpu"] = split
     out["rss_loaded_mb"] = backend.rss_mb()
     step(f"{data.size:,} nodes: retract and check on {backend.name}")
     wave_s: list[float] = []
@@ -350,8 +363,11 @@ def waves(backend: Backend, config: Config) -> dict[str, Any]:
     times: dict[str, list[float]] = {k: [] for k in ("retract", "reinstate", "propose", "approve",
                                                      "reject")}
     changed: dict[str, list[int]] = {k: [] for k in times}
+    splits: list[dict[str, float]] = []
     for _ in range(config.wave_repeats):
-        seconds, wave = clock(lambda: rippl.retract(root, reason="bench", by=BY))
+        with cpu_split(backend) as split:
+            seconds, wave = clock(lambda: rippl.retract(root, reason="bench", by=BY))
+        splits.append(split)
         times["retract"].append(seconds)
         changed["retract"].append(sum(1 for t in wave.transitions if t.after is State.OUT))
         seconds, wave = clock(lambda: rippl.reinstate(root, reason="bench", by=BY))
@@ -370,10 +386,12 @@ def waves(backend: Backend, config: Config) -> dict[str, Any]:
         times["reject"].append(seconds)
         changed["reject"].append(sum(1 for a in receipt.body.get("affected", [])
                                      if a["after"] == State.IN.value))
-    return {"dependents": config.fanout, "load_s": load_s, "repeats": config.wave_repeats,
-            **{op: {"median_s": median(ts), "runs_s": ts, "nodes_changed": changed[op]}
-               for op, ts in times.items()},
-            "rss_mb": backend.rss_mb()}
+    out = {"dependents": config.fanout, "load_s": load_s, "repeats": config.wave_repeats,
+           **{op: {"median_s": median(ts), "runs_s": ts, "nodes_changed": changed[op]}
+              for op, ts in times.items()},
+           "rss_mb": backend.rss_mb()}
+    out["retract"]["cpu"] = {key: median([s[key] for s in splits]) for key in splits[0]}
+    return out
 
 
 # -------------------------------------------------------------------------------------- receipts
