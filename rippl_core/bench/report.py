@@ -435,19 +435,24 @@ def _misses_why(results: Mapping[str, Any]) -> str:
         value = _get(last, "backends", "embedded", "load", "nodes_per_s")
         if value is not None and value < TARGETS["load_nodes_per_s"]:
             cpu = _get(last, "backends", "embedded", "load", "cpu")
+            client_heavy = bool(cpu) and cpu["client_cpu_s"] > cpu["server_cpu_s"]
             notes.append(
                 f"- **load** runs at {num(value)} nodes/s at {size_label(last['size'])} nodes (target "
-                f"20k): {_split(cpu)}. Most of the time is the client side of the core `load`: "
-                "validating every node, computing content digests, labelling the batch with truth "
-                "maintenance, and serialising each UNWIND batch into Cypher parameter literals "
-                "(`wire.literal`), all in Python; the server's share is what FalkorDB needs to "
-                "create the nodes, edges and index entries. The two cores are shared with the "
-                "server and with other work, so on this machine the two sides also compete.")
+                f"20k){': ' + _split(cpu) if cpu else ''}. "
+                + ("Most of it is the client side of the core `load`: validating every node, "
+                   "computing content digests, labelling the batch with truth maintenance and "
+                   "serialising each UNWIND batch into Cypher parameter literals (`wire.literal`), "
+                   "all in Python. " if client_heavy else
+                   "Most of it is the server creating the nodes, edges and index entries. " if cpu
+                   else "")
+                + "The two cores are shared by the client, the server and other work, so the two "
+                "sides also compete for them.")
     waves = _get(results, "waves", "embedded")
     if waves and waves["retract"]["median_s"] > TARGETS["retract_s"]:
         notes.append(
             f"- **retract with {waves['dependents']:,} dependents** takes "
-            f"{waves['retract']['median_s']:.3g} s (target 1 s): {_split(waves['retract'].get('cpu'))}. "
+            f"{waves['retract']['median_s']:.3g} s (target 1 s)"
+            f"{': ' + _split(waves['retract']['cpu']) if waves['retract'].get('cpu') else ''}. "
             "One wave reads the region level by level, relabels it in Python, and commits "
             f"{waves['dependents']:,} status updates, as many history records and a receipt whose "
             "body lists every change, in one MULTI/EXEC.")
