@@ -10,7 +10,7 @@ claim graph.
   are never recalled, and `storage.as_of(t)` recalls the past.
 """
 
-from rippl_crewai._guard import VETO_PREFIX, check_call, veto_message
+from rippl_crewai._guard import VETO_PREFIX, check_call, veto_text
 from rippl_crewai.hooks import RipplHooks, register_rippl_hooks, rippl_guard
 from rippl_crewai.storage import RipplStorage, to_memory, to_record
 from rippl_crewai.tools import CheckPremisesTool, GuardedTool, guard_tools
@@ -27,5 +27,5 @@ __all__ = [
     "rippl_guard",
     "to_memory",
     "to_record",
-    "veto_message",
+    "veto_text",
 ]

@@ -1,29 +1,21 @@
-"""The check shared by the hooks and the guarded tools: map a tool call to an action of the graph,
-ask the graph, and fail closed.
-
-A call resolves through the `resolver` (a mapping of tool name to action id, or a function of the
-call), then through the core's own resolution by tool name and canonical arguments. Whatever cannot
-be mapped or checked is denied unless the policy says otherwise, and the verdict says why.
-`check_call` never raises.
+"""The check shared by the hooks and the guarded tools, over the core's `ToolGuard`: map a tool
+call to an action of the graph (resolver, then tool name and canonical arguments), ask the graph,
+and fail closed. CrewAI's hooks and tools are synchronous, so the handle is a `Rippl`.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from crewai.utilities.string_utils import sanitize_tool_name
 
-from rippl_core import Policy, Rippl, ToolCall, Verdict
+from rippl_core import Policy, Rippl, Verdict
 from rippl_core.errors import InvalidInputError
+from rippl_core.toolguard import VETO_PREFIX, Resolver, ToolGuard, veto_text
 
-logger = logging.getLogger("rippl_crewai")
-
-type ResolverResult = str | ToolCall | None
-type Resolver = Mapping[str, str] | Callable[[str, Mapping[str, Any]], ResolverResult]
-
-VETO_PREFIX = "VETOED by Rippl"
+__all__ = ["VETO_PREFIX", "Resolver", "ToolGuard", "check_call", "check_memory", "judge",
+           "make_guard", "tool_name", "tool_names", "veto_text"]
 
 
 def tool_name(tool: object) -> str:
@@ -42,19 +34,6 @@ def tool_names(tools: Iterable[object] | None, *, what: str) -> frozenset[str] |
     return frozenset(tool_name(t) for t in tools)
 
 
-def check_policy(policy: object) -> Policy | None:
-    if policy is not None and not isinstance(policy, Policy):
-        raise InvalidInputError(f"policy must be a rippl_core.Policy, got {type(policy).__name__}")
-    return policy
-
-
-def check_resolver(resolver: object) -> Resolver | None:
-    if resolver is not None and not (isinstance(resolver, Mapping) or callable(resolver)):
-        raise InvalidInputError("resolver must map tool names to action ids, or be a function "
-                                "(name, args) -> action id | ToolCall | None")
-    return resolver  # type: ignore[return-value]
-
-
 def check_memory(memory: object) -> Rippl:
     if not isinstance(memory, Rippl):
         raise InvalidInputError(
@@ -63,59 +42,34 @@ def check_memory(memory: object) -> Rippl:
     return memory
 
 
-def _outcome(allowed: bool, knob: str) -> str:
-    return f"allowed (policy {knob}='allow')" if allowed else "denied (fail closed)"
+def make_guard(*, policy: Policy | None = None, resolver: Resolver | None = None,
+               tools: Iterable[object] | None = None, unguarded: Iterable[object] = (),
+               action_id: str | None = None) -> ToolGuard:
+    """A core `ToolGuard` that speaks CrewAI's (sanitised) tool names."""
+    if action_id is not None:
+        resolver = lambda _name, _args: action_id  # noqa: E731 - one pinned action
+    elif isinstance(resolver, Mapping):  # keyed by the names CrewAI reports
+        resolver = {tool_name(name): action for name, action in resolver.items()}
+    return ToolGuard(policy=policy, resolver=resolver,
+                     unguarded=tool_names(unguarded, what="unguarded") or (),
+                     only=tool_names(tools, what="tools"))
+
+
+def judge(guard: ToolGuard, memory: Rippl, name: str,
+          args: Mapping[str, Any] | None) -> Verdict | None:
+    """The verdict on calling `name` with `args` (None when the guard exempts the tool). Never
+    raises: whatever cannot be mapped or checked is judged by the policy, closed by default."""
+    chosen = guard.policy or memory.policy
+    return guard.judge(name, args, lambda call: memory.check(call, policy=chosen),
+                       default_policy=chosen)
 
 
 def check_call(memory: Rippl, name: str, args: Mapping[str, Any] | None, *,
                policy: Policy | None = None, resolver: Resolver | None = None,
                action_id: str | None = None) -> Verdict:
-    """The verdict on calling tool `name` with `args`. Never raises: a call that cannot be mapped
-    to an action is judged by policy.unknown, a check that fails by policy.on_error."""
-    chosen = policy or memory.policy
-    try:
-        call = _resolve(name, dict(args or {}), resolver, action_id)
-    except Exception as exc:  # a resolver that fails, arguments that are not a mapping...
-        allowed = chosen.unknown == "allow"
-        return Verdict(allowed=allowed, target=None, reason=(
-            f"{_outcome(allowed, 'unknown')}: the call to {name} could not be mapped to an action "
-            f"of the premise graph: {type(exc).__name__}: {exc}"))
-    try:
-        return memory.check(call, policy=chosen)
-    except InvalidInputError as exc:  # an id or arguments the graph cannot hold
-        allowed = chosen.unknown == "allow"
-        return Verdict(allowed=allowed, target=None, tool_call=call, reason=(
-            f"{_outcome(allowed, 'unknown')}: the call to {name} could not be mapped to an action "
-            f"of the premise graph: {exc}"))
-    except Exception as exc:  # anything else: the graph could not answer
-        allowed = chosen.on_error == "allow"
-        logger.warning("premise check failed for %s: %s", name, exc)
-        return Verdict(allowed=allowed, target=None, tool_call=call, reason=(
-            f"{_outcome(allowed, 'on_error')}: the premise graph could not be checked for {name}: "
-            f"{type(exc).__name__}: {exc}"))
-
-
-def _resolve(name: str, args: dict[str, Any], resolver: Resolver | None,
-             action_id: str | None) -> ToolCall:
-    if action_id is not None:
-        return ToolCall(name=name, args=args, action_id=action_id)
-    found: ResolverResult = None
-    if isinstance(resolver, Mapping):
-        found = resolver.get(name)
-    elif resolver is not None:
-        found = resolver(name, args)
-    if isinstance(found, ToolCall):
-        return found
-    if found is not None and not isinstance(found, str):
-        raise InvalidInputError(f"the resolver returned {type(found).__name__}; it must return an "
-                                "action id, a ToolCall or None")
-    return ToolCall(name=name, args=args, action_id=found)
-
-
-def veto_message(verdict: Verdict, name: str) -> str:
-    """What the agent reads instead of the tool's output: the veto and every blocking trail."""
-    return f"{VETO_PREFIX}: the call to {name} did not run.\n{verdict.explain()}"
-
-
-def guarded(name: str, *, only: Collection[str] | None, unguarded: Collection[str]) -> bool:
-    return name not in unguarded and (only is None or name in only)
+    """The verdict on calling tool `name` with `args` now. Never raises: a call that cannot be
+    mapped to an action is judged by policy.unknown, a check that fails by policy.on_error."""
+    verdict = judge(make_guard(policy=policy, resolver=resolver, action_id=action_id), memory,
+                    name, args)
+    assert verdict is not None  # a guard without exemptions always judges
+    return verdict

@@ -39,19 +39,15 @@ from rippl_core.errors import InvalidInputError
 from rippl_crewai._guard import (
     VETO_PREFIX,
     Resolver,
-    check_call,
     check_memory,
-    check_policy,
-    check_resolver,
-    guarded,
-    logger,
+    judge,
+    make_guard,
     tool_names,
-    veto_message,
+    veto_text,
 )
-from rippl_crewai.tools import CheckPremisesTool
+from rippl_crewai.tools import CHECK_TOOL_NAME, CheckPremisesTool
 
 BLOCKED_PREFIX = "Tool execution blocked by hook"
-CHECK_TOOL_NAME = "check_premises"
 _PENDING_LIMIT = 1024
 
 type HookFn = Callable[[ToolCallHookContext], Any]
@@ -66,10 +62,10 @@ class RipplHooks:
                  policy: Policy | None = None, resolver: Resolver | None = None,
                  history: int = 100) -> None:
         self.memory = check_memory(memory)
-        self.policy = check_policy(policy)
-        self.resolver = check_resolver(resolver)
-        self.tools = tool_names(tools, what="tools")
-        self.unguarded = (tool_names(unguarded, what="unguarded") or frozenset()) | {CHECK_TOOL_NAME}
+        self.guard = make_guard(policy=policy, resolver=resolver, tools=tools,
+                                unguarded=[*(tool_names(unguarded, what="unguarded") or ()),
+                                           CHECK_TOOL_NAME])
+        self.policy, self.resolver = self.guard.policy, self.guard.resolver
         if isinstance(agents, str):
             raise InvalidInputError("agents must be a list of agent roles, not one string")
         self.agents = frozenset(agents) if agents is not None else None
@@ -84,16 +80,15 @@ class RipplHooks:
         whatever goes wrong in here vetoes the call (CrewAI would swallow it and run the tool)."""
         try:
             name = str(ctx.tool_name)
-            if not self._applies(ctx, name):
+            verdict = judge(self.guard, self.memory, name, ctx.tool_input) if self._applies(
+                ctx) else None
+            if verdict is None:
                 return None
-            verdict = check_call(self.memory, name, ctx.tool_input, policy=self.policy,
-                                 resolver=self.resolver)
             self.verdicts.append(verdict)
             if verdict.allowed:
                 return None
-            logger.info("vetoed %s: %s", name, verdict.reason)
             self._remember(ctx.tool_input, verdict)
-            message = veto_message(verdict, name)
+            message = veto_text(name, verdict)
         except Exception as exc:
             message = (f"{VETO_PREFIX}: the call did not run. denied (fail closed): the Rippl "
                        f"guard failed: {type(exc).__name__}: {exc}")
@@ -105,7 +100,7 @@ class RipplHooks:
             verdict = self._take(ctx.tool_input)
             if verdict is None or not str(ctx.tool_result or "").startswith(BLOCKED_PREFIX):
                 return None
-            return veto_message(verdict, str(ctx.tool_name))
+            return veto_text(str(ctx.tool_name), verdict)
         except Exception:  # never break the run for the sake of a message
             return None
 
@@ -113,9 +108,7 @@ class RipplHooks:
     def last_verdict(self) -> Verdict | None:
         return self.verdicts[-1] if self.verdicts else None
 
-    def _applies(self, ctx: ToolCallHookContext, name: str) -> bool:
-        if not guarded(name, only=self.tools, unguarded=self.unguarded):
-            return False
+    def _applies(self, ctx: ToolCallHookContext) -> bool:
         original = getattr(getattr(ctx, "tool", None), "_original_tool", None)
         if isinstance(original, CheckPremisesTool):  # read-only: never vetoed
             return False

@@ -25,14 +25,16 @@ from rippl_core.errors import PremiseRetractedError
 from rippl_core.vocabulary import Kind, State
 from rippl_crewai._guard import (
     Resolver,
-    check_call,
+    ToolGuard,
     check_memory,
-    check_policy,
-    check_resolver,
+    judge,
+    make_guard,
     tool_name,
     tool_names,
-    veto_message,
+    veto_text,
 )
+
+CHECK_TOOL_NAME = "check_premises"
 
 
 def _never_cache(_args: Any = None, _result: Any = None) -> bool:
@@ -81,11 +83,14 @@ class GuardedTool(BaseTool):
                     "env_vars": wrapped.env_vars, "cache_function": _never_cache}
         return {**defaults, **data}
 
+    _guard: ToolGuard = PrivateAttr()
+
     def __init__(self, **data: Any) -> None:
         check_memory(data.get("memory"))  # typed errors before pydantic wraps them
-        check_policy(data.get("policy"))
-        check_resolver(data.get("resolver"))
+        guard = make_guard(policy=data.get("policy"), resolver=data.get("resolver"),
+                           action_id=data.get("action_id"))
         super().__init__(**data)
+        self._guard = guard
 
     @property
     def last_verdict(self) -> Verdict | None:
@@ -94,15 +99,15 @@ class GuardedTool(BaseTool):
 
     def check(self, **kwargs: Any) -> Verdict:
         """The verdict on calling this tool with `kwargs` now (never raises)."""
-        verdict = check_call(self.memory, tool_name(self), kwargs, policy=self.policy,
-                             resolver=self.resolver, action_id=self.action_id)
+        verdict = judge(self._guard, self.memory, tool_name(self), kwargs)
+        assert verdict is not None  # a single tool's guard exempts nothing
         self._last_verdict = verdict
         return verdict
 
     def _deny(self, verdict: Verdict) -> ToolFailure:
         if self.on_deny == "raise":
             raise PremiseRetractedError(verdict)
-        return ToolFailure(message=veto_message(verdict, tool_name(self)),
+        return ToolFailure(message=veto_text(tool_name(self), verdict),
                            reason=ToolFailureReason.TOOL_REPORTED, code=failure_code(verdict),
                            retryable=verdict.state is State.AT_RISK,
                            details={"verdict": verdict.model_dump(mode="json")})
@@ -179,7 +184,7 @@ class CheckPremisesTool(BaseTool):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    name: str = "check_premises"
+    name: str = CHECK_TOOL_NAME
     description: str = (
         "Check, before acting, whether an action, a decision or a planned tool call still stands "
         "on valid premises. Returns ALLOWED or DENIED with the reason and, for a denial, the trail "
@@ -194,7 +199,7 @@ class CheckPremisesTool(BaseTool):
         if memory is not None:
             data["memory"] = memory
         check_memory(data.get("memory"))
-        check_policy(data.get("policy"))
+        make_guard(policy=data.get("policy"))  # checks the policy's type
         super().__init__(**data)
 
     def _run(self, target: str, args: dict[str, Any] | None = None) -> str:
