@@ -4,8 +4,10 @@ graph, fail closed, and say why in words a model can act on.
 A call resolves, in order, through `unguarded` (tool names never checked, e.g. read-only lookups),
 `only` (if given, the only tool names checked), the `resolver` (a mapping of tool name to action id,
 or a function of the call returning an action id, a `ToolCall` or None), then the core's own
-resolution by tool name and canonical arguments. A call that cannot be mapped is judged by the
-policy's `unknown`; a check that cannot be answered by its `on_error`. `judge`/`ajudge` never raise.
+resolution by tool name and canonical arguments. A call's arguments are a mapping, None, or the
+JSON text of an object (as AutoGen's `FunctionCall` and OpenAI-style tool calls carry them). A call
+that cannot be mapped (arguments that are no object included) is judged by the policy's `unknown`;
+a check that cannot be answered by its `on_error`. `judge`/`ajudge` never raise.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ logger = logging.getLogger("rippl")
 logger.addHandler(logging.NullHandler())  # a library: the application decides where logs go
 
 type ResolverResult = str | ToolCall | None
+type Arguments = Mapping[str, Any] | str | None
 type Resolver = Mapping[str, str] | Callable[[str, Mapping[str, Any]],
                                              ResolverResult | Awaitable[ResolverResult]]
 
@@ -55,31 +58,32 @@ class ToolGuard:
         return name not in self.unguarded and (self.only is None or name in self.only)
 
     # -- mapping ----------------------------------------------------------------------------
-    def to_call(self, name: str, args: Mapping[str, Any] | None, call_id: str | None = None) -> ToolCall:
+    def to_call(self, name: str, args: Arguments, call_id: str | None = None) -> ToolCall:
         """The core tool call for a framework call (sync resolvers only)."""
-        found = self._lookup(name, args)
+        values = arguments(name, args)
+        found = self._lookup(name, values)
         if inspect.isawaitable(found):
             getattr(found, "close", lambda: None)()
             raise TypeError("an async resolver needs the async path (ainvoke/arun/acheck)")
-        return _mapped(name, args, call_id, found)
+        return _mapped(name, values, call_id, found)
 
-    async def ato_call(self, name: str, args: Mapping[str, Any] | None,
-                       call_id: str | None = None) -> ToolCall:
+    async def ato_call(self, name: str, args: Arguments, call_id: str | None = None) -> ToolCall:
         """The core tool call for a framework call; the resolver may be async."""
-        found = self._lookup(name, args)
+        values = arguments(name, args)
+        found = self._lookup(name, values)
         if inspect.isawaitable(found):
             found = await found
-        return _mapped(name, args, call_id, found)
+        return _mapped(name, values, call_id, found)
 
-    def _lookup(self, name: str, args: Mapping[str, Any] | None) -> Any:
+    def _lookup(self, name: str, values: dict[str, Any]) -> Any:
         if isinstance(self.resolver, Mapping):
             return self.resolver.get(name)
         if self.resolver is not None:
-            return self.resolver(name, dict(args or {}))
+            return self.resolver(name, dict(values))
         return None
 
     # -- judging ----------------------------------------------------------------------------
-    def judge(self, name: str, args: Mapping[str, Any] | None, check: Callable[[ToolCall], Verdict],
+    def judge(self, name: str, args: Arguments, check: Callable[[ToolCall], Verdict],
               *, call_id: str | None = None, default_policy: Policy | None = None) -> Verdict | None:
         """The verdict on one call (None when the tool is unguarded). `check` asks the graph,
         e.g. `lambda call: rippl.check(call, policy=guard.policy)`. Never raises."""
@@ -96,7 +100,7 @@ class ToolGuard:
             verdict = unanswered(call, exc, policy)
         return _logged(verdict, name, args)
 
-    async def ajudge(self, name: str, args: Mapping[str, Any] | None,
+    async def ajudge(self, name: str, args: Arguments,
                      check: Callable[[ToolCall], Awaitable[Verdict]], *, call_id: str | None = None,
                      default_policy: Policy | None = None) -> Verdict | None:
         """The async twin of `judge`: `check` is awaited, the resolver may be async."""
@@ -114,7 +118,28 @@ class ToolGuard:
         return _logged(verdict, name, args)
 
 
-def unmappable(name: str, args: Mapping[str, Any] | None, call_id: str | None, exc: Exception,
+def arguments(name: str, args: Arguments) -> dict[str, Any]:
+    """A call's arguments as a dict: from a mapping, None (no arguments) or the JSON text of an
+    object (blank text: no arguments). Raises InvalidInputError for anything else."""
+    if args is None:
+        return {}
+    if isinstance(args, str):
+        if not args.strip():
+            return {}
+        try:
+            args = json.loads(args)
+        except ValueError as exc:
+            raise InvalidInputError(f"the arguments of {name} are not JSON ({exc})") from None
+        if not isinstance(args, dict):
+            raise InvalidInputError(f"the arguments of {name} are not a JSON object")
+        return args
+    if not isinstance(args, Mapping):
+        raise InvalidInputError(f"the arguments of {name} must be a mapping or JSON text, got "
+                                f"{type(args).__name__}")
+    return dict(args)
+
+
+def unmappable(name: str, args: Arguments, call_id: str | None, exc: Exception,
                policy: Policy) -> Verdict:
     """The verdict on a call that cannot be mapped to an action (policy `unknown`)."""
     allowed = policy.unknown == "allow"
@@ -133,14 +158,13 @@ def unanswered(call: ToolCall, exc: Exception, policy: Policy) -> Verdict:
         f"{type(exc).__name__}: {exc}"))
 
 
-def _mapped(name: str, args: Mapping[str, Any] | None, call_id: str | None,
-            found: object) -> ToolCall:
+def _mapped(name: str, values: dict[str, Any], call_id: str | None, found: object) -> ToolCall:
     if isinstance(found, ToolCall):
         return found
     if found is not None and not isinstance(found, str):
         raise TypeError(f"the resolver returned {type(found).__name__}; return an action id, a "
                         "ToolCall or None")
-    return ToolCall(name=name, args=dict(args or {}), action_id=found, id=call_id)
+    return ToolCall(name=name, args=values, action_id=found, id=call_id)
 
 
 def _names(names: Iterable[str] | None, what: str) -> frozenset[str] | None:
@@ -155,19 +179,24 @@ def _outcome(allowed: bool, knob: str) -> str:
     return f"allowed (policy {knob}='allow')" if allowed else "denied (fail closed)"
 
 
-def _safe_call(name: str, args: Mapping[str, Any] | None, call_id: str | None) -> ToolCall | None:
+def _safe_call(name: str, args: Arguments, call_id: str | None) -> ToolCall | None:
     try:
-        return ToolCall(name=name, args=dict(args or {}), id=call_id)
+        return ToolCall(name=name, args=arguments(name, args), id=call_id)
     except Exception:
         return None
 
 
-def _logged(verdict: Verdict, name: str, args: Mapping[str, Any] | None) -> Verdict:
+def _logged(verdict: Verdict, name: str, args: Arguments) -> Verdict:
     if not verdict.allowed:
-        text = json.dumps(dict(args or {}), default=str, sort_keys=True)
-        logger.warning("vetoed tool call %s(%s): %s", name, text[:200], verdict.reason)
+        try:
+            text = args if isinstance(args, str) else json.dumps(dict(args or {}), default=str,
+                                                                 sort_keys=True)
+        except Exception:  # keys that do not sort, a non-mapping...: the log never breaks a verdict
+            text = repr(args)
+        logger.warning("vetoed tool call %s(%s): %s", name, text if len(text) <= 200 else
+                       text[:200] + "...", verdict.reason)
     return verdict
 
 
-__all__ = ["VETO_PREFIX", "Resolver", "ResolverResult", "ToolGuard", "unanswered", "unmappable",
-           "veto_text"]
+__all__ = ["VETO_PREFIX", "Arguments", "Resolver", "ResolverResult", "ToolGuard", "arguments",
+           "unanswered", "unmappable", "veto_text"]
