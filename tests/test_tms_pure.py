@@ -50,7 +50,7 @@ def downstream_closure(justs: dict[str, list[list[str]]], roots: set[str]) -> se
     return region
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(graphs())
 def test_label_of_whole_graph_equals_reference(graph: tuple[dict[str, Premise], dict[str, list[list[str]]]]
                                                ) -> None:
@@ -59,7 +59,7 @@ def test_label_of_whole_graph_equals_reference(graph: tuple[dict[str, Premise], 
     assert label(region) == reference_labels(premises, justs)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(graphs(), st.data())
 def test_label_of_a_downstream_closed_region_equals_reference(
         graph: tuple[dict[str, Premise], dict[str, list[list[str]]]], data: st.DataObject) -> None:
