@@ -112,7 +112,8 @@ def prepare_scale(size: int, config: Config) -> ScaleData:
     rng = random.Random(config.seed + size)
     seconds, graph = clock(lambda: causal_graph(size, seed=config.seed + size))
     claims = graph.ids("Claim")
-    count = max(2, min(config.max_retractions, round(len(claims) * config.retract_fraction)))
+    count = min(len(claims) // 10 or 1, max(10, min(config.max_retractions,
+                                                    round(len(claims) * config.retract_fraction))))
     data = ScaleData(size, graph, rng.sample(claims, count))
     data.build_s["generate"] = seconds
     data.blast_claims = rng.sample(claims, min(config.blast_samples, len(claims)))
