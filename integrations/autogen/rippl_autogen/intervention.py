@@ -15,7 +15,6 @@ Stop a runtime that vetoed a call with `runtime.stop()`: in autogen-core 0.7.5,
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -66,20 +65,9 @@ class RipplInterventionHandler(DefaultInterventionHandler):
             return message
         if self._types is not None and recipient.type not in self._types:
             return message
-        try:
-            args = json.loads(message.arguments) if message.arguments.strip() else {}
-        except json.JSONDecodeError as error:
-            args = None
-            verdict: Verdict | None = Verdict(
-                allowed=False, target=None,
-                reason=f"denied (fail closed): the arguments of {message.name} are not JSON ({error})")
-        if args is not None:
-            if not isinstance(args, dict):
-                verdict = Verdict(allowed=False, target=None,
-                                  reason=f"denied (fail closed): the arguments of {message.name} "
-                                         "are not a JSON object")
-            else:
-                verdict = await self._guard.check(message.name, args, message.id)
+        # the arguments are JSON text: the guard decodes them, and judges text that is no JSON
+        # object like any call it cannot map (policy.unknown)
+        verdict = await self._guard.check(message.name, message.arguments, message.id)
         if verdict is not None and not verdict.allowed:
             vetoed = ToolVetoedException(call_id=message.id, content=veto_text(message.name, verdict),
                                          name=message.name, verdict=verdict)

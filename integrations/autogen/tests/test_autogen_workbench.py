@@ -169,7 +169,9 @@ async def test_resolvers_map_calls_to_actions(incident: Rippl, arippl: AsyncRipp
 
     failing = RipplWorkbench(StaticWorkbench(ops.tools()), arippl, resolver=broken)
     result = await failing.call_tool("migrate_tables", TO_07)
-    assert result.is_error and "the resolver failed" in result.to_text()
+    assert result.is_error and "the call to migrate_tables could not be mapped to an action" in (
+        result.to_text())
+    assert "KeyError: 'no such team'" in result.to_text()  # the resolver's own failure
     assert ops.ran == [("rollback_deploy", {"service": "x", "to_version": "1"}),
                        ("migrate_tables", {"table": "ledger", "shard": "07"})]
 
