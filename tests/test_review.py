@@ -54,6 +54,9 @@ def test_propose_puts_the_claim_and_what_would_lose_support_at_risk(incident: Ri
     assert incident.get("DEC-001").status == "Premise At Risk"
     assert incident.get("ACT-001").status == "Blocked"
     assert incident.get("DEC-012").state is State.IN  # holds on its alternative justification
+    statuses = incident.stats().statuses
+    assert statuses["Claim"]["Proposed Retraction"] == 2  # CLM-001 and CLM-007 derived from it
+    assert statuses["Action"]["Blocked"] == 11 and statuses["Decision"]["Premise At Risk"] == 5
     assert incident.reviews() == [item] and incident.review(item.id) == item
     reviews = after.labelled("ReviewItem")
     assert len(reviews) == 1 and reviews[0]["id"] == item.id

@@ -4,6 +4,7 @@ writes, retractions, reinstatements and review decisions. Every test runs on bot
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -300,3 +301,14 @@ def test_depth_and_fan_out_are_relabelled_completely(rippl: Rippl, shape: str) -
     assert_consistent(snapshot(rippl))
     rippl.reinstate("root", reason="right", by="x")
     assert set(snapshot(rippl).states().values()) == {IN}
+
+
+def test_retraction_time_is_recorded_as_valid_time(incident: Rippl) -> None:
+    at = datetime(2026, 10, 8, 9, 30, tzinfo=UTC)
+    wave = incident.retract("CLM-001", reason="disk errors", by="telemetry", at="2026-10-08T09:30:00Z")
+    changes = [c for c in snapshot(incident).labelled("Change") if c.get("cause") == "retract"]
+    assert {c["valid_from"] for c in changes} == {int(at.timestamp() * 1000)}
+    assert all(c["recorded_at"] >= c["valid_from"] for c in changes)
+    assert wave.at == at
+    node = snapshot(incident).nodes["CLM-001"]
+    assert node["retracted_at"] == int(at.timestamp() * 1000) and node["retracted_by"] == "telemetry"
