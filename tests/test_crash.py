@@ -23,6 +23,8 @@ def kill_server(handle: Rippl) -> None:
     process = psutil.Process(handle._server.pid)
     os.kill(handle._server.pid, signal.SIGKILL)
     process.wait(timeout=30)
+    verdict = handle.check("ACT-001")  # the guard fails closed while the database is down
+    assert not verdict.allowed and "could not be checked" in verdict.reason
     handle.close()  # leaving a dead server must not raise
 
 
