@@ -18,7 +18,7 @@ from typing import Any
 
 from helpers_core import Snapshot, assert_consistent, pending_counts_match_reviews, snapshot
 
-from rippl_core import AsyncRippl, InvalidInputError, ReviewError, Rippl
+from rippl_core import AsyncRippl, ConflictError, InvalidInputError, ReviewError, Rippl
 
 ROOT = Path(__file__).parent.parent
 CLAIMS = ["CLM-001", "CLM-002", "CLM-004", "CLM-006", "CLM-016", "SRC-001", "SRC-002", "SRC-005"]
@@ -188,3 +188,37 @@ def test_verifying_while_receipts_are_appended_sees_a_whole_chain(
         thread.join()
     assert checks[-1].count > checks[0].count  # the chain grew while we verified it
     assert [c.problems for c in checks if not c.ok] == []
+
+
+def test_racing_adds_of_one_id_create_it_once(rippl: Rippl, open_rippl: Callable[..., Rippl]) -> None:
+    handles = [rippl] + [open_rippl(graph=rippl.graph) for _ in range(3)]
+    rippl.add_source("S", "source")
+    results: list[str] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(8)
+
+    def add(index: int) -> None:
+        text = "the same statement" if index % 2 == 0 else f"a different statement {index}"
+        barrier.wait()
+        try:
+            handles[index % 4].add_claim("C", text, sources=["S"])
+            outcome = "ok"
+        except ConflictError:
+            outcome = "conflict"
+        with lock:
+            results.append(f"{index % 2}:{outcome}")
+
+    threads = [threading.Thread(target=add, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    snap = snapshot(rippl)
+    assert set(snap.nodes) == {"S", "C"}
+    assert len(snap.edges) == 1
+    winner_same = snap.nodes["C"]["text"] == "the same statement"
+    oks = Counter(r for r in results if r.endswith("ok"))
+    if winner_same:  # every writer of the same text succeeded (a no-op after the first)
+        assert oks == Counter({"0:ok": 4})
+    else:  # one different text won; everyone else conflicted
+        assert sum(oks.values()) == 1 and "1:ok" in oks
