@@ -81,6 +81,9 @@ def verify_chain(records: Iterable[Mapping[str, Any]], *, head: tuple[int, str] 
     reordered receipt, a bad or untrusted signature. `head` is the recorded (seq, hash) of the
     last receipt, which catches a deleted tail. `public_keys` maps an actor to the key it must
     have signed with; without it the key recorded beside each signature is used."""
+    if public_keys is not None and not isinstance(public_keys, Mapping):
+        raise InvalidInputError("public_keys must map each actor to its Ed25519 public key (hex or "
+                                f"Ed25519PublicKey), not a {type(public_keys).__name__}")
     problems: list[str] = []
     previous, expected_seq, count = GENESIS, 1, 0
     for record in records:

@@ -164,6 +164,8 @@ CASES: list[tuple[str, Call, type[Exception]]] = [
     ("review missing", lambda r, _: r.review("REV-nope"), NotFoundError),
     ("review empty", lambda r, _: r.review(""), InvalidInputError),
     ("reviews bad status", lambda r, _: r.reviews("open"), InvalidInputError),
+    ("verify_receipts keys list", lambda r, _: r.verify_receipts(public_keys=["alice"]), InvalidInputError),
+    ("verify_receipts keys str", lambda r, _: r.verify_receipts(public_keys="alice"), InvalidInputError),
 ]
 
 
