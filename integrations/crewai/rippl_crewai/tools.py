@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from rippl_core import Policy, Rippl, ToolCall, Verdict
 from rippl_core.errors import PremiseRetractedError
+from rippl_core.toolguard import unmappable
 from rippl_core.vocabulary import Kind, State
 from rippl_crewai._guard import (
     Resolver,
@@ -121,29 +122,31 @@ class GuardedTool(BaseTool):
             raise TypeError(f"{self.name} takes at most {len(fields)} arguments")
         return {**dict(zip(fields, args, strict=False)), **kwargs}
 
-    def _run(self, *args: Any, **kwargs: Any) -> Any:
+    def _judge(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+               ) -> tuple[Verdict, tuple[tuple[Any, ...], dict[str, Any]]]:
+        """The verdict on a run and the arguments the wrapped tool gets: by name when the schema
+        names them all, else as given (a call that cannot be mapped, judged by policy.unknown)."""
         try:
             call_args = self._kwargs(args, kwargs)
         except TypeError as exc:
-            return self._deny(Verdict(allowed=False, target=None, reason=(
-                f"denied (fail closed): the call to {self.name} could not be mapped: {exc}")))
-        verdict = self.check(**call_args)
+            verdict = unmappable(tool_name(self), kwargs, None, exc, self.policy or self.memory.policy)
+            self._last_verdict = verdict
+            return verdict, (args, kwargs)
+        return self.check(**call_args), ((), call_args)
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        verdict, (positional, named) = self._judge(args, kwargs)
         if not verdict.allowed:
             return self._deny(verdict)
-        return self.wrapped.run(**call_args)
+        return self.wrapped.run(*positional, **named)
 
     async def _arun(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            call_args = self._kwargs(args, kwargs)
-        except TypeError as exc:
-            return self._deny(Verdict(allowed=False, target=None, reason=(
-                f"denied (fail closed): the call to {self.name} could not be mapped: {exc}")))
-        verdict = await asyncio.to_thread(lambda: self.check(**call_args))
+        verdict, (positional, named) = await asyncio.to_thread(self._judge, args, kwargs)
         if not verdict.allowed:
             return self._deny(verdict)
         if _has_async(self.wrapped):
-            return await self.wrapped.arun(**call_args)
-        return await asyncio.to_thread(lambda: self.wrapped.run(**call_args))
+            return await self.wrapped.arun(*positional, **named)
+        return await asyncio.to_thread(lambda: self.wrapped.run(*positional, **named))
 
 
 def _has_async(tool: BaseTool) -> bool:

@@ -137,6 +137,20 @@ def test_unknown_and_unreachable_fail_closed(incident: Rippl) -> None:
     assert wipe.ran == [{"target": "sda"}]
 
 
+def test_more_positional_arguments_than_fields_are_judged_by_unknown(incident: Rippl) -> None:
+    migrate = MigrateTablesTool()
+    strict = GuardedTool(wrapped=migrate, memory=incident)
+    denied = strict.run("billing", "07", "extra")
+    assert isinstance(denied, ToolFailure) and denied.code == "unknown_action"
+    assert "the call to migrate_tables could not be mapped to an action" in denied.message
+    assert "takes at most 2 arguments" in denied.message
+    assert strict.last_verdict is not None and not strict.last_verdict.allowed
+    lenient = GuardedTool(wrapped=migrate, memory=incident, policy=Policy(unknown="allow"))
+    with pytest.raises(TypeError):  # the guard steps aside: the tool itself refuses the call
+        lenient.run("billing", "07", "extra")
+    assert migrate.ran == []
+
+
 def test_pending_review_is_a_retryable_failure(incident: Rippl) -> None:
     incident.propose_retraction("CLM-001", reason="disk errors?", by="grafana")
     failure = GuardedTool(wrapped=MigrateTablesTool(), memory=incident).run(**SHARD_09)
