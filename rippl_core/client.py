@@ -43,6 +43,9 @@ type PathLike = str | os.PathLike[str]
 
 def _policy(base: Policy, at_risk: str | None, unknown: str | None,
             on_error: str | None) -> Policy:
+    if not isinstance(base, Policy):
+        raise InvalidInputError(f"policy must be a rippl_core.Policy, not {type(base).__name__}; "
+                                "e.g. Policy(at_risk='allow')")
     overrides = {k: v for k, v in (("at_risk", at_risk), ("unknown", unknown),
                                    ("on_error", on_error)) if v is not None}
     try:

@@ -139,6 +139,7 @@ CASES: list[tuple[str, Call, type[Exception]]] = [
     ("check bad policy", lambda r, _: r.check("A1", at_risk="sometimes"), InvalidInputError),
     ("check bad unknown", lambda r, _: r.check("A1", unknown="maybe"), InvalidInputError),
     ("check bad on_error", lambda r, _: r.check("A1", on_error="shrug"), InvalidInputError),
+    ("check policy not a Policy", lambda r, _: r.check("A1", policy="block"), InvalidInputError),
     ("check empty tool", lambda r, _: r.check(ToolCall(name="", args={})), InvalidInputError),
     ("check nan args", lambda r, _: r.check(ToolCall(name="migrate", args={"v": float("inf")})),
      InvalidInputError),
