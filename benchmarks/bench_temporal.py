@@ -94,7 +94,9 @@ def load_intervals(rippl: Rippl, intervals: int, base_ms: int) -> int:
     run(rippl, Query("UNWIND range(0, $n - 1) AS i CREATE (:Node:Claim {id: 'BC-' + toString(i), "
                      "kind: 'Claim', text: 'claim ' + toString(i), state: 'IN', retracted: false, "
                      "pending: 0})", {"n": CLAIMS}))
-    batch = max(1, 20_000 // CHANGES_PER_PAIR)
+    # small enough that each batch ends well inside redis-py's default 5 s socket timeout: on a
+    # timeout redis-py re-sends the command, which would create the batch twice
+    batch = max(1, 4_000 // CHANGES_PER_PAIR)
     last = CHANGES_PER_PAIR - 1
     for start in range(0, pairs, batch):
         end = min(pairs, start + batch)
@@ -113,6 +115,9 @@ def load_intervals(rippl: Rippl, intervals: int, base_ms: int) -> int:
             "evidence: [], cause: 'believe', first_recorded: t}]->(c)",
             {"p0": start, "p1": end, "last": last, "agents": AGENTS, "claims": CLAIMS,
              "base": base_ms, "hour": HOUR_MS, "sep": "\x1f", "open": tq.OPEN}))
+    edges = run(rippl, Query("MATCH ()-[r:BELIEVES]->() RETURN count(r)"))[0][0]
+    if edges != pairs * (2 * CHANGES_PER_PAIR - 1):
+        raise RuntimeError(f"loaded {edges} intervals, expected {pairs * (2 * CHANGES_PER_PAIR - 1)}")
     return pairs
 
 
@@ -163,7 +168,7 @@ def bench_ask_size(rippl: Rippl, size: int, samples: int, base: int) -> dict[str
     past = summary(timed(ask_past, samples))
     plan = rippl.redis.execute_command(
         "GRAPH.EXPLAIN", rippl.graph,
-        tq.covering(tq.belief_key("agent-0", "topic-0"), base, base).command())
+        tq.latest_start(tq.belief_key("agent-0", "topic-0"), base, base, tq.DAY_MS).command())
     progress(f"  {edges:,} intervals: ask p50 {now['p50_ms']} ms, p99 {now['p99_ms']} ms")
     return {"intervals": edges, "pairs": pairs, "load_s": round(load_s, 2),
             "ask_known_now": now, "ask_known_past": past,

@@ -199,10 +199,24 @@ def _forward_only(key: str, tx: int) -> Op[None]:
             )
 
 
+def covering(key: str, t: int, known: int | None) -> Op[Row | None]:
+    """The interval of `key` holding at valid time `t`: visible at transaction time `known`, or
+    current (never superseded) when `known` is None.
+
+    Intervals of one key never overlap, so it is the one with the latest start at or before `t`,
+    if it has not ended by then. Windows of growing width find that start with narrow index
+    ranges (see temporal_queries); the first window holding a start answers."""
+    for window in (*tq.WINDOWS_MS, None):
+        records = yield tq.latest_start(key, t, known, window)
+        if records:
+            row = _rows(records)[0]
+            return row if row.valid_to > t else None
+    return None
+
+
 def _covering_current(key: str, t: int) -> Op[Row | None]:
-    records = yield tq.current_overlapping(key, t, t + 1)
-    rows = _rows(records)
-    return rows[0] if rows else None
+    row = yield from covering(key, t, None)
+    return row
 
 
 def _write(agent: str, topic: str, claim: str | None, key: str, superseded: Sequence[Row],
@@ -331,10 +345,10 @@ def ask(agent: str, topic: str, *, as_of: TimeLike | None,
     """What the agent believed about `topic` at valid time `as_of`, as recorded at `known_at`."""
     _, _, key = _subject(agent, topic)
     t, known = _read_times(as_of, known_at)
-    records = yield tq.covering(key, t, known)
-    if not records:
+    row = yield from covering(key, t, known)
+    if row is None:
         return None
-    beliefs = yield from _beliefs(_rows(records)[-1:])
+    beliefs = yield from _beliefs([row])
     return beliefs[0]
 
 
@@ -364,11 +378,14 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
     agent, topic, key = _subject(agent, topic)
     t = _required_time(at, name="at")
     known = ms(known_at, name="known_at", default=now_ms())
-    last = _rows((yield tq.covering(key, t, known)))
-    first: list[Row] = []
-    if not last:  # t falls in a gap, or before or after everything: find the neighbours
-        last = _rows((yield tq.last_starting_by(key, t, known)))
-        first = _rows((yield tq.first_starting_after(key, t, known)))
+    held = yield from covering(key, t, known)
+    last, first = ([held] if held is not None else []), []
+    if held is None:  # t falls in a gap, or before or after everything: find the neighbours
+        for window in (*tq.WINDOWS_MS, None):
+            last = _rows((yield tq.latest_start(key, t, known, window)))
+            if last:
+                break
+        first = _rows((yield tq.first_start_after(key, t, known)))
     # an interval covering t bounds the nearest changes: its start and its end
     points = [p for row in last for p in (row.valid_from, row.valid_to) if p < tq.OPEN]
     points += [row.valid_from for row in first]
@@ -376,8 +393,8 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
         raise NotFoundError(f"{agent} has no recorded belief about {topic} (as known at "
                             f"{_iso(known)}); record one with believe()")
     changed = min(points, key=lambda p: (abs(p - t), p > t))
-    before = _rows((yield tq.covering(key, changed - 1, known)))
-    after = _rows((yield tq.covering(key, changed, known)))
+    before = [r for r in [(yield from covering(key, changed - 1, known))] if r is not None]
+    after = [r for r in [(yield from covering(key, changed, known))] if r is not None]
     models = yield from _beliefs(before + after)
     before_model = models[0] if before else None
     after_model = models[-1] if after else None
@@ -548,14 +565,7 @@ def blockers_at(node_id: str, t: int, known: int) -> Op[list[Blocker]]:
     `t` as known at `known`, each with its trail to the node through premises that were not IN."""
     visits = yield from walk([node_id], down=False)
     ids = [node_id, *visits]
-    antecedents: dict[str, list[list[str]]] = defaultdict(list)
-    grouped: dict[str, dict[Any, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for start in range(0, len(ids), READ_CHUNK):
-        records = yield tq.step_up_all(ids[start:start + READ_CHUNK])
-        for node, j, antecedent, _kind in records:
-            grouped[node][j].append(antecedent)
-    for node, groups in grouped.items():
-        antecedents[node] = [sorted(a) for _, a in sorted(groups.items(), key=lambda kv: str(kv[0]))]
+    antecedents, _ = yield from _support(ids, tq.step_up_all)
     states = yield from states_at(ids, t, known)
 
     def state(n: str) -> State:

@@ -32,8 +32,18 @@ INDEXES = (
 INDEXED_RELS = frozenset({BELIEVES})
 
 _ROW = "properties(r), c.text, c.kind, c.state"
-_VISIBLE = "r.recorded_at <= $known AND r.superseded_at > $known"
-_COVERS = "r.valid_from <= $t AND r.valid_to > $t"
+DAY_MS = 86_400_000
+# Windows tried, in turn, for the latest start at or before a time: the first that holds any
+# start answers; past the last one the key's rows are filtered without a time bound.
+WINDOWS_MS = (DAY_MS, 32 * DAY_MS, 1024 * DAY_MS)
+
+# How the index is used. FalkorDB pushes every `r.prop <op> value` on an indexed property into the
+# range-index query. A narrow range or an equality is cheap there; a wide range (say `valid_to >
+# $t`, true for half the graph) makes the index intersect thousands of numeric ranges and grows
+# with the whole graph. So only the key, equalities and narrow windows are pushed; the other
+# bounds are written `r.prop + 0 <op> value`, which the planner leaves to a filter over the few
+# rows the index returned.
+_VISIBLE_LATE = "r.recorded_at + 0 <= $known AND r.superseded_at + 0 > $known"
 
 
 def belief_key(agent: str, topic: str) -> str:
@@ -41,42 +51,51 @@ def belief_key(agent: str, topic: str) -> str:
     return f"{agent}\x1f{topic}"
 
 
-def covering(key: str, t: int, known: int) -> Query:
-    """The interval of `key` holding at valid time `t`, as recorded at transaction time `known`."""
-    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND {_COVERS} AND {_VISIBLE} "
-                 f"RETURN {_ROW}", {"key": key, "t": t, "known": known}, read_only=True)
+def latest_start(key: str, t: int, known: int | None, window: int | None) -> Query:
+    """The interval of `key` with the latest start at or before `t`: among starts in (t - window,
+    t] (pushed to the index), or any start (window None: filtered). Visible at transaction time
+    `known`, or current (never superseded) when `known` is None."""
+    where = ["r.key = $key"]
+    params: dict[str, Any] = {"key": key, "t": t}
+    if window is not None:
+        where += ["r.valid_from > $low", "r.valid_from <= $t"]
+        params["low"] = t - window
+    else:
+        where.append("r.valid_from + 0 <= $t")
+    if known is None:
+        where.append("r.superseded_at = $open")
+        params["open"] = OPEN
+    else:
+        where.append(_VISIBLE_LATE)
+        params["known"] = known
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE {' AND '.join(where)} RETURN {_ROW} "
+                 "ORDER BY r.valid_from DESC LIMIT 1", params, read_only=True)
+
+
+def first_start_after(key: str, t: int, known: int) -> Query:
+    """The interval of `key` with the earliest start after `t`, as recorded at `known`."""
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND r.valid_from + 0 > $t AND "
+                 f"{_VISIBLE_LATE} RETURN {_ROW} ORDER BY r.valid_from ASC LIMIT 1",
+                 {"key": key, "t": t, "known": known}, read_only=True)
 
 
 def agent_covering(agent: str, t: int, known: int) -> Query:
     """Every interval of `agent` holding at `t`, as recorded at `known` (one per topic)."""
-    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.agent = $agent AND {_COVERS} AND {_VISIBLE} "
-                 f"RETURN {_ROW}", {"agent": agent, "t": t, "known": known}, read_only=True)
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.agent = $agent AND r.valid_from + 0 <= $t "
+                 f"AND r.valid_to + 0 > $t AND {_VISIBLE_LATE} RETURN {_ROW}",
+                 {"agent": agent, "t": t, "known": known}, read_only=True)
 
 
 def visible(key: str, known: int) -> Query:
     """The whole timeline of `key` as recorded at `known`."""
-    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND {_VISIBLE} RETURN {_ROW}",
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND {_VISIBLE_LATE} RETURN {_ROW}",
                  {"key": key, "known": known}, read_only=True)
-
-
-def last_starting_by(key: str, t: int, known: int) -> Query:
-    """The interval of `key` with the latest start at or before `t`, as recorded at `known`."""
-    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND r.valid_from <= $t AND "
-                 f"{_VISIBLE} RETURN {_ROW} ORDER BY r.valid_from DESC LIMIT 1",
-                 {"key": key, "t": t, "known": known}, read_only=True)
-
-
-def first_starting_after(key: str, t: int, known: int) -> Query:
-    """The interval of `key` with the earliest start after `t`, as recorded at `known`."""
-    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND r.valid_from > $t AND "
-                 f"{_VISIBLE} RETURN {_ROW} ORDER BY r.valid_from ASC LIMIT 1",
-                 {"key": key, "t": t, "known": known}, read_only=True)
 
 
 def current_overlapping(key: str, start: int, end: int) -> Query:
     """Current (never superseded) intervals of `key` overlapping [start, end)."""
     return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND r.superseded_at = $open AND "
-                 f"r.valid_from < $end AND r.valid_to > $start RETURN {_ROW}",
+                 f"r.valid_from + 0 < $end AND r.valid_to + 0 > $start RETURN {_ROW}",
                  {"key": key, "open": OPEN, "start": start, "end": end}, read_only=True)
 
 

@@ -343,8 +343,10 @@ def test_check_as_of_sees_a_pending_review(incident: Rippl) -> None:
 
 def test_reads_use_the_edge_range_index(world: Rippl) -> None:
     world.believe("ag", "C1", topic="t", valid_from=day(1), recorded_at=day(1))
-    for query in (tq.covering(tq.belief_key("ag", "t"), 1, 2), tq.agent_covering("ag", 1, 2),
-                  tq.visible(tq.belief_key("ag", "t"), 2)):
+    key = tq.belief_key("ag", "t")
+    for query in (tq.latest_start(key, 1, 2, tq.DAY_MS), tq.latest_start(key, 1, None, None),
+                  tq.agent_covering("ag", 1, 2), tq.visible(key, 2),
+                  tq.current_overlapping(key, 1, 2), tq.first_start_after(key, 1, 2)):
         plan = world.redis.execute_command("GRAPH.EXPLAIN", world.graph, query.command())
         assert any("Edge By Index Scan" in line for line in plan), plan
         assert not any("Label Scan" in line or "All Node Scan" in line for line in plan), plan

@@ -20,9 +20,14 @@ from hypothesis import strategies as st
 
 from rippl_core import NotFoundError, Rippl
 
-D = 10  # valid-time cells: cell i is valid time VALID0 + i hours; the last cell runs on forever
+D = 10  # valid-time cells; the last one runs on forever
 HOUR = timedelta(hours=1)
-VALID0 = (datetime.now(UTC) - timedelta(days=40)).replace(minute=0, second=0, microsecond=0)
+VALID0 = (datetime.now(UTC) - timedelta(days=4000)).replace(minute=0, second=0, microsecond=0)
+# cell i starts at VALID0 + OFFSETS[i]: gaps from an hour to years, so reads find the interval
+# holding at a time through every window the index lookup tries (a day, a month, ~3 years, any)
+OFFSETS = [timedelta(hours=h) for h in (0, 1, 30, 31, 24 * 40, 24 * 41, 24 * 1200, 24 * 1201,
+                                        24 * 3500, 24 * 3500 + 1)]
+CELL = {VALID0 + offset: i for i, offset in enumerate(OFFSETS)}
 TX0 = (datetime.now(UTC) - timedelta(days=30)).replace(minute=0, second=0, microsecond=0)
 CLAIMS = ["C1", "C2", "C3"]
 EVIDENCE = ["E1", "E2", "E3"]
@@ -32,7 +37,7 @@ SOURCES = ["SC1", "SC2", "SC3"]
 
 
 def valid(i: int) -> datetime:
-    return VALID0 + i * HOUR
+    return VALID0 + OFFSETS[i] if i >= 0 else VALID0 + i * HOUR
 
 
 def tx(r: int) -> datetime:
@@ -136,7 +141,7 @@ class Reference:
         if not rows:
             raise LookupError
         points = {row[1] for row in rows} | {row[2] for row in rows if row[2] is not None}
-        c = min(points, key=lambda p: (abs(p - t), p > t))
+        c = min(points, key=lambda p: (abs(valid(p) - valid(t)), p > t))
         cells = self.cells(key, known)
         return c, (at(cells, c - 1) if c > 0 else None), at(cells, c)
 
@@ -163,9 +168,8 @@ class Reference:
 def out(belief: Any) -> Out | None:
     if belief is None:
         return None
-    to = None if belief.valid_to is None else int((belief.valid_to - VALID0) / HOUR)
-    return (belief.claim, int((belief.valid_from - VALID0) / HOUR), to, tuple(belief.evidence),
-            belief.note)
+    to = None if belief.valid_to is None else CELL[belief.valid_to]
+    return (belief.claim, CELL[belief.valid_from], to, tuple(belief.evidence), belief.note)
 
 
 @pytest.fixture
@@ -249,9 +253,11 @@ def test_reads_match_the_reference(store: Rippl, steps: list[Any], without: set[
             assert got == segments(ref.cells(key, known)), (key, known)
             assert all(a[2] is not None and a[2] <= b[1] for a, b in itertools.pairwise(got))
         for known in (knowns[len(knowns) // 2], knowns[-1]):
-            for t in range(D):
-                assert out(store.ask(agent, topic, as_of=valid(t), known_at=tx(known))) == \
-                    at(ref.cells(key, known), t), (key, t, known)
+            for t in range(D):  # at each start, and between it and the next (or long after)
+                later = valid(t + 1) if t + 1 < D else valid(t) + timedelta(days=5000)
+                for moment in (valid(t), valid(t) + (later - valid(t)) / 2):
+                    assert out(store.ask(agent, topic, as_of=moment, known_at=tx(known))) == \
+                        at(ref.cells(key, known), t), (key, t, known, moment)
         known = knowns[-1]
         for t in (0, D // 2, D - 1):
             try:
@@ -261,7 +267,7 @@ def test_reads_match_the_reference(store: Rippl, steps: list[Any], without: set[
                     store.why_changed(agent, topic, valid(t), known_at=tx(known))
                 continue
             change = store.why_changed(agent, topic, valid(t), known_at=tx(known))
-            assert (int((change.changed_at - VALID0) / HOUR), out(change.before),
+            assert (CELL[change.changed_at], out(change.before),
                     out(change.after)) == expected, (key, t)
             result = store.what_if(agent, topic, without=sorted(without), as_of=valid(t),
                                    known_at=tx(known))
@@ -274,3 +280,56 @@ def test_reads_match_the_reference(store: Rippl, steps: list[Any], without: set[
             got_beliefs = [(b.topic, out(b)) for b in store.beliefs(agent, as_of=valid(t),
                                                                     known_at=tx(r))]
             assert got_beliefs == [(tp, o) for tp, o in expected_beliefs if o is not None]
+
+
+# ------------------------------------------------------------- status history and as-of checks
+
+toggle_days = st.lists(st.integers(0, 20), min_size=1, max_size=7)
+CHECK0 = VALID0 + timedelta(days=3000)
+
+
+def check_day(d: int) -> datetime:
+    return CHECK0 + timedelta(days=d)
+
+
+@settings(max_examples=20, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(days=toggle_days)
+@example(days=[10, 3, 15, 3, 0])  # out-of-order valid times, the same one twice
+def test_check_as_of_matches_the_reference(rippl: Rippl, days: list[int]) -> None:
+    """Retract and reinstate a source at random valid times (recorded now, in that order); the
+    action on top is allowed at (T, K) exactly when the reference says the source held at valid
+    time T after the transactions recorded by K, each setting the source's state from its valid
+    time on."""
+    run = uuid.uuid4().hex[:8]
+    src, claim, decision, action = (f"{run}-{x}" for x in ("S", "C", "D", "A"))
+    rippl.add_source(src, "a report")
+    rippl.add_claim(claim, "a claim", sources=[src])
+    rippl.add_decision(decision, "a decision", premises=[claim])
+    rippl.add_action(action, "an action", decisions=[decision])
+    ops_done: list[tuple[int, bool]] = []  # (valid day, retracted after it), in transaction order
+    for i, d in enumerate(days):
+        retracted = i % 2 == 0
+        if retracted:
+            rippl.retract(src, reason="wrong", by="t", at=check_day(d))
+        else:
+            rippl.reinstate(src, reason="right", by="t", at=check_day(d))
+        ops_done.append((d, retracted))
+    history = rippl.history(action)
+    created = next(h.recorded_at for h in history if h.before is None)
+    recorded = sorted(h.recorded_at for h in history if h.before is not None)
+    assert len(recorded) == len(days)  # every toggle moved the action, and was recorded
+    for known in [created, *recorded]:
+        included = [op for op, at in zip(ops_done, recorded, strict=True) if at <= known]
+        for t in range(-1, 22):
+            retracted = False
+            for d, after in included:
+                if d <= t:
+                    retracted = after
+            verdict = rippl.check(action, as_of=check_day(t), known_at=known)
+            assert verdict.allowed is not retracted, (t, known, ops_done)
+            if retracted:
+                assert verdict.blockers[0].premise == src
+                assert verdict.blockers[0].trail == [src, claim, decision, action]
+    before = rippl.check(action, as_of=check_day(5), known_at=created - timedelta(milliseconds=1))
+    assert not before.allowed and "no record" in before.reason
