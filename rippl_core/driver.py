@@ -83,8 +83,14 @@ class SyncDriver:
         self.client, self.graph, self.where = client, graph, where
 
     def query(self, query: Query) -> list[tuple[Any, ...]]:
-        with translated_errors(self.where):
-            return parse(self.client.execute_command(*_args(self.graph, query)))
+        """One read, isolated from any commit in flight.
+
+        FalkorDB runs the statements of a MULTI/EXEC one at a time and lets read-only queries from
+        other connections in between; a read sent inside MULTI/EXEC runs after a whole commit or
+        before it, never in the middle. It costs no extra round trip."""
+        with translated_errors(self.where), self.client.pipeline(transaction=True) as pipe:
+            pipe.execute_command(*_args(self.graph, query))
+            return parse(pipe.execute()[0])
 
     def run[T](self, make: Callable[[], Op[T]], *, write: bool = False) -> T:
         if not write:
@@ -156,8 +162,11 @@ class AsyncDriver:
         self.client, self.graph, self.where = client, graph, where
 
     async def query(self, query: Query) -> list[tuple[Any, ...]]:
+        """One read, isolated from any commit in flight (see `SyncDriver.query`)."""
         with translated_errors(self.where):
-            return parse(await self.client.execute_command(*_args(self.graph, query)))
+            async with self.client.pipeline(transaction=True) as pipe:
+                pipe.execute_command(*_args(self.graph, query))
+                return parse((await pipe.execute())[0])
 
     async def run[T](self, make: Callable[[], Op[T]], *, write: bool = False) -> T:
         if not write:
