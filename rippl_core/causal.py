@@ -44,6 +44,7 @@ class NodeSpec:
     args: Mapping[str, Any] | None = None
     justifications: list[list[str]] = field(default_factory=list)
     provenance: Mapping[str, Any] | None = None
+    sources: list[str] = field(default_factory=list)  # antecedents that must be Source nodes
 
     def validated(self) -> NodeSpec:
         """A checked copy with its id filled in (derived from the content when not given)."""
@@ -58,7 +59,7 @@ class NodeSpec:
                 check_text(value, what=key)
         unique = list({frozenset(j): j for j in justs if j}.values())  # a repeat is one justification
         return NodeSpec(self.kind, text, node_id, self.uri, self.source_type, self.tool,
-                        self.args, unique, self.provenance)
+                        self.args, unique, self.provenance, check_ids(self.sources, what="sources"))
 
     def props(self, now: int) -> dict[str, Any]:
         args = canonical_args(self.args)
@@ -93,6 +94,12 @@ def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int,
     kinds.update({node: spec.kind for node, spec in by_id.items()})
     for node, spec in by_id.items():
         check_edges(node, spec.kind, {a: kinds[a] for j in spec.justifications for a in j})
+        not_sources = [s for s in spec.sources if kinds.get(s) is not Kind.SOURCE]
+        if not_sources:
+            raise InvalidInputError(
+                f"sources of {node} must be Source nodes, but {', '.join(not_sources)} "
+                f"{'is' if len(not_sources) == 1 else 'are'} not; a claim resting on other claims "
+                "takes them as derived_from")
     existing = [node for node in by_id if node in stored]
     stored_justs, _ = yield from fetch_justifications(existing)
 

@@ -86,13 +86,12 @@ def find_blockers(node_id: str) -> Op[list[Blocker]]:
             path = trail(visits, visit.id)[::-1]
             blockers.append(Blocker(premise=visit.id, kind=Kind(visit.kind),
                                     state=State(visit.state), reason=visit.reason, trail=path))
-    if not visits:  # the node itself is the retracted premise
-        rows = yield queries.get_nodes([node_id])
-        props = rows[0][0] if rows else {}
-        if props.get("retracted") or props.get("pending"):
-            blockers.append(Blocker(premise=node_id, kind=Kind(props["kind"]),
-                                    state=State(props["state"]), reason=props.get("reason"),
-                                    trail=[node_id]))
+    rows = yield queries.get_nodes([node_id])  # the node itself may be a retracted premise
+    props = rows[0][0] if rows else {}
+    if props.get("retracted") or props.get("pending"):
+        blockers.append(Blocker(premise=node_id, kind=Kind(props["kind"]),
+                                state=State(props["state"]), reason=props.get("reason"),
+                                trail=[node_id]))
     return sorted(blockers, key=lambda b: (len(b.trail), b.premise))
 
 

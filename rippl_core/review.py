@@ -130,7 +130,7 @@ def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int
                           "duties); ask another reviewer")
     claim_id, props = yield from _retractable(item.claim)
     flags: dict[str, Any] = {"pending": max(int(props.get("pending") or 0) - 1, 0)}
-    if approve:
+    if approve and not props.get("retracted"):  # a direct retraction meanwhile keeps its record
         flags |= {"retracted": True, "reason": item.reason, "retracted_by": by, "retracted_at": now}
     change = Change(set_props={claim_id: flags}, kinds={claim_id: Kind(props["kind"])})
     cause = "approve" if approve else "reject"

@@ -103,10 +103,12 @@ def claim_spec(id: str | None, text: str, *, sources: Any = (), derived_from: An
                provenance: Mapping[str, Any] | None = None) -> NodeSpec:
     """Each source is its own justification (any one suffices); derived_from is one more (all
     needed)."""
-    justs = [[s] for s in _ids(sources, "sources")]
+    source_ids = _ids(sources, "sources")
+    justs = [[s] for s in source_ids]
     if derived_from:
         justs.append(_ids(derived_from, "derived_from"))
-    return NodeSpec(Kind.CLAIM, text, id, justifications=justs, provenance=provenance)
+    return NodeSpec(Kind.CLAIM, text, id, justifications=justs, provenance=provenance,
+                    sources=source_ids)
 
 
 def decision_spec(id: str | None, title: str, *, premises: Any = (), depends_on: Any = (),
