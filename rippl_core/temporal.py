@@ -115,13 +115,12 @@ class Row:
 
 
 def _row(record: Sequence[Any]) -> Row:
-    props, text, _kind, state = record
-    return Row(agent=props["agent"], topic=props["topic"], claim=props["claim"],
-               valid_from=props["valid_from"], valid_to=props["valid_to"],
-               recorded_at=props["recorded_at"], superseded_at=props["superseded_at"],
-               evidence=tuple(props.get("evidence") or ()), note=props.get("note"),
-               cause=props.get("cause", "believe"), reason=props.get("reason"),
-               first_recorded=props.get("first_recorded", props["recorded_at"]),
+    (agent, topic, claim, valid_from, valid_to, recorded_at, superseded_at, evidence, note, cause,
+     reason, first_recorded, text, state) = record
+    return Row(agent=agent, topic=topic, claim=claim, valid_from=valid_from, valid_to=valid_to,
+               recorded_at=recorded_at, superseded_at=superseded_at,
+               evidence=tuple(evidence or ()), note=note, cause=cause or "believe", reason=reason,
+               first_recorded=first_recorded if first_recorded is not None else recorded_at,
                text=text or "", claim_state=state or State.IN.value)
 
 
@@ -203,9 +202,13 @@ def covering(key: str, t: int, known: int | None) -> Op[Row | None]:
     """The interval of `key` holding at valid time `t`: visible at transaction time `known`, or
     current (never superseded) when `known` is None.
 
-    Intervals of one key never overlap, so it is the one with the latest start at or before `t`,
-    if it has not ended by then. Windows of growing width find that start with narrow index
-    ranges (see temporal_queries); the first window holding a start answers."""
+    Intervals of one key never overlap, so it is the open-ended one if that started by `t`, else
+    the one with the latest start at or before `t`, if it has not ended by then. Windows of
+    growing width find that start with narrow index ranges (see temporal_queries); the first
+    window holding a start answers."""
+    records = yield tq.open_interval(key, t, known)
+    if records:
+        return _rows(records)[-1]
     for window in (*tq.WINDOWS_MS, None):
         records = yield tq.latest_start(key, t, known, window)
         if records:
@@ -672,9 +675,14 @@ def _region_by_scan(removed: Sequence[str]) -> Op[tuple[dict[str, NodeInfo],
                                                         dict[str, State]]]:
     """The same region from one read of every causal node and edge: for a region that is a large
     part of the graph this beats one indexed lookup per node."""
-    nodes = {r[0]: (r[1], r[2], bool(r[3]), int(r[4] or 0)) for r in (yield tq.ALL_NODES)}
+    top = (yield tq.MAX_NODE_ID)[0][0]
+    nodes: dict[str, NodeInfo] = {}
+    edges: list[tuple[str, str, Any]] = []
+    for low in range(0, (top or 0) + 1, SCAN_CHUNK):
+        for r in (yield tq.nodes_in_id_range(low, low + SCAN_CHUNK)):
+            nodes[r[0]] = (r[1], r[2], bool(r[3]), int(r[4] or 0))
+        edges += (yield tq.edges_in_id_range(low, low + SCAN_CHUNK))
     children: dict[str, list[str]] = defaultdict(list)
-    edges = yield tq.ALL_EDGES
     for antecedent, node, _j in edges:
         children[antecedent].append(node)
     seen = {n for n in removed if n in nodes}
@@ -700,6 +708,7 @@ def _region_by_scan(removed: Sequence[str]) -> Op[tuple[dict[str, NodeInfo],
 
 
 BULK_REGION = 5_000  # a region larger than this is read with one scan of the causal graph
+SCAN_CHUNK = 25_000  # internal node ids per query of that scan
 
 
 def counterfactual_labels(removed: Sequence[str]) -> Op[

@@ -31,7 +31,10 @@ INDEXES = (
 )
 INDEXED_RELS = frozenset({BELIEVES})
 
-_ROW = "properties(r), c.text, c.kind, c.state"
+# the columns of a belief row, in the order `temporal._row` reads them
+ROW_FIELDS = ("agent", "topic", "claim", "valid_from", "valid_to", "recorded_at", "superseded_at",
+              "evidence", "note", "cause", "reason", "first_recorded")
+_ROW = ", ".join(f"r.{name}" for name in ROW_FIELDS) + ", c.text, c.state"
 DAY_MS = 86_400_000
 # Windows tried, in turn, for the latest start at or before a time: the first that holds any
 # start answers; past the last one the key's rows are filtered without a time bound.
@@ -51,6 +54,27 @@ def belief_key(agent: str, topic: str) -> str:
     return f"{agent}\x1f{topic}"
 
 
+def _visibility(where: list[str], params: dict[str, Any], known: int | None) -> None:
+    """Visible at transaction time `known`, or current (never superseded) when it is None. The
+    `superseded_at` bound is pushed to the index (for a recent `known` it is a narrow range: the
+    far-future sentinel and the few recent supersessions); `recorded_at <= known` is filtered."""
+    if known is None:
+        where.append("r.superseded_at = $open")
+        params["open"] = OPEN
+    else:
+        where += ["r.superseded_at > $known", "r.recorded_at + 0 <= $known"]
+        params["known"] = known
+
+
+def open_interval(key: str, t: int, known: int | None) -> Query:
+    """The open-ended (still held) interval of `key`, if it started at or before `t`."""
+    where = ["r.key = $key", "r.valid_to = $open", "r.valid_from + 0 <= $t"]
+    params: dict[str, Any] = {"key": key, "t": t, "open": OPEN}
+    _visibility(where, params, known)
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE {' AND '.join(where)} RETURN {_ROW}",
+                 params, read_only=True)
+
+
 def latest_start(key: str, t: int, known: int | None, window: int | None) -> Query:
     """The interval of `key` with the latest start at or before `t`: among starts in (t - window,
     t] (pushed to the index), or any start (window None: filtered). Visible at transaction time
@@ -62,12 +86,7 @@ def latest_start(key: str, t: int, known: int | None, window: int | None) -> Que
         params["low"] = t - window
     else:
         where.append("r.valid_from + 0 <= $t")
-    if known is None:
-        where.append("r.superseded_at = $open")
-        params["open"] = OPEN
-    else:
-        where.append(_VISIBLE_LATE)
-        params["known"] = known
+    _visibility(where, params, known)
     return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE {' AND '.join(where)} RETURN {_ROW} "
                  "ORDER BY r.valid_from DESC LIMIT 1", params, read_only=True)
 
@@ -180,10 +199,22 @@ def region(ids: Sequence[str]) -> Query:
                  read_only=True)
 
 
-ALL_NODES = Query("MATCH (n:Node) RETURN n.id, n.kind, n.state, n.retracted, n.pending",
-                  read_only=True)
-ALL_EDGES = Query(f"MATCH (a:Node)-[e:{CAUSAL_RELS}]->(b:Node) RETURN a.id, b.id, e.j",
-                  read_only=True)
+MAX_NODE_ID = Query("MATCH (n:Node) RETURN max(id(n))", read_only=True)
+
+
+def nodes_in_id_range(low: int, high: int) -> Query:
+    """(id, kind, state, retracted, pending) of the causal nodes with internal ids in [low, high)
+    (a scan of the whole graph, cut into pieces that each answer well within a client timeout)."""
+    return Query("MATCH (n:Node) WHERE id(n) >= $low AND id(n) < $high "
+                 "RETURN n.id, n.kind, n.state, n.retracted, n.pending",
+                 {"low": low, "high": high}, read_only=True)
+
+
+def edges_in_id_range(low: int, high: int) -> Query:
+    """(antecedent, consequent, justification) of the causal edges leaving nodes with internal
+    ids in [low, high)."""
+    return Query(f"MATCH (a:Node)-[e:{CAUSAL_RELS}]->(b:Node) WHERE id(a) >= $low AND id(a) < $high "
+                 "RETURN a.id, b.id, e.j", {"low": low, "high": high}, read_only=True)
 
 
 def support(ids: Sequence[str]) -> Query:

@@ -345,6 +345,7 @@ def test_reads_use_the_edge_range_index(world: Rippl) -> None:
     world.believe("ag", "C1", topic="t", valid_from=day(1), recorded_at=day(1))
     key = tq.belief_key("ag", "t")
     for query in (tq.latest_start(key, 1, 2, tq.DAY_MS), tq.latest_start(key, 1, None, None),
+                  tq.open_interval(key, 1, 2), tq.open_interval(key, 1, None),
                   tq.agent_covering("ag", 1, 2), tq.visible(key, 2),
                   tq.current_overlapping(key, 1, 2), tq.first_start_after(key, 1, 2)):
         plan = world.redis.execute_command("GRAPH.EXPLAIN", world.graph, query.command())

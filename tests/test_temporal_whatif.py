@@ -128,6 +128,7 @@ def test_what_if_retracted_predicts_the_real_wave_without_writing(
         incident: Rippl, bulk: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     if bulk:  # a region past the threshold is read with one scan of the graph instead of a walk
         monkeypatch.setattr(ops, "BULK_REGION", 0)
+        monkeypatch.setattr(ops, "SCAN_CHUNK", 7)  # in pieces of 7 internal ids
     before = snapshot(incident)
     predicted = incident.what_if_retracted(["CLM-001"])
     assert "ACT-001" in predicted.blocked_actions and "ACT-002" not in predicted.blocked
@@ -179,6 +180,7 @@ def test_what_if_retracted_agrees_between_walk_and_scan(story: Rippl,
     story.propose_retraction("DEPLOY", reason="suspect log", by="monitor")  # an AT_RISK region
     walked = [story.what_if_retracted(ids) for ids in (["POOLS"], ["SPIKE", "SENTRY"], ["CACHE"])]
     monkeypatch.setattr(ops, "BULK_REGION", 0)
+    monkeypatch.setattr(ops, "SCAN_CHUNK", 5)
     scanned = [story.what_if_retracted(ids) for ids in (["POOLS"], ["SPIKE", "SENTRY"], ["CACHE"])]
     assert walked == scanned
     assert walked[0].blocked == ["RESIZE", "SCALE"]
