@@ -106,6 +106,7 @@ def load_intervals(rippl: Rippl, intervals: int, base_ms: int) -> int:
             "$base + p * 7919 + i * $hour AS t "
             "MATCH (a:Agent {id: agent}), (c:Node {id: 'BC-' + toString((p * 31 + i) % $claims)}) "
             "CREATE (a)-[:BELIEVES {key: agent + $sep + topic, agent: agent, topic: topic, "
+            "head: CASE WHEN i = $last THEN agent + $sep + topic ELSE null END, "
             "claim: c.id, valid_from: t, valid_to: CASE WHEN i = $last THEN $open ELSE t + $hour END, "
             "recorded_at: CASE WHEN i = $last THEN t ELSE t + $hour END, superseded_at: $open, "
             "evidence: [], cause: 'believe', first_recorded: t}]->(c) "

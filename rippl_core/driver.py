@@ -24,7 +24,7 @@ from rippl_core.errors import ConflictError, DatabaseError, UnavailableError
 from rippl_core.wire import Query, parse
 
 MAX_ATTEMPTS = 64
-SCHEMA_VERSION = "2"  # 2: bitemporal belief indexes
+SCHEMA_VERSION = "3"  # 2: bitemporal belief indexes, 3: BELIEVES.head
 
 
 def version_key(graph: str) -> str:

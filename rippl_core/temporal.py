@@ -101,7 +101,9 @@ class Row:
     claim_state: str = State.IN.value
 
     def props(self) -> dict[str, Any]:
-        props = {"key": tq.belief_key(self.agent, self.topic), "agent": self.agent,
+        key = tq.belief_key(self.agent, self.topic)
+        current_head = self.valid_to >= tq.OPEN and self.superseded_at >= tq.OPEN
+        props = {"key": key, "head": key if current_head else None, "agent": self.agent,
                  "topic": self.topic, "claim": self.claim, "valid_from": self.valid_from,
                  "valid_to": self.valid_to, "recorded_at": self.recorded_at,
                  "superseded_at": self.superseded_at, "evidence": list(self.evidence),
@@ -200,15 +202,16 @@ def _forward_only(key: str, tx: int) -> Op[None]:
 
 def covering(key: str, t: int, known: int | None) -> Op[Row | None]:
     """The interval of `key` holding at valid time `t`: visible at transaction time `known`, or
-    current (never superseded) when `known` is None.
+    current (never superseded: what is known now) when `known` is None.
 
     Intervals of one key never overlap, so it is the open-ended one if that started by `t`, else
     the one with the latest start at or before `t`, if it has not ended by then. Windows of
     growing width find that start with narrow index ranges (see temporal_queries); the first
     window holding a start answers."""
-    records = yield tq.open_interval(key, t, known)
-    if records:
-        return _rows(records)[-1]
+    records = yield (tq.head(key) if known is None else tq.open_interval(key, t, known))
+    opened = _rows(records)
+    if opened and opened[-1].valid_from <= t:
+        return opened[-1]
     for window in (*tq.WINDOWS_MS, None):
         records = yield tq.latest_start(key, t, known, window)
         if records:
@@ -343,12 +346,18 @@ def _read_times(as_of: TimeLike | None, known_at: TimeLike | None) -> tuple[int,
     return ms(as_of, name="as_of", default=now), ms(known_at, name="known_at", default=now)
 
 
+def _as_known(known: int) -> int | None:
+    """None (what is current) for a transaction time at or after now: nothing is recorded in the
+    future, so the rows visible then are exactly those never superseded."""
+    return None if known >= now_ms() else known
+
+
 def ask(agent: str, topic: str, *, as_of: TimeLike | None,
         known_at: TimeLike | None) -> Op[Belief | None]:
     """What the agent believed about `topic` at valid time `as_of`, as recorded at `known_at`."""
     _, _, key = _subject(agent, topic)
     t, known = _read_times(as_of, known_at)
-    row = yield from covering(key, t, known)
+    row = yield from covering(key, t, _as_known(known))
     if row is None:
         return None
     beliefs = yield from _beliefs([row])
@@ -381,7 +390,7 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
     agent, topic, key = _subject(agent, topic)
     t = _required_time(at, name="at")
     known = ms(known_at, name="known_at", default=now_ms())
-    held = yield from covering(key, t, known)
+    held = yield from covering(key, t, _as_known(known))
     last, first = ([held] if held is not None else []), []
     if held is None:  # t falls in a gap, or before or after everything: find the neighbours
         for window in (*tq.WINDOWS_MS, None):
@@ -396,8 +405,8 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
         raise NotFoundError(f"{agent} has no recorded belief about {topic} (as known at "
                             f"{_iso(known)}); record one with believe()")
     changed = min(points, key=lambda p: (abs(p - t), p > t))
-    before = [r for r in [(yield from covering(key, changed - 1, known))] if r is not None]
-    after = [r for r in [(yield from covering(key, changed, known))] if r is not None]
+    before = [r for r in [(yield from covering(key, changed - 1, _as_known(known)))] if r]
+    after = [r for r in [(yield from covering(key, changed, _as_known(known)))] if r]
     models = yield from _beliefs(before + after)
     before_model = models[0] if before else None
     after_model = models[-1] if after else None

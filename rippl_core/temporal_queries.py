@@ -2,11 +2,17 @@
 from here and the core vocabulary; every value is a parameter.
 
 A belief interval is one `BELIEVES` edge `(:Agent)-[:BELIEVES]->(:Claim)`, with the agent id, the
-topic id and their pair `key` denormalised onto the edge, so every read is one scan of the edge
-range index: `key` (or `agent`) narrows to one agent's topic, and the four time bounds are range
-predicates on the same index. Open ends are stored as `OPEN` (a time after any datetime), never
-null, so "still open" needs no OR and stays inside the index. Endpoint patterns carry no label on
-purpose: a labelled endpoint makes FalkorDB scan the label first instead of the edge index.
+topic id and their pair `key` denormalised onto the edge, so every read starts with one scan of
+the edge range index (`key`, or `agent`), never with a label scan. Open ends are stored as `OPEN`
+(a time after any datetime), never null, so "still open" is an equality and "not superseded" a
+narrow range, both answered inside the index. Endpoint patterns carry no label on purpose: a
+labelled endpoint makes FalkorDB scan the label first instead of the edge index.
+
+The interval holding at valid time t, as known at K (`temporal.covering`): the open-ended interval
+if it started by t, else the latest start at or before t, found in windows of growing width
+(`latest_start`), closed if it ended by t. Each query is one index lookup returning the rows of one
+key in a narrow time range. The current open-ended interval of a key also carries `head` = its key
+(cleared when it is superseded): as known now, that lookup returns exactly one row (`head`).
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ EARLIEST = -62_135_596_800_000
 # (relationship type or label, property): range indexes created with the schema.
 INDEXES = (
     (BELIEVES, "key"), (BELIEVES, "agent"), (BELIEVES, "valid_from"), (BELIEVES, "valid_to"),
-    (BELIEVES, "recorded_at"), (BELIEVES, "superseded_at"), ("Change", "recorded_at"),
+    (BELIEVES, "recorded_at"), (BELIEVES, "superseded_at"), (BELIEVES, "head"),
+    ("Change", "recorded_at"),
 )
 INDEXED_RELS = frozenset({BELIEVES})
 
@@ -38,7 +45,7 @@ _ROW = ", ".join(f"r.{name}" for name in ROW_FIELDS) + ", c.text, c.state"
 DAY_MS = 86_400_000
 # Windows tried, in turn, for the latest start at or before a time: the first that holds any
 # start answers; past the last one the key's rows are filtered without a time bound.
-WINDOWS_MS = (DAY_MS, 32 * DAY_MS, 1024 * DAY_MS)
+WINDOWS_MS = (DAY_MS // 24, DAY_MS, 32 * DAY_MS, 1024 * DAY_MS)
 
 # How the index is used. FalkorDB pushes every `r.prop <op> value` on an indexed property into the
 # range-index query. A narrow range or an equality is cheap there; a wide range (say `valid_to >
@@ -46,7 +53,6 @@ WINDOWS_MS = (DAY_MS, 32 * DAY_MS, 1024 * DAY_MS)
 # with the whole graph. So only the key, equalities and narrow windows are pushed; the other
 # bounds are written `r.prop + 0 <op> value`, which the planner leaves to a filter over the few
 # rows the index returned.
-_VISIBLE_LATE = "r.recorded_at + 0 <= $known AND r.superseded_at + 0 > $known"
 
 
 def belief_key(agent: str, topic: str) -> str:
@@ -64,6 +70,12 @@ def _visibility(where: list[str], params: dict[str, Any], known: int | None) -> 
     else:
         where += ["r.superseded_at > $known", "r.recorded_at + 0 <= $known"]
         params["known"] = known
+
+
+def head(key: str) -> Query:
+    """The current open-ended interval of `key` (the one row whose `head` is the key)."""
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.head = $key RETURN {_ROW}", {"key": key},
+                 read_only=True)
 
 
 def open_interval(key: str, t: int, known: int | None) -> Query:
@@ -93,22 +105,28 @@ def latest_start(key: str, t: int, known: int | None, window: int | None) -> Que
 
 def first_start_after(key: str, t: int, known: int) -> Query:
     """The interval of `key` with the earliest start after `t`, as recorded at `known`."""
-    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND r.valid_from + 0 > $t AND "
-                 f"{_VISIBLE_LATE} RETURN {_ROW} ORDER BY r.valid_from ASC LIMIT 1",
-                 {"key": key, "t": t, "known": known}, read_only=True)
+    where, params = ["r.key = $key", "r.valid_from > $t"], {"key": key, "t": t}
+    _visibility(where, params, known)
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE {' AND '.join(where)} RETURN {_ROW} "
+                 "ORDER BY r.valid_from ASC LIMIT 1", params, read_only=True)
 
 
 def agent_covering(agent: str, t: int, known: int) -> Query:
-    """Every interval of `agent` holding at `t`, as recorded at `known` (one per topic)."""
-    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.agent = $agent AND r.valid_from + 0 <= $t "
-                 f"AND r.valid_to + 0 > $t AND {_VISIBLE_LATE} RETURN {_ROW}",
-                 {"agent": agent, "t": t, "known": known}, read_only=True)
+    """Every interval of `agent` holding at `t`, as recorded at `known` (one per topic). The
+    `valid_to > t` bound is pushed: narrow for a recent `t` (the sentinel and the few later ends)."""
+    where = ["r.agent = $agent", "r.valid_to > $t", "r.valid_from + 0 <= $t"]
+    params: dict[str, Any] = {"agent": agent, "t": t}
+    _visibility(where, params, known)
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE {' AND '.join(where)} RETURN {_ROW}",
+                 params, read_only=True)
 
 
 def visible(key: str, known: int) -> Query:
     """The whole timeline of `key` as recorded at `known`."""
-    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND {_VISIBLE_LATE} RETURN {_ROW}",
-                 {"key": key, "known": known}, read_only=True)
+    where, params = ["r.key = $key"], {"key": key}
+    _visibility(where, params, known)
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE {' AND '.join(where)} RETURN {_ROW}",
+                 params, read_only=True)
 
 
 def current_overlapping(key: str, start: int, end: int) -> Query:
@@ -154,7 +172,8 @@ def ensure_subjects(agent: str, topic: str, claim: str) -> Query:
 def supersede(key: str, starts: Sequence[int], at: int) -> Query:
     """Close the transaction time of the current intervals of `key` starting at `starts`."""
     return Query(f"UNWIND $starts AS s MATCH ()-[r:{BELIEVES}]->() WHERE r.key = $key AND "
-                 "r.superseded_at = $open AND r.valid_from = s SET r.superseded_at = $at",
+                 "r.superseded_at = $open AND r.valid_from = s SET r.superseded_at = $at, "
+                 "r.head = null",
                  {"key": key, "starts": list(starts), "open": OPEN, "at": at})
 
 

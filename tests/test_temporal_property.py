@@ -252,12 +252,14 @@ def test_reads_match_the_reference(store: Rippl, steps: list[Any], without: set[
             got = [out(b) for b in store.timeline(agent, topic, known_at=tx(known))]
             assert got == segments(ref.cells(key, known)), (key, known)
             assert all(a[2] is not None and a[2] <= b[1] for a, b in itertools.pairwise(got))
-        for known in (knowns[len(knowns) // 2], knowns[-1]):
+        for known in (knowns[len(knowns) // 2], knowns[-1], None):  # None: known now
+            cells = ref.cells(key, knowns[-1] if known is None else known)
             for t in range(D):  # at each start, and between it and the next (or long after)
                 later = valid(t + 1) if t + 1 < D else valid(t) + timedelta(days=5000)
                 for moment in (valid(t), valid(t) + (later - valid(t)) / 2):
-                    assert out(store.ask(agent, topic, as_of=moment, known_at=tx(known))) == \
-                        at(ref.cells(key, known), t), (key, t, known, moment)
+                    got = store.ask(agent, topic, as_of=moment,
+                                    known_at=None if known is None else tx(known))
+                    assert out(got) == at(cells, t), (key, t, known, moment)
         known = knowns[-1]
         for t in (0, D // 2, D - 1):
             try:
