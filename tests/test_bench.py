@@ -249,6 +249,20 @@ def test_runner_and_report_on_a_toy_config(tmp_path: Path) -> None:
         assert f"](img/{name})" in text
 
 
+def test_a_failing_suite_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    config = Config.tiny_config()
+    config.sizes, config.backends, config.lattice_depth = [], ("embedded",), 0  # depth 0 raises
+    steps: list[str] = []
+    results = runner.run(config, step=steps.append, workdir=tmp_path)
+    assert len(steps) == runner.total_steps(config)
+    assert "lattice" in results["failures"] and "depth" in results["failures"]["lattice"]
+    assert results["lattice"] == {}
+    assert results["waves"]["embedded"]["retract"]["nodes_changed"] == [41]
+    text = report.render(results, tmp_path / "img", "img/")
+    assert "**lattice failed**" in text
+    assert "## Retraction waves and the review gate" in text
+
+
 def test_foreign_sections_are_kept_verbatim() -> None:
     existing = ("# Benchmarks\nintro\n## Summary\nx\n## LangGraph adapter\n\n| a | b |\n\n"
                 "### detail\nmore\n## Method\ny\n")

@@ -466,6 +466,8 @@ def _misses_why(results: Mapping[str, Any]) -> str:
     if lattice and lattice["rippl"]["p50_ms"] > TARGETS["lattice_ms"]:
         notes.append(f"- **blast_radius on the lattice** takes {ms(lattice['rippl']['p50_ms'])}: "
                      f"one round trip per level, {lattice['depth']} levels.")
+    for name, error in (results.get("failures") or {}).items():
+        notes.append(f"- **{name} failed** in this run and is missing from the report: `{error}`")
     if not notes:
         return "## Misses and why\n\nEvery target above was met in this run.\n"
     machine = results.get("machine", {})

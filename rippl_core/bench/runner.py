@@ -43,19 +43,56 @@ def run(config: Config, *, step: Step | None = None, workdir: Path | None = None
                  "quick": config.quick, "config": _config_dict(config)},
         "machine": machine.describe(),
     }
-    results["scale"] = [_scale(size, config, say, workdir) for size in config.sizes]
-    results["lattice"] = _per_backend(config, say, workdir, "lattice", suites.lattice)
-    results["lattice"]["in_process"] = suites.lattice_baselines(config)
-    results["waves"] = _per_backend(config, say, workdir, "waves", suites.waves)
-    say("receipts on embedded")
-    with backend("embedded", workdir) as db:
-        results["receipts"] = suites.receipts(db, config)
-        results["machine"].update(db.info())
-    results["ablation"] = _ablation(config, say, workdir, incident)
+    failures: dict[str, str] = {}
+    results["failures"] = failures
+    step_now = _Counter(say)
+
+    def guarded[T](name: str, fn: Callable[[], T], steps: int) -> T | None:
+        """Run one suite; a failure is recorded (its remaining steps skipped), never fatal."""
+        start = step_now.count
+        try:
+            return fn()
+        except Exception as exc:
+            failures[name] = f"{type(exc).__name__}: {exc}"
+            for _ in range(max(0, steps - (step_now.count - start))):
+                step_now(f"{name}: failed, skipped")
+            return None
+
+    backends = len(config.backends)
+    scale = [guarded(f"scale {size}", lambda size=size: _scale(size, config, step_now, workdir),
+                     3 + 3 * backends) for size in config.sizes]
+    results["scale"] = [s for s in scale if s is not None]
+    results["lattice"] = guarded("lattice", lambda: _per_backend(
+        config, step_now, workdir, "lattice", suites.lattice), backends) or {}
+    if results["lattice"]:
+        results["lattice"]["in_process"] = suites.lattice_baselines(config)
+    results["waves"] = guarded("waves", lambda: _per_backend(
+        config, step_now, workdir, "waves", suites.waves), backends) or {}
+
+    def receipts() -> dict[str, Any]:
+        step_now("receipts on embedded")
+        with backend("embedded", workdir) as db:
+            results["machine"].update(db.info())
+            return suites.receipts(db, config)
+
+    results["receipts"] = guarded("receipts", receipts, 1) or {}
+    results["ablation"] = guarded("ablation", lambda: _ablation(config, step_now, workdir,
+                                                                incident), 3) or {}
     results["machine"]["load_average_end"] = machine.load_average()
     results["meta"]["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     results["meta"]["duration_s"] = time.perf_counter() - started
     return results
+
+
+class _Counter:
+    """Passes progress labels on and counts them."""
+
+    def __init__(self, say: Step) -> None:
+        self.say, self.count = say, 0
+
+    def __call__(self, label: str) -> None:
+        self.count += 1
+        self.say(label)
 
 
 def _config_dict(config: Config) -> dict[str, Any]:
