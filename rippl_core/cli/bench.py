@@ -43,10 +43,10 @@ def bench_cmd(
     ] = None,
     server: Annotated[bool, typer.Option(help="Also measure over a FalkorDB server on a loopback "
                                               "TCP port.")] = True,
-    external: Annotated[bool | None, typer.Option(
-        help="Also run the other benchmarks (benchmarks/bench_*.py), which write their own "
-             "results/<name>.json (default: on for a full run; off with --quick, which then "
-             "reports their recorded results as they are).")] = None,
+    external: Annotated[bool, typer.Option(
+        help="Also run the other benchmarks first (benchmarks/bench_*.py, with --quick when "
+             "quick), which rewrite their own results/<name>.json. Without it their recorded "
+             "results are reported as they are.")] = False,
 ) -> None:
     """Benchmark Rippl against the article's *1..N query, SQLite, networkx and retrieval."""
     missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
@@ -64,7 +64,7 @@ def bench_cmd(
         config.sizes = parse_sizes(sizes)
     if not server:
         config.backends = ("embedded",)
-    scripts = runner.external_scripts() if (external if external is not None else not quick) else []
+    scripts = runner.external_scripts() if external else []
     json_path = out / (runner.QUICK_RESULTS_NAME if quick else runner.RESULTS_NAME)
     report_path = report or (out / "quick" / "benchmarks.md" if quick else Path("docs/benchmarks.md"))
     console.print(f"Rippl bench{' --quick' if quick else ''}: sizes "
