@@ -14,8 +14,10 @@ os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
-from rippl_core import AsyncRippl, Rippl  # noqa: E402
-from rippl_core.testing import FalkorDBServer, start_falkordb_server  # noqa: E402
+import contextlib
+
+from rippl_core import AsyncRippl, Rippl
+from rippl_core.testing import FalkorDBServer, start_falkordb_server
 
 BACKENDS = ["embedded", "server"]
 
@@ -62,10 +64,8 @@ def open_rippl(backend: dict[str, object]) -> Iterator[Callable[..., Rippl]]:
 def drop_graph(handle: Rippl) -> None:
     for key in handle.redis.keys(f"rippl:{handle.graph}:*"):
         handle.redis.delete(key)
-    try:
+    with contextlib.suppress(Exception):
         handle.redis.execute_command("GRAPH.DELETE", handle.graph)
-    except Exception:
-        pass
 
 
 @pytest.fixture
