@@ -164,15 +164,22 @@ def bench_ask_size(rippl: Rippl, size: int, samples: int, base: int) -> dict[str
         agent, topic, t, known = past_points.pop()
         rippl.ask(agent, topic, as_of=t, known_at=known)
 
+    current_pairs = [rng.randrange(pairs) for _ in range(samples)]
+
+    def ask_current() -> None:
+        p = current_pairs.pop()
+        assert rippl.ask(f"agent-{p % AGENTS}", f"topic-{p}") is not None
+
     timed(lambda: rippl.ask("agent-0", "topic-0", as_of=datetime.now(UTC)), 50)  # warm up
     now = summary(timed(ask_now, samples))
     past = summary(timed(ask_past, samples))
+    current = summary(timed(ask_current, samples))
     plan = rippl.redis.execute_command(
         "GRAPH.EXPLAIN", rippl.graph,
         tq.latest_start(tq.belief_key("agent-0", "topic-0"), base, base, tq.DAY_MS).command())
     progress(f"  {edges:,} intervals: ask p50 {now['p50_ms']} ms, p99 {now['p99_ms']} ms")
     return {"intervals": edges, "pairs": pairs, "load_s": round(load_s, 2),
-            "ask_known_now": now, "ask_known_past": past,
+            "ask_known_now": now, "ask_known_past": past, "ask_current": current,
             "found_ratio": round(found / samples, 3), "plan": [line.strip() for line in plan]}
 
 
@@ -327,20 +334,28 @@ def markdown(results: dict[str, Any]) -> str:
              "wall-clock through the public Python API (a round trip to the embedded server over "
              "its unix socket included).", "",
              "**`ask(agent, topic, as_of=T)`** (target: p50 <= 1 ms embedded, growing at most "
-             "logarithmically). Each (agent, topic) has 50 adoptions; each adoption leaves its "
-             "closed interval and the superseded version it replaced, so the intervals include "
-             "transaction-time history. 2 round trips per ask when the belief has evidence, 1 "
-             "here; random pairs and valid times:", "",
+             "logarithmically). Each (agent, topic) has 50 adoptions, one an hour; each adoption "
+             "leaves its closed interval and the superseded version it replaced, so the intervals "
+             "include transaction-time history. Random pairs and random valid times in their "
+             "history (so not the current belief, which is a single exact lookup); known now, and "
+             "known at a random past time:", "",
              "| belief intervals | load (s) | ask p50 / p99, known now (ms) | "
-             "ask p50 / p99, known at a past time (ms) |", "|---|---|---|---|"]
+             "ask p50 / p99, known at a past time (ms) | the belief held now (ms) |",
+             "|---|---|---|---|---|"]
     for row in results["ask"]:
+        current = _p(row["ask_current"]) if "ask_current" in row else "n/a"
         lines.append(f"| {row['intervals']:,} | {row['load_s']} | {_p(row['ask_known_now'])} | "
-                     f"{_p(row['ask_known_past'])} |")
+                     f"{_p(row['ask_known_past'])} | {current} |")
     plan = " -> ".join(reversed(results["ask"][-1]["plan"])) if results["ask"] else ""
-    lines += ["", f"Query plan of the as-of read: `{plan}` — one scan of the BELIEVES range "
-                  "index with the agent-topic key and the four time bounds as index predicates "
-                  "(open ends are stored as a far-future sentinel, not null, so no OR leaves the "
-                  "index).", ""]
+    lines += ["", "Index path: the belief held at T is the still-open interval if it started by T "
+                  "(as known now: the one edge whose `head` is the agent-topic key, an exact "
+                  "lookup), else the interval with the latest start at or before T, searched in "
+                  "windows of 1 hour, 1 day, 32 days, 1024 days, then unbounded: each query is one "
+                  f"scan of the BELIEVES range index (`{plan}`) with the key and a narrow "
+                  "`valid_from` range pushed into it, the other bounds filtered on the few rows it "
+                  "returns. Pushing the wide bounds too (`valid_to > T`, `recorded_at <= K`) made "
+                  "the index intersect thousands of numeric ranges: 5 ms p50 at 1M intervals "
+                  "instead of well under 1 ms.", ""]
     t = results["timeline"]
     lines += [f"**A topic with {t['changes']:,} changes** ({t['edges']:,} BELIEVES edges with the "
               "superseded versions), written through `believe()`:", "",
