@@ -17,6 +17,7 @@ from typing import Any
 
 from rippl_core import queries
 from rippl_core.errors import InvalidInputError, NotFoundError
+from rippl_core.temporal_queries import creation_records
 from rippl_core.timeutil import from_ms
 from rippl_core.tms import Premise, Region, label
 from rippl_core.vocabulary import Kind, State, edge_type
@@ -162,11 +163,10 @@ def commit_labels(change: Change, labels: dict[str, State], old: dict[str, State
     for chunk in queries.chunks(transitions):
         commit.queries.append(queries.set_states(chunk, at=at, now=now, cause=cause,
                                                  review=review))
-    created = [{"id": node, "kind": props["kind"], "before": None, "after": labels[node].value}
+    created = [{"id": node, "kind": props["kind"], "after": labels[node].value}
                for node, props in change.new_nodes.items()]
     for chunk in queries.chunks(created):  # each new node's first state (before=null): history
-        commit.queries.append(queries.set_states(chunk, at=at, now=now, cause=cause,
-                                                 review=review))
+        commit.queries.append(creation_records(chunk, at=at, now=now, cause=cause, review=review))
     commit.events.extend(_state_event(t, cause, review, now) for t in transitions)
     return commit
 

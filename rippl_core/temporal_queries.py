@@ -183,6 +183,14 @@ def insert(rows: Sequence[Mapping[str, Any]]) -> Query:
                  f"CREATE (a)-[r:{BELIEVES}]->(c) SET r = row", {"rows": list(rows)})
 
 
+def creation_records(rows: Sequence[Mapping[str, Any]], *, at: int, now: int, cause: str,
+                     review: str | None) -> Query:
+    """The first status record of new nodes (`before` null): rows of {id, kind, after}."""
+    return Query("UNWIND $rows AS r CREATE (:Change {node: r.id, kind: r.kind, after: r.after, "
+                 "valid_from: $at, recorded_at: $now, cause: $cause, review: $review})",
+                 {"rows": list(rows), "at": at, "now": now, "cause": cause, "review": review})
+
+
 def changes_of(ids: Sequence[str], known: int) -> Query:
     """Status changes of `ids` recorded by `known`."""
     return Query("UNWIND $ids AS id MATCH (ch:Change {node: id}) WHERE ch.recorded_at <= $known "
