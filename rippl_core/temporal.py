@@ -32,12 +32,11 @@ from rippl_core import preflight, queries
 from rippl_core import temporal_queries as tq
 from rippl_core.engine import Commit, Op
 from rippl_core.errors import InvalidInputError, NotFoundError
-from rippl_core.models import Blocker, Policy, ToolCall, Transition, Verdict
-from rippl_core.temporal_models import Belief, BeliefChange, StatusChange, WhatIf, WhatIfRetracted
+from rippl_core.models import Blocker, Policy, ToolCall, Verdict
+from rippl_core.temporal_models import Belief, BeliefChange, StatusChange
 from rippl_core.timeutil import TimeLike, from_ms, now_ms, to_ms
-from rippl_core.tms import Premise, Region, label
 from rippl_core.validation import check_id, check_ids, check_text
-from rippl_core.vocabulary import RETRACTABLE, Kind, State, public_status
+from rippl_core.vocabulary import Kind, State, public_status
 from rippl_core.walk import walk
 from rippl_core.wire import Query
 
@@ -126,11 +125,11 @@ def _row(record: Sequence[Any]) -> Row:
                text=text or "", claim_state=state or State.IN.value)
 
 
-def _rows(records: Iterable[Sequence[Any]]) -> list[Row]:
+def rows_of(records: Iterable[Sequence[Any]]) -> list[Row]:
     return sorted((_row(r) for r in records), key=lambda r: (r.valid_from, r.topic, r.recorded_at))
 
 
-def _evidence_states(rows: Iterable[Row]) -> Op[dict[str, str]]:
+def evidence_states(rows: Iterable[Row]) -> Op[dict[str, str]]:
     ids = sorted({e for row in rows for e in row.evidence})
     states: dict[str, str] = {}
     for start in range(0, len(ids), READ_CHUNK):
@@ -158,11 +157,11 @@ def belief_model(row: Row, evidence_states: Mapping[str, str],
 
 
 def _beliefs(rows: Sequence[Row]) -> Op[list[Belief]]:
-    states = yield from _evidence_states(rows)
+    states = yield from evidence_states(rows)
     return [belief_model(row, states) for row in rows]
 
 
-def _subject(agent: str, topic: str) -> tuple[str, str, str]:
+def subject(agent: str, topic: str) -> tuple[str, str, str]:
     agent = check_id(agent, what="agent")
     topic = check_id(topic, what="topic")
     return agent, topic, tq.belief_key(agent, topic)
@@ -209,13 +208,13 @@ def covering(key: str, t: int, known: int | None) -> Op[Row | None]:
     growing width find that start with narrow index ranges (see temporal_queries); the first
     window holding a start answers."""
     records = yield (tq.head(key) if known is None else tq.open_interval(key, t, known))
-    opened = _rows(records)
+    opened = rows_of(records)
     if opened and opened[-1].valid_from <= t:
         return opened[-1]
     for window in (*tq.WINDOWS_MS, None):
         records = yield tq.latest_start(key, t, known, window)
         if records:
-            row = _rows(records)[0]
+            row = rows_of(records)[0]
             return row if row.valid_to > t else None
     return None
 
@@ -244,7 +243,7 @@ def _note(note: str | None) -> str | None:
 def believe(agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | None,
             recorded_at: TimeLike | None, evidence: Sequence[str], note: str | None) -> Op[Belief]:
     """The agent adopts `claim_id` about `topic` from `valid_from` (default: when recorded)."""
-    agent, topic, key = _subject(agent, topic)
+    agent, topic, key = subject(agent, topic)
     claim_id = check_id(claim_id, what="claim id")
     evidence_ids = check_ids(evidence, what="evidence")
     note = _note(note)
@@ -267,7 +266,7 @@ def believe(agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | Non
     new = Row(agent, topic, claim_id, start, end, tx, evidence=tuple(evidence_ids), note=note,
               cause="believe", text=text, claim_state=claim_state)
     if same and covering is not None:
-        states.update((yield from _evidence_states([covering])))
+        states.update((yield from evidence_states([covering])))
     superseded, inserted = [], []
     if covering is not None:
         superseded.append(covering)
@@ -282,7 +281,7 @@ def retract_belief(agent: str, topic: str, *, at: TimeLike | None, reason: str |
                    recorded_at: TimeLike | None) -> Op[Belief | None]:
     """The agent stops believing what it held about `topic` at `at` (default: when recorded).
     Returns the closed interval, or None when nothing was believed then."""
-    agent, topic, key = _subject(agent, topic)
+    agent, topic, key = subject(agent, topic)
     reason = check_text(reason, what="reason") if reason is not None else None
     now = now_ms()
     tx = _transaction_time(recorded_at, now)
@@ -293,7 +292,7 @@ def retract_belief(agent: str, topic: str, *, at: TimeLike | None, reason: str |
         return None
     closed = replace(covering, valid_to=end, recorded_at=tx, reason=reason)
     withdrawn = covering.valid_from >= end  # it had only just started: the whole interval goes
-    states = yield from _evidence_states([covering])
+    states = yield from evidence_states([covering])
     yield _write(agent, topic, None, key, [covering], [] if withdrawn else [closed], tx)
     return belief_model(replace(covering, superseded_at=tx) if withdrawn else closed, states)
 
@@ -303,7 +302,7 @@ def revise(agent: str, topic: str, claim_id: str, *, valid_from: TimeLike | None
            recorded_at: TimeLike | None) -> Op[Belief]:
     """Correct history: over [valid_from, valid_to) the agent held `claim_id` (valid_to None: from
     valid_from on). Rows overlapping it are superseded; their parts outside it are kept."""
-    agent, topic, key = _subject(agent, topic)
+    agent, topic, key = subject(agent, topic)
     claim_id = check_id(claim_id, what="claim id")
     evidence_ids = tuple(check_ids(evidence, what="evidence"))
     note = _note(note)
@@ -316,7 +315,7 @@ def revise(agent: str, topic: str, claim_id: str, *, valid_from: TimeLike | None
     text, claim_state, states = yield from _claim_and_evidence(claim_id, evidence_ids)
     yield from _forward_only(key, tx)
     records = yield tq.current_overlapping(key, start, end)
-    overlapping = _rows(records)
+    overlapping = rows_of(records)
     new = Row(agent, topic, claim_id, start, end, tx, evidence=evidence_ids, note=note,
               cause="revise", text=text, claim_state=claim_state)
     if len(overlapping) == 1 and _same_interval(overlapping[0], new):
@@ -341,7 +340,7 @@ def _same_interval(row: Row, new: Row) -> bool:
 # ------------------------------------------------------------------------------------- reads
 
 
-def _read_times(as_of: TimeLike | None, known_at: TimeLike | None) -> tuple[int, int]:
+def read_times(as_of: TimeLike | None, known_at: TimeLike | None) -> tuple[int, int]:
     now = now_ms()
     return ms(as_of, name="as_of", default=now), ms(known_at, name="known_at", default=now)
 
@@ -355,8 +354,8 @@ def _as_known(known: int) -> int | None:
 def ask(agent: str, topic: str, *, as_of: TimeLike | None,
         known_at: TimeLike | None) -> Op[Belief | None]:
     """What the agent believed about `topic` at valid time `as_of`, as recorded at `known_at`."""
-    _, _, key = _subject(agent, topic)
-    t, known = _read_times(as_of, known_at)
+    _, _, key = subject(agent, topic)
+    t, known = read_times(as_of, known_at)
     row = yield from covering(key, t, _as_known(known))
     if row is None:
         return None
@@ -367,19 +366,19 @@ def ask(agent: str, topic: str, *, as_of: TimeLike | None,
 def beliefs(agent: str, *, as_of: TimeLike | None, known_at: TimeLike | None) -> Op[list[Belief]]:
     """Everything the agent believed at `as_of` (one belief per topic), as recorded at `known_at`."""
     agent = check_id(agent, what="agent")
-    t, known = _read_times(as_of, known_at)
+    t, known = read_times(as_of, known_at)
     records = yield tq.agent_covering(agent, t, known)
-    rows = sorted(_rows(records), key=lambda r: r.topic)
+    rows = sorted(rows_of(records), key=lambda r: r.topic)
     result = yield from _beliefs(rows)
     return result
 
 
 def timeline(agent: str, topic: str, *, known_at: TimeLike | None) -> Op[list[Belief]]:
     """Every interval of the agent's belief about `topic`, oldest first, as recorded at `known_at`."""
-    _, _, key = _subject(agent, topic)
+    _, _, key = subject(agent, topic)
     known = ms(known_at, name="known_at", default=now_ms())
     records = yield tq.visible(key, known)
-    result = yield from _beliefs(_rows(records))
+    result = yield from _beliefs(rows_of(records))
     return result
 
 
@@ -387,17 +386,17 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
                 known_at: TimeLike | None) -> Op[BeliefChange]:
     """The change of belief nearest `at` (ties: the earlier): the belief just before and from then
     on, the evidence that arrived, and any retracted evidence source."""
-    agent, topic, key = _subject(agent, topic)
+    agent, topic, key = subject(agent, topic)
     t = _required_time(at, name="at")
     known = ms(known_at, name="known_at", default=now_ms())
     held = yield from covering(key, t, _as_known(known))
     last, first = ([held] if held is not None else []), []
     if held is None:  # t falls in a gap, or before or after everything: find the neighbours
         for window in (*tq.WINDOWS_MS, None):
-            last = _rows((yield tq.latest_start(key, t, known, window)))
+            last = rows_of((yield tq.latest_start(key, t, known, window)))
             if last:
                 break
-        first = _rows((yield tq.first_start_after(key, t, known)))
+        first = rows_of((yield tq.first_start_after(key, t, known)))
     # an interval covering t bounds the nearest changes: its start and its end
     points = [p for row in last for p in (row.valid_from, row.valid_to) if p < tq.OPEN]
     points += [row.valid_from for row in first]
@@ -526,7 +525,7 @@ def check_at(target: str | ToolCall, policy: Policy, *, as_of: TimeLike | None,
 
     The graph's structure is today's; each node's status is read from its recorded history.
     """
-    t, known = _read_times(as_of, known_at)
+    t, known = read_times(as_of, known_at)
     when = f"on {_iso(t)} (as known at {_iso(known)})"
     call = target if isinstance(target, ToolCall) else None
     if call is not None:
@@ -577,7 +576,7 @@ def blockers_at(node_id: str, t: int, known: int) -> Op[list[Blocker]]:
     `t` as known at `known`, each with its trail to the node through premises that were not IN."""
     visits = yield from walk([node_id], down=False)
     ids = [node_id, *visits]
-    antecedents, _ = yield from _support(ids, tq.step_up_all)
+    antecedents, _ = yield from support_of(ids, tq.step_up_all)
     states = yield from states_at(ids, t, known)
 
     def state(n: str) -> State:
@@ -616,10 +615,7 @@ def blockers_at(node_id: str, t: int, known: int) -> Op[list[Blocker]]:
     return sorted(blockers, key=lambda b: (len(b.trail), b.premise))
 
 
-# ------------------------------------------------------------------------------ counterfactuals
-
-
-def _support(ids: Sequence[str], query: Callable[[Sequence[str]], Query]) -> Op[
+def support_of(ids: Sequence[str], query: Callable[[Sequence[str]], Query]) -> Op[
         tuple[dict[str, list[list[str]]], dict[str, tuple[Any, ...]]]]:
     """Justifications of `ids` (antecedent lists grouped by the edge's justification key), and
     the query's extra columns for each antecedent."""
@@ -633,195 +629,3 @@ def _support(ids: Sequence[str], query: Callable[[Sequence[str]], Query]) -> Op[
     justs = {node: [a for _, a in sorted(groups.items(), key=lambda kv: str(kv[0]))]
              for node, groups in grouped.items()}
     return justs, extra
-
-
-def claims_without(claims: Sequence[str], removed: Sequence[str]) -> Op[dict[str, State]]:
-    """The state each of `claims` would have had `removed` (sources) never existed.
-
-    A claim's state depends only on what is upstream of it, so this reads the claims' ancestry
-    (claims and sources; usually a handful of nodes, whatever the size of the graph) and relabels
-    it with the removed sources taken out. Reads only."""
-    if not claims:
-        return {}
-    records = yield tq.region(claims)
-    premises = {r[0]: Premise(bool(r[3]), int(r[4] or 0)) for r in records}
-    region = Region()
-    frontier = list(premises)
-    while frontier:
-        justs, extra = yield from _support(frontier, tq.claim_support)
-        region.justifications.update(justs)
-        frontier = [a for a in extra if a not in premises]
-        premises.update({a: Premise(bool(extra[a][0]), int(extra[a][1] or 0)) for a in frontier})
-    gone = set(removed)
-    region.nodes = {n: Premise(p.retracted or n in gone, p.pending) for n, p in premises.items()}
-    labels = label(region)
-    return {claim: labels[claim] for claim in claims if claim in labels}
-
-
-NodeInfo = tuple[str, str, bool, int]  # kind, stored state, retracted, pending reviews
-
-
-def _region_by_walk(removed: Sequence[str], limit: int) -> Op[dict[str, NodeInfo] | None]:
-    """The nodes downstream of `removed` (and themselves), level by level; None as soon as there
-    are more than `limit` of them."""
-    records = yield tq.region(removed)
-    info: dict[str, NodeInfo] = {r[0]: (r[1], r[2], bool(r[3]), int(r[4] or 0)) for r in records}
-    frontier = list(info)
-    while frontier:
-        records = yield queries.step_down(frontier)
-        frontier = []
-        for _parent, node, kind, state, retracted, pending in records:
-            if node not in info:
-                info[node] = (kind, state, bool(retracted), int(pending or 0))
-                frontier.append(node)
-        if len(info) > limit:
-            return None
-    return info
-
-
-def _region_by_scan(removed: Sequence[str]) -> Op[tuple[dict[str, NodeInfo],
-                                                        dict[str, list[list[str]]],
-                                                        dict[str, State]]]:
-    """The same region from one read of every causal node and edge: for a region that is a large
-    part of the graph this beats one indexed lookup per node."""
-    top = (yield tq.MAX_NODE_ID)[0][0]
-    nodes: dict[str, NodeInfo] = {}
-    edges: list[tuple[str, str, Any]] = []
-    for low in range(0, (top or 0) + 1, SCAN_CHUNK):
-        for r in (yield tq.nodes_in_id_range(low, low + SCAN_CHUNK)):
-            nodes[r[0]] = (r[1], r[2], bool(r[3]), int(r[4] or 0))
-        edges += (yield tq.edges_in_id_range(low, low + SCAN_CHUNK))
-    children: dict[str, list[str]] = defaultdict(list)
-    for antecedent, node, _j in edges:
-        children[antecedent].append(node)
-    seen = {n for n in removed if n in nodes}
-    frontier = list(seen)
-    while frontier:
-        reached = []
-        for node in frontier:
-            for child in children.get(node, ()):
-                if child not in seen:
-                    seen.add(child)
-                    reached.append(child)
-        frontier = reached
-    grouped: dict[str, dict[Any, list[str]]] = defaultdict(lambda: defaultdict(list))
-    outside: dict[str, State] = {}
-    for antecedent, node, j in edges:
-        if node in seen:
-            grouped[node][j].append(antecedent)
-            if antecedent not in seen:
-                outside[antecedent] = State(nodes[antecedent][1])
-    justs = {n: [a for _, a in sorted(g.items(), key=lambda kv: str(kv[0]))]
-             for n, g in grouped.items()}
-    return {n: nodes[n] for n in seen}, justs, outside
-
-
-BULK_REGION = 5_000  # a region larger than this is read with one scan of the causal graph
-SCAN_CHUNK = 25_000  # internal node ids per query of that scan
-
-
-def counterfactual_labels(removed: Sequence[str]) -> Op[
-        tuple[dict[str, State], dict[str, tuple[str, str]]]]:
-    """States of everything downstream of `removed` had those nodes been retracted, and the
-    (kind, stored state) of each. Linear in the region (a walk down and a read of its support),
-    or, once the region passes `BULK_REGION` nodes, in the graph (one scan of its nodes and
-    edges). Reads only; writes nothing."""
-    info = yield from _region_by_walk(removed, BULK_REGION)
-    if info is not None:
-        justs, extra = yield from _support(list(info), tq.support)
-        outside = {a: State(rest[0]) for a, rest in extra.items() if a not in info}
-    else:
-        info, justs, outside = yield from _region_by_scan(removed)
-    gone = set(removed)
-    region = Region(outside=outside)
-    for node, (_kind, _state, retracted, pending) in info.items():
-        region.nodes[node] = Premise(retracted or node in gone, pending)
-        region.justifications[node] = justs.get(node, [])
-    return label(region), {n: (k, s) for n, (k, s, _, _) in info.items()}
-
-
-def _require_kinds(ids: Sequence[str], kinds: Sequence[Kind], what: str) -> Op[None]:
-    records = yield tq.node_briefs(ids)
-    found = {r[0]: r[1] for r in records}
-    missing = [i for i in ids if i not in found]
-    if missing:
-        raise NotFoundError(f"{what} not found: {', '.join(missing)}; check the ids")
-    names = " or ".join(k.value.lower() for k in kinds)
-    wrong = [i for i in ids if found[i] not in {k.value for k in kinds}]
-    if wrong:
-        raise InvalidInputError(f"{what} must be {names} ids; {', '.join(wrong)} "
-                                f"{'is' if len(wrong) == 1 else 'are'} not")
-
-
-def counterfactual_rows(rows: Sequence[Row], without: set[str],
-                        lost: set[str]) -> tuple[list[Row], list[Row]]:
-    """The timeline had `without` never existed: (kept rows, extended over the dropped ones that
-    followed them and stripped of the removed evidence; dropped rows). A row is dropped when every
-    evidence source behind it is removed, or its claim would lose all support."""
-    ordered = sorted(rows, key=lambda r: r.valid_from)
-
-    def dropped(row: Row) -> bool:
-        return (bool(row.evidence) and set(row.evidence) <= without) or row.claim in lost
-
-    by_start = {r.valid_from: r for r in ordered}
-    kept, gone = [], []
-    for row in ordered:
-        if dropped(row):
-            gone.append(row)
-            continue
-        end = row.valid_to
-        while end in by_start and dropped(by_start[end]):  # the agent keeps its belief instead
-            end = by_start[end].valid_to
-        kept.append(replace(row, valid_to=end,
-                            evidence=tuple(e for e in row.evidence if e not in without)))
-    return kept, gone
-
-
-def what_if(agent: str, topic: str, *, without: Sequence[str], as_of: TimeLike | None,
-            known_at: TimeLike | None) -> Op[WhatIf]:
-    """What the agent would believe about `topic` at `as_of` had the `without` sources never
-    existed, next to what it does believe. Computed from reads only: the graph is not written."""
-    _, _, key = _subject(agent, topic)
-    removed = check_ids(without, what="without")
-    if not removed:
-        raise InvalidInputError("without is empty; name the evidence sources to leave out")
-    t, known = _read_times(as_of, known_at)
-    yield from _require_kinds(removed, [Kind.SOURCE], "without")
-    rows = _rows((yield tq.visible(key, known)))
-    claims = sorted({r.claim for r in rows})
-    labels = yield from claims_without(claims, removed)
-    stored = {r.claim: r.claim_state for r in rows}
-    lost = {c for c, s in labels.items() if s is State.OUT and stored[c] != State.OUT.value}
-    kept, gone = counterfactual_rows(rows, set(removed), lost)
-    actual = [r for r in rows if r.holds_at(t)]
-    alternative = [r for r in kept if r.holds_at(t)]
-    dropped = [r for r in gone if r.valid_from <= t]
-    states = yield from _evidence_states([*actual, *alternative, *dropped])
-    counter = None
-    if alternative:
-        row = alternative[0]
-        counter = belief_model(row, states, labels.get(row.claim))
-    return WhatIf(agent=agent, topic=topic, without=removed, as_of=from_ms(t),  # type: ignore[arg-type]
-                  known_at=from_ms(known),  # type: ignore[arg-type]
-                  actual=belief_model(actual[0], states) if actual else None,
-                  counterfactual=counter, dropped=[belief_model(r, states) for r in dropped],
-                  lost_claims=sorted(lost))
-
-
-def what_if_retracted(claim_ids: Sequence[str]) -> Op[WhatIfRetracted]:
-    """Which nodes would change, and which decisions and actions would be blocked, if these claims
-    (or sources) were retracted. Reads only: the graph is not written."""
-    ids = check_ids(claim_ids, what="claim ids")
-    if not ids:
-        raise InvalidInputError("claim_ids is empty; name the claims to retract hypothetically")
-    yield from _require_kinds(ids, list(RETRACTABLE), "claim ids")
-    labels, stored = yield from counterfactual_labels(ids)
-    transitions = sorted(
-        (Transition(id=n, kind=Kind(stored[n][0]), before=State(stored[n][1]), after=s)
-         for n, s in labels.items() if State(stored[n][1]) is not s),
-        key=lambda tr: tr.id)
-    blocked = {n for n, s in labels.items() if s is not State.IN}
-    return WhatIfRetracted(
-        retracted=ids, transitions=transitions,
-        blocked_decisions=sorted(n for n in blocked if stored[n][0] == Kind.DECISION.value),
-        blocked_actions=sorted(n for n in blocked if stored[n][0] == Kind.ACTION.value))

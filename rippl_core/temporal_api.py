@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rippl_core import temporal
+from rippl_core import temporal, whatif
 from rippl_core.temporal_models import Belief, BeliefChange, StatusChange, WhatIf, WhatIfRetracted
 from rippl_core.timeutil import TimeLike
 
@@ -75,12 +75,12 @@ class TemporalMethods:
                 as_of: TimeLike | None = None, known_at: TimeLike | None = None) -> WhatIf:
         """What the agent would believe had these evidence sources never existed, next to what it
         does believe. Read-only: the live graph is never written."""
-        return self._driver.run(lambda: temporal.what_if(agent, topic, without=without,
+        return self._driver.run(lambda: whatif.what_if(agent, topic, without=without,
                                                          as_of=as_of, known_at=known_at))
 
     def what_if_retracted(self, claim_ids: Sequence[str]) -> WhatIfRetracted:
         """Which decisions and actions would be blocked if these claims were retracted. Read-only."""
-        return self._driver.run(lambda: temporal.what_if_retracted(claim_ids))
+        return self._driver.run(lambda: whatif.what_if_retracted(claim_ids))
 
 
 class AsyncTemporalMethods:
@@ -132,8 +132,8 @@ class AsyncTemporalMethods:
 
     async def what_if(self, agent: str, topic: str, *, without: Sequence[str],
                       as_of: TimeLike | None = None, known_at: TimeLike | None = None) -> WhatIf:
-        return await self._driver.run(lambda: temporal.what_if(agent, topic, without=without,
+        return await self._driver.run(lambda: whatif.what_if(agent, topic, without=without,
                                                                as_of=as_of, known_at=known_at))
 
     async def what_if_retracted(self, claim_ids: Sequence[str]) -> WhatIfRetracted:
-        return await self._driver.run(lambda: temporal.what_if_retracted(claim_ids))
+        return await self._driver.run(lambda: whatif.what_if_retracted(claim_ids))

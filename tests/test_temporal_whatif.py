@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rippl_core import InvalidInputError, NotFoundError, Rippl, State
-from rippl_core import temporal as ops
+from rippl_core import whatif as ops
 from rippl_core.driver import version_key
 from rippl_core.wire import Query, parse
 
