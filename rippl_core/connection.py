@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 import redis.asyncio
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -143,8 +144,16 @@ def _compact_append_only_file(client: Any, timeout: float = 120.0) -> None:
         return
 
 
+QUERY_TIMEOUT = float(os.environ.get("RIPPL_QUERY_TIMEOUT", "120"))
+
+
 def client_kwargs(location: Location, socket_path: str | None) -> dict[str, Any]:
-    common = {"decode_responses": True, "health_check_interval": 30}
+    """Client options. redis-py would resend a command that times out (5 s by default), which
+    could apply a slow write twice; Rippl never resends: a timeout surfaces as UnavailableError
+    (checks deny), and writes are retried only by the driver's WATCH loop, from the start."""
+    common = {"decode_responses": True, "health_check_interval": 30,
+              "socket_timeout": QUERY_TIMEOUT, "socket_connect_timeout": 10,
+              "retry": Retry(NoBackoff(), 0)}
     if socket_path:
         return {"unix_socket_path": socket_path, **common}
     return common
@@ -159,6 +168,8 @@ def sync_client(location: Location, socket_path: str | None = None) -> redis.Red
 
 def async_client(location: Location, socket_path: str | None = None) -> redis.asyncio.Redis:
     """An asyncio redis client for the server holding the graph."""
+    options = {**client_kwargs(location, None if location.url else socket_path),
+               "retry": AsyncRetry(NoBackoff(), 0)}
     if location.url:
-        return redis.asyncio.Redis.from_url(location.url, **client_kwargs(location, None))
-    return redis.asyncio.Redis(**client_kwargs(location, socket_path))
+        return redis.asyncio.Redis.from_url(location.url, **options)
+    return redis.asyncio.Redis(**options)
