@@ -85,10 +85,14 @@ def print_verdict(verdict: Verdict) -> None:
 @command("check")
 def check_cmd(ctx: typer.Context, target: str,
               at_risk: str = typer.Option("block", help="block or allow at-risk premises."),
+              as_of: str | None = typer.Option(None, "--as-of", help="Was it allowed at this time "
+                                                                     "(ISO-8601 with offset)?"),
+              known_at: str | None = typer.Option(None, "--known-at", help="...as known at this "
+                                                                           "time (default now)."),
               json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Pre-flight check of an action or decision. Exit code 2 when denied."""
     with connection(ctx).open() as rippl:
-        verdict = rippl.check(target, at_risk=at_risk)
+        verdict = rippl.check(target, at_risk=at_risk, as_of=as_of, known_at=known_at)
     if json_out:
         console.print_json(verdict.model_dump_json())
     else:
