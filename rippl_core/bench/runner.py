@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,7 +45,8 @@ def run(config: Config, *, step: Step | None = None, workdir: Path | None = None
         "machine": machine.describe(),
     }
     failures: dict[str, str] = {}
-    results["failures"] = failures
+    tracebacks: dict[str, str] = {}
+    results["failures"], results["tracebacks"] = failures, tracebacks
     step_now = _Counter(say)
 
     def guarded[T](name: str, fn: Callable[[], T], steps: int) -> T | None:
@@ -54,6 +56,7 @@ def run(config: Config, *, step: Step | None = None, workdir: Path | None = None
             return fn()
         except Exception as exc:
             failures[name] = f"{type(exc).__name__}: {exc}"
+            tracebacks[name] = traceback.format_exc()[-4000:]
             for _ in range(max(0, steps - (step_now.count - start))):
                 step_now(f"{name}: failed, skipped")
             return None
