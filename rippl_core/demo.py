@@ -109,13 +109,20 @@ def run(rippl: Rippl, console: Console, *, temporal: bool | None) -> None:
     only)."""
     console.print(Panel.fit("Rippl demo: an agent's tool call is vetoed because the premise under "
                             "it was found false", style="bold"))
+    rippl.drop()  # the demo graph starts empty; both stories then live in it side by side
     if temporal is not True:
-        rippl.drop()
         tell_incident_story(rippl, console)
     if temporal is not False:
         from rippl_core import demo_temporal
 
-        rippl.drop()
         demo_temporal.tell_story(rippl, console)
-    console.print("\n[bold green]Done.[/bold green] Explore it yourself: "
-                  f"rippl --graph {rippl.graph} show ACT-001, blast-radius CLM-001, receipts list.")
+    graph = f"rippl --graph {rippl.graph}"
+    console.print("\n[bold green]Done.[/bold green] Explore it yourself:", highlight=False)
+    if temporal is not True:
+        console.print(f"  {graph} show ACT-001 | {graph} blast-radius CLM-001 | {graph} receipts list",
+                      highlight=False)
+    if temporal is not False:
+        from rippl_core.demo_temporal import AGENT, TOPIC
+
+        console.print(f"  {graph} timeline {AGENT} {TOPIC} | {graph} ask {AGENT} {TOPIC} "
+                      "--as-of 2026-10-08T00:00:00Z", highlight=False)
