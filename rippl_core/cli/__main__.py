@@ -1,0 +1,3 @@
+from rippl_core.cli import main
+
+main()
