@@ -16,7 +16,6 @@ one premise), so the runner also counts how often each one agrees with Rippl's v
 from __future__ import annotations
 
 import sqlite3
-import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,29 +53,12 @@ def article_downstream(node_id: str, depth: int = 5) -> Query:
                  "RETURN collect(DISTINCT d.id)", {"id": node_id}, read_only=True)
 
 
-_PATIENT: weakref.WeakKeyDictionary[Any, dict[float, redis.Redis]] = weakref.WeakKeyDictionary()
-
-
-def patient(client: redis.Redis, seconds: float) -> redis.Redis:
-    """A client on the same server whose socket waits `seconds` for a reply (Rippl's own clients
-    give up after a few seconds, shorter than a slow baseline query is allowed to run). Kept
-    while the original client's pool lives, so timings do not include a new connection."""
-    pool = client.connection_pool
-    by_timeout = _PATIENT.setdefault(pool, {})
-    if seconds not in by_timeout:
-        kwargs = {**pool.connection_kwargs, "socket_timeout": seconds}
-        by_timeout[seconds] = redis.Redis(connection_pool=redis.ConnectionPool(
-            connection_class=pool.connection_class, **kwargs))
-    return by_timeout[seconds]
-
-
 def run_query(client: redis.Redis, graph: str, query: Query, *, timeout_ms: int | None = None
               ) -> list[tuple[Any, ...]]:
     """Run a read-only query, aborted by the server after `timeout_ms` (raises TimedOut)."""
     args: list[Any] = ["GRAPH.RO_QUERY", graph, query.command(), "--compact"]
-    if timeout_ms is not None:
+    if timeout_ms is not None:  # Rippl's clients wait RIPPL_QUERY_TIMEOUT (120 s) for a reply
         args += ["TIMEOUT", int(timeout_ms)]
-        client = patient(client, timeout_ms / 1000 + 30)
     try:
         return parse(client.execute_command(*args))
     except redis.ResponseError as exc:

@@ -97,9 +97,11 @@ def backend(name: str, root: Path | None = None) -> Iterator[Backend]:
     """A fresh database of kind `name` ("embedded" or "server"), removed afterwards."""
     folder = Path(tempfile.mkdtemp(prefix=f"rippl-bench-{name}-", dir=root))
     made = Backend(name, folder)
+    pid: int | None = None
     try:
         if name == "embedded":
             made.keeper = Rippl.open(folder / "bench.db", graph="bench-keeper")
+            pid = made.pid
         elif name == "server":
             made.server = start_falkordb_server()
             made.url = made.server.url
@@ -109,4 +111,18 @@ def backend(name: str, root: Path | None = None) -> Iterator[Backend]:
         yield made
     finally:
         made.close()
-        shutil.rmtree(folder, ignore_errors=True)
+        if _stopped(pid):  # never pull the folder from under a server still saving into it
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _stopped(pid: int | None, timeout: float = 600.0) -> bool:
+    """Wait for the embedded server to exit (it saves on its way out); False if it did not."""
+    if pid is None:
+        return True
+    try:
+        psutil.Process(pid).wait(timeout=timeout)
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.TimeoutExpired:
+        return False
+    return True

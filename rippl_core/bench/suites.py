@@ -44,7 +44,7 @@ class Config:
     sizes: list[int] = field(default_factory=lambda: [1_000, 100_000, 1_000_000])
     backends: tuple[str, ...] = ("embedded", "server")
     seed: int = 7
-    batch_nodes: int = 25_000  # a commit must answer within the client's 5 s socket timeout
+    batch_nodes: int = 25_000  # nodes per `load` call (each one atomic commit)
     check_samples: int = 500  # per category
     blast_samples: int = 200
     retract_fraction: float = 0.002  # of the claims, retracted before the checks
