@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,24 @@ class Backend:
         """CPU time (user + system) the FalkorDB server process has used so far."""
         times = psutil.Process(self.pid).cpu_times()
         return float(times.user + times.system)
+
+    def background_persistence(self) -> dict[str, int]:
+        """Whether the server is rewriting its append-only file or saving a snapshot (a forked
+        child competing for the CPU), and how many rewrites it has done."""
+        client = self.keeper.redis if self.keeper is not None else self.handles[0].redis
+        info = client.info("persistence")
+        return {key: int(info.get(key) or 0) for key in (
+            "aof_rewrite_in_progress", "rdb_bgsave_in_progress", "aof_rewrites", "rdb_saves")}
+
+    def settle(self, timeout: float = 300.0) -> float:
+        """Wait until no background rewrite or save is running; the seconds waited."""
+        start = time.perf_counter()
+        while time.perf_counter() - start < timeout:
+            state = self.background_persistence()
+            if not state["aof_rewrite_in_progress"] and not state["rdb_bgsave_in_progress"]:
+                break
+            time.sleep(0.2)
+        return time.perf_counter() - start
 
     def rss_mb(self) -> float:
         """Resident memory of the FalkorDB server process, in MiB."""

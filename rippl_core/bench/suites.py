@@ -195,6 +195,10 @@ def scale_backend(backend: Backend, data: ScaleData, config: Config, step: Step)
         _choose_samples(data, config)
     out["same_wave_as_first_backend"] = changed == data.out
 
+    # steady state: a bulk load makes the embedded server rewrite its append-only file in a
+    # forked child; reads are measured once that is over (the wait and any later one recorded)
+    out["settle_wait_s"] = backend.settle()
+    before = backend.background_persistence()
     check: dict[str, Any] = {}
     truth: dict[str, bool] = {}
     for category, ids in data.samples.items():
@@ -214,6 +218,10 @@ def scale_backend(backend: Backend, data: ScaleData, config: Config, step: Step)
         check["tool_call"] = summary(samples) | {
             "unresolved": sum(1 for v in verdicts if v.target is None)}
     out["check"] = check
+    after = backend.background_persistence()
+    out["background_during_checks"] = {
+        "aof_rewrites": after["aof_rewrites"] - before["aof_rewrites"],
+        "snapshots": after["rdb_saves"] - before["rdb_saves"]}
 
     article: dict[str, Any] = {}
     answers: dict[str, bool] = {}
