@@ -47,6 +47,7 @@ from rippl_langgraph import FalkorDBSaver, add_preflight, guarded_tool_node
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
 from rippl_core import Rippl, ToolCall
+from rippl_core.bench.report import replace_section
 from rippl_core.testing import start_falkordb_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -282,18 +283,6 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def update_docs(section: str) -> None:
-    text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
-    start = text.find(SECTION)
-    if start == -1:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section + ("\n" + text[end + 1:] if end != -1 else "")
-    DOCS.parent.mkdir(parents=True, exist_ok=True)
-    DOCS.write_text(text.rstrip("\n") + "\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs (a smoke run, ~15 s)")
@@ -322,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     section = markdown(results)
     print(section)
     if args.update_docs:
-        update_docs(section)
+        replace_section(DOCS, SECTION, section)
         print(f"updated {DOCS.relative_to(ROOT)}")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
     return 0

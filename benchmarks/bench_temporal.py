@@ -41,6 +41,7 @@ from typing import Any
 
 from rippl_core import Rippl
 from rippl_core import temporal_queries as tq
+from rippl_core.bench.report import replace_section
 from rippl_core.wire import Query
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -388,18 +389,6 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def update_docs(section: str) -> None:
-    text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
-    start = text.find(SECTION)
-    if start == -1:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section + ("\n" + text[end + 1:] if end != -1 else "")
-    DOCS.parent.mkdir(parents=True, exist_ok=True)
-    DOCS.write_text(text.rstrip("\n") + "\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -419,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     section = markdown(results)
     print(section)
     if not args.quick and not args.no_docs:
-        update_docs(section)
+        replace_section(DOCS, SECTION, section)
     return 0
 
 

@@ -915,3 +915,18 @@ def load_extras(results_dir: Path, own: Iterable[str]) -> dict[str, Any]:
         except (OSError, json.JSONDecodeError):
             continue
     return extras
+
+
+def replace_section(docs: Path, heading: str, section: str) -> None:
+    """Write `section` (starting with `heading`, a `## ...` line) into `docs`, replacing the section
+    of that heading if present, else appending it; the other sections stay as they are. Used by the
+    standalone benchmark scripts that own one section of docs/benchmarks.md."""
+    text = docs.read_text() if docs.exists() else "# Benchmarks\n"
+    start = text.find(heading)
+    if start == -1:
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        end = text.find("\n## ", start + len(heading))
+        text = text[:start] + section + ("\n" + text[end + 1:] if end != -1 else "")
+    docs.parent.mkdir(parents=True, exist_ok=True)
+    docs.write_text(text.rstrip("\n") + "\n")
