@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
@@ -152,22 +152,9 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
-        remaining = _limit(limit)
-        args = _list_args(config, before)
-        cursor = None
-        while remaining is None or remaining > 0:
-            size = _page_size(remaining, filter)
-            page = self._driver.run(lambda cursor=cursor, size=size: self._ops.page(
-                **args, cursor=cursor, filter=filter, limit=size))
-            for found in page.tuples:
-                if remaining is not None:
-                    if remaining <= 0:
-                        return
-                    remaining -= 1
-                yield found
-            if not page.full:
-                return
-            cursor = page.cursor
+        pages = _Pages(config, filter, before, limit)
+        while (read := pages.next_read(self._ops)) is not None:
+            yield from pages.take(self._driver.run(read))
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
@@ -242,6 +229,35 @@ def _page_size(remaining: int | None, filter: dict[str, Any] | None) -> int:
     if remaining is None or filter:
         return PAGE
     return max(1, min(remaining, PAGE))
+
+
+class _Pages:
+    """The paging of `list` and `alist`, shared: which page to read next, and which of its
+    checkpoints to yield under `limit`."""
+
+    def __init__(self, config: RunnableConfig | None, filter: dict[str, Any] | None,
+                 before: RunnableConfig | None, limit: int | None) -> None:
+        self.remaining = _limit(limit)
+        self.args = _list_args(config, before)
+        self.filter = filter
+        self.cursor: Any = None
+        self.done = False
+
+    def next_read(self, ops: CheckpointOps) -> Callable[[], Any] | None:
+        """The read of the next page, or None when the listing is complete."""
+        if self.done or (self.remaining is not None and self.remaining <= 0):
+            return None
+        cursor, size = self.cursor, _page_size(self.remaining, self.filter)
+        return lambda: ops.page(**self.args, cursor=cursor, filter=self.filter, limit=size)
+
+    def take(self, page: Any) -> list[CheckpointTuple]:
+        """The checkpoints of a page that are still wanted; remembers where to go on."""
+        found = list(page.tuples)
+        if self.remaining is not None:
+            found = found[: max(self.remaining, 0)]
+            self.remaining -= len(found)
+        self.done, self.cursor = not page.full, page.cursor
+        return found
 
 
 class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
@@ -343,22 +359,10 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
                     before: RunnableConfig | None = None,
                     limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
-        remaining = _limit(limit)
-        args = _list_args(config, before)
-        cursor = None
-        while remaining is None or remaining > 0:
-            size = _page_size(remaining, filter)
-            page = await self._run(lambda cursor=cursor, size=size: self._ops.page(
-                **args, cursor=cursor, filter=filter, limit=size))
-            for found in page.tuples:
-                if remaining is not None:
-                    if remaining <= 0:
-                        return
-                    remaining -= 1
+        pages = _Pages(config, filter, before, limit)
+        while (read := pages.next_read(self._ops)) is not None:
+            for found in pages.take(await self._run(read)):
                 yield found
-            if not page.full:
-                return
-            cursor = page.cursor
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
