@@ -78,11 +78,7 @@ class NodeInfo(_Out):
 
     @classmethod
     def of(cls, node: Node) -> NodeInfo:
-        return cls(id=node.id, kind=node.kind.value, status=node.status, state=node.state.value,
-                   text=node.text, retracted=node.retracted, pending_reviews=node.pending_reviews,
-                   uri=node.uri, source_type=node.source_type, tool=node.tool, args=node.args,
-                   reason=node.reason, created_at=node.created_at, executed_at=node.executed_at,
-                   justifications=node.justifications)
+        return cls.model_validate({**node.model_dump(exclude={"provenance"}), "status": node.status})
 
 
 class ReachedInfo(_Out):
