@@ -116,14 +116,8 @@ class SyncDriver:
         return request
 
     def _commit(self, pipe: Any, commit: Commit) -> list[Any]:
-        pipe.multi()
-        for query in commit.queries:
-            pipe.execute_command(*_args(self.graph, query))
-        pipe.incr(version_key(self.graph))
-        if commit.events:  # one message per commit: a JSON array of its events, in order
-            pipe.publish(events_channel(self.graph), json.dumps(commit.events))
-        replies = pipe.execute()
-        return [parse(r) for r in replies[: len(commit.queries)]]
+        _queue(pipe, self.graph, commit)
+        return _replies(pipe.execute(), commit)
 
     def ensure_schema(self) -> None:
         marker = f"rippl:{self.graph}:schema"
@@ -196,14 +190,23 @@ class AsyncDriver:
         return request
 
     async def _commit(self, pipe: Any, commit: Commit) -> list[Any]:
-        pipe.multi()
-        for query in commit.queries:
-            pipe.execute_command(*_args(self.graph, query))
-        pipe.incr(version_key(self.graph))
-        if commit.events:  # one message per commit: a JSON array of its events, in order
-            pipe.publish(events_channel(self.graph), json.dumps(commit.events))
-        replies = await pipe.execute()
-        return [parse(r) for r in replies[: len(commit.queries)]]
+        _queue(pipe, self.graph, commit)
+        return _replies(await pipe.execute(), commit)
+
+
+def _queue(pipe: Any, graph: str, commit: Commit) -> None:
+    """Queue a commit on a watched pipeline (queueing is synchronous for both clients): its
+    queries, the version bump that fails concurrent writers, and its events."""
+    pipe.multi()
+    for query in commit.queries:
+        pipe.execute_command(*_args(graph, query))
+    pipe.incr(version_key(graph))
+    if commit.events:  # one message per commit: a JSON array of its events, in order
+        pipe.publish(events_channel(graph), json.dumps(commit.events))
+
+
+def _replies(replies: list[Any], commit: Commit) -> list[Any]:
+    return [parse(r) for r in replies[: len(commit.queries)]]
 
 
 def _index_specs() -> list[tuple[str, str]]:
