@@ -18,7 +18,7 @@ os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
 
 from rippl_core import AsyncRippl, Rippl
-from rippl_core.testing import FalkorDBServer, falkordb_binaries, start_falkordb_server
+from rippl_core.testing import FalkorDBServer, drop_graph, falkordb_binaries, start_falkordb_server
 
 BACKENDS = ["embedded", "server"]
 
@@ -84,13 +84,6 @@ def open_rippl(backend: dict[str, object]) -> Iterator[Callable[..., Rippl]]:
     for handle in opened:
         drop_graph(handle)
         handle.close()
-
-
-def drop_graph(handle: Rippl) -> None:
-    for key in handle.redis.keys(f"rippl:{handle.graph}:*"):
-        handle.redis.delete(key)
-    with contextlib.suppress(Exception):
-        handle.redis.execute_command("GRAPH.DELETE", handle.graph)
 
 
 @pytest.fixture

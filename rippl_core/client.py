@@ -1,10 +1,15 @@
-"""`Rippl` and `AsyncRippl`: the public handles. Each method is one line over a shared operation."""
+"""`Rippl` and `AsyncRippl`: the public handles, side by side.
+
+Every method is one line over an operation of a feature folder (a generator of queries and
+commits, see `rippl_core._runtime.op`), run by the sync or the async driver: the twins share
+every line of logic and differ only in `await`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -12,18 +17,19 @@ from typing import Any, Self
 import redis
 import redis.asyncio
 
-from rippl_core import operations as ops
-from rippl_core import preflight
-from rippl_core.connection import EmbeddedServer, Location, async_client, locate, sync_client
-from rippl_core.driver import AsyncDriver, SyncDriver, graph_keys, translated_errors
-from rippl_core.errors import DatabaseError, InvalidInputError, PremiseRetractedError
-from rippl_core.explain import AsyncExplainMethods, ExplainMethods
-from rippl_core.ingest.api import AsyncIngestMethods, IngestMethods
-from rippl_core.models import LoadReport, Node, Policy, Reached, Stats, ToolCall, Verdict, Wave
-from rippl_core.receipts import SigningKey
-from rippl_core.records_api import AsyncRecordMethods, RecordMethods
-from rippl_core.review_api import AsyncReviewMethods, ReviewMethods
-from rippl_core.spec import (
+from rippl_core._runtime import schema
+from rippl_core._runtime.connection import EmbeddedServer, Location, async_client, locate, sync_client
+from rippl_core._runtime.driver import AsyncDriver, SyncDriver, translated_errors
+from rippl_core._runtime.keys import tenant_pattern
+from rippl_core._runtime.timeutil import TimeLike, now_ms
+from rippl_core._runtime.validation import check_id
+from rippl_core.beliefs import cypher as beliefs_cypher
+from rippl_core.beliefs import memory, subjects, whatif
+from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
+from rippl_core.causal import counterfactual, explain, history, nodes, preflight, write
+from rippl_core.causal import cypher as causal_cypher
+from rippl_core.causal.explain import Explanation
+from rippl_core.causal.spec import (
     GraphSpec,
     action_spec,
     claim_spec,
@@ -31,14 +37,40 @@ from rippl_core.spec import (
     read_spec,
     source_spec,
 )
-from rippl_core.subjects import AsyncSubjectMethods, SubjectMethods
-from rippl_core.temporal import check_at
-from rippl_core.temporal_api import AsyncTemporalMethods, TemporalMethods
-from rippl_core.timeutil import TimeLike
-from rippl_core.validation import check_id
+from rippl_core.errors import DatabaseError, InvalidInputError, PremiseRetractedError
+from rippl_core.ingest import pipeline
+from rippl_core.ingest.document import Document
+from rippl_core.ingest.extractors.base import Extractor
+from rippl_core.ingest.pipeline import DocumentLike, Errors, Progress
+from rippl_core.ingest.schema import Extraction
+from rippl_core.ingest.validate import OnConflict
+from rippl_core.ingest.writer import DocumentReport, IngestReport
+from rippl_core.models import (
+    LoadReport,
+    Node,
+    Policy,
+    Reached,
+    Receipt,
+    ReceiptCheck,
+    ReviewItem,
+    Stats,
+    StatusChange,
+    ToolCall,
+    Verdict,
+    Wave,
+    WhatIfRetracted,
+)
+from rippl_core.records.store import AsyncRecordStore, RecordStore
+from rippl_core.review import cypher as review_cypher
+from rippl_core.review import gate
+from rippl_core.review.events import AsyncEventStream, EventStream
+from rippl_core.review.receipts import SigningKey
 
 type Target = str | ToolCall
 type PathLike = str | os.PathLike[str]
+
+# Everything a tenant's graph needs: the causal graph, beliefs, reviews and receipts.
+GRAPH_SCHEMA = causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA
 
 
 def _policy(base: Policy, at_risk: str | None, unknown: str | None,
@@ -55,19 +87,35 @@ def _policy(base: Policy, at_risk: str | None, unknown: str | None,
         raise InvalidInputError(f"bad policy: {exc}") from None
 
 
-def _graph_name(graph: str) -> str:
-    return check_id(graph, what="graph")
-
-
-def _prepare(location: Location) -> tuple[EmbeddedServer | None, redis.Redis]:
+def _prepare(location: Location, graph: str) -> tuple[EmbeddedServer | None, redis.Redis]:
     """Start or join the embedded server if needed, and create the schema (idempotent)."""
     server = EmbeddedServer(location.path) if location.path else None
-    return server, sync_client(location, server.socket_path if server else None)
+    client = sync_client(location, server.socket_path if server else None)
+    try:
+        SyncDriver(client, graph, location.describe()).run(lambda: schema.ensure(GRAPH_SCHEMA, graph))
+    except BaseException:
+        client.close()
+        if server is not None:
+            server.close()
+        raise
+    return server, client
 
 
-class Rippl(ReviewMethods, ExplainMethods, IngestMethods, RecordMethods, TemporalMethods,
-            SubjectMethods):
-    """A handle on one graph (tenant) of a FalkorDB database. Thread-safe; close it when done.
+def _check(target: Target, policy: Policy, as_of: TimeLike | None,
+           known_at: TimeLike | None) -> Any:
+    """The operation answering a check: now (one indexed read), or as of a past time."""
+    if as_of is not None or known_at is not None:
+        return lambda: history.check_at(target, policy, as_of=as_of, known_at=known_at)
+    return lambda: preflight.check(target, policy)
+
+
+def _spec(spec: Mapping[str, Any] | GraphSpec | PathLike) -> GraphSpec:
+    return read_spec(spec if not isinstance(spec, os.PathLike) else Path(spec))
+
+
+class Rippl:
+    """A handle on one graph (tenant) of a FalkorDB database. Thread-safe; close it when done
+    (or use it as a context manager).
 
     `policy` is the default pre-flight policy; `distinct_approver=True` refuses approval of a
     review by the identity that proposed it (separation of duties)."""
@@ -79,23 +127,18 @@ class Rippl(ReviewMethods, ExplainMethods, IngestMethods, RecordMethods, Tempora
         self._client, self._server = client, server
         self._driver = SyncDriver(client, graph, location.describe())
 
+    # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
     def open(cls, path: PathLike | None = None, *, url: str | None = None, graph: str = "rippl",
              policy: Policy | None = None, distinct_approver: bool = False) -> Rippl:
         """Open a graph: embedded (path, RIPPL_DB, ./.rippl/) or on a server (url=falkordb://...,
         RIPPL_FALKORDB_URL). Creates the schema on first use."""
-        location = locate(path, url)
-        server, client = _prepare(location)
-        handle = cls(location, _graph_name(graph), client, server, policy or Policy(),
-                     distinct_approver)
-        try:
-            handle._driver.ensure_schema()
-        except BaseException:
-            handle.close()
-            raise
-        return handle
+        location, graph = locate(path, url), check_id(graph, what="graph")
+        server, client = _prepare(location, graph)
+        return cls(location, graph, client, server, policy or Policy(), distinct_approver)
 
     def close(self) -> None:
+        """Close the connection; the embedded server stops when its last user leaves."""
         self._client.close()
         if self._server is not None:
             self._server.close()
@@ -104,11 +147,11 @@ class Rippl(ReviewMethods, ExplainMethods, IngestMethods, RecordMethods, Tempora
     def drop(self) -> None:
         """Delete this graph and everything Rippl keeps for it, then recreate the empty schema."""
         with translated_errors(self.location.describe()):
-            for key in self._client.scan_iter(match=graph_keys(self.graph)):
+            for key in self._client.scan_iter(match=tenant_pattern(self.graph)):
                 self._client.delete(key)
             if self._client.exists(self.graph):
                 self._client.execute_command("GRAPH.DELETE", self.graph)
-        self._driver.ensure_schema()
+        self._driver.run(lambda: schema.ensure(GRAPH_SCHEMA, self.graph))
 
     def __enter__(self) -> Self:
         return self
@@ -121,61 +164,81 @@ class Rippl(ReviewMethods, ExplainMethods, IngestMethods, RecordMethods, Tempora
         """The underlying redis client (for adapters that store their own keys)."""
         return self._client
 
-    # -- writing ---------------------------------------------------------------------------
+    # -- writing the causal graph ------------------------------------------------------------
     def add_source(self, id: str | None, title: str, *, uri: str | None = None,
                    kind: str | None = None, replace: bool = False) -> Node:
-        return self._driver.run(lambda: ops.add(source_spec(id, title, uri=uri, kind=kind),
-                                                replace=replace), write=True)
+        """Add a source (evidence: a dashboard, a ticket, a document). `id` None: derived from
+        the title. Re-adding the same content is a no-op; different content needs `replace`."""
+        spec = source_spec(id, title, uri=uri, kind=kind)
+        return self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
     def add_claim(self, id: str | None, text: str, *, sources: Sequence[str] = (),
                   derived_from: Sequence[str] = (), replace: bool = False) -> Node:
+        """Add a claim. Each source is its own justification (any one suffices); `derived_from`
+        claims form one more justification (all needed)."""
         spec = claim_spec(id, text, sources=sources, derived_from=derived_from)
-        return self._driver.run(lambda: ops.add(spec, replace=replace), write=True)
+        return self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
     def add_decision(self, id: str | None, title: str, *, premises: Sequence[str] = (),
                      depends_on: Sequence[str] = (), replace: bool = False) -> Node:
+        """Add a decision resting on claims (`premises`) and other decisions (`depends_on`): all
+        of them together form one justification."""
         spec = decision_spec(id, title, premises=premises, depends_on=depends_on)
-        return self._driver.run(lambda: ops.add(spec, replace=replace), write=True)
+        return self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
     def add_action(self, id: str | None, title: str, *, decisions: Sequence[str] = (),
                    tool: str | None = None, args: Mapping[str, Any] | None = None,
                    triggers: Sequence[str] = (), replace: bool = False) -> Node:
+        """Add an action driven by `decisions`, after the actions in `triggers`. With `tool` (and
+        `args`), tool calls of that tool (with those canonical args) are checked against it."""
         spec = action_spec(id, title, decisions=decisions, tool=tool, args=args, triggers=triggers)
-        return self._driver.run(lambda: ops.add(spec, replace=replace), write=True)
+        return self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
     def justify(self, node_id: str, antecedents: Sequence[str]) -> bool:
-        return self._driver.run(lambda: ops.add_justification(node_id, antecedents), write=True)
+        """Add an alternative justification (all `antecedents` needed); False if it existed."""
+        return self._driver.run(lambda: write.add_justification(node_id, antecedents), write=True)
 
     def load(self, spec: Mapping[str, Any] | GraphSpec | PathLike, *,
              replace: bool = False) -> LoadReport:
-        graph = read_spec(spec if not isinstance(spec, os.PathLike) else Path(spec))
-        return self._driver.run(lambda: ops.load(graph, replace=replace), write=True)
+        """Load a whole graph (a dict, a GraphSpec, or a .yaml/.json file), all or nothing."""
+        graph = _spec(spec)
+        return self._driver.run(lambda: write.load(graph, replace=replace), write=True)
 
     def retract(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None,
                 signing_key: SigningKey | None = None) -> Wave:
         """Retract a claim at once, bypassing review (receipted). `at` is when it stopped holding."""
-        return self._driver.run(lambda: ops.retraction(claim_id, retracted=True, reason=reason, by=by,
-                                                       at=at, signing_key=signing_key), write=True)
+        return self._driver.run(lambda: gate.retraction(claim_id, retracted=True, reason=reason, by=by,
+                                                        at=at, signing_key=signing_key), write=True)
 
     def reinstate(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None,
                   signing_key: SigningKey | None = None) -> Wave:
         """Undo a retraction: what rested on the claim comes back (receipted)."""
-        return self._driver.run(lambda: ops.retraction(claim_id, retracted=False, reason=reason, by=by,
-                                                       at=at, signing_key=signing_key), write=True)
+        return self._driver.run(lambda: gate.retraction(claim_id, retracted=False, reason=reason,
+                                                        by=by, at=at, signing_key=signing_key),
+                                write=True)
 
-    # -- reading ---------------------------------------------------------------------------
+    # -- reading the causal graph ------------------------------------------------------------
     def get(self, id: str) -> Node:
-        return self._driver.run(lambda: ops.get(id))
+        """A node as stored, with its status and justifications."""
+        return self._driver.run(lambda: nodes.get(id))
 
     def blast_radius(self, node_id: str, *, max_depth: int | None = None) -> list[Reached]:
-        return self._driver.run(lambda: ops.reach(node_id, down=True, max_depth=max_depth))
+        """Everything downstream of a node, at any depth, each with one trail from the node."""
+        return self._driver.run(lambda: nodes.reach(node_id, down=True, max_depth=max_depth))
 
     def premises(self, node_id: str, *, max_depth: int | None = None) -> list[Reached]:
-        return self._driver.run(lambda: ops.reach(node_id, down=False, max_depth=max_depth))
+        """Everything upstream of a node: what it rests on, each with one trail to the node."""
+        return self._driver.run(lambda: nodes.reach(node_id, down=False, max_depth=max_depth))
 
     def stats(self) -> Stats:
-        return self._driver.run(ops.stats)
+        """Counts of nodes by kind and by public status, and of edges."""
+        return self._driver.run(nodes.stats)
 
+    def explain(self, node_id: str) -> Explanation:
+        """Why a node is IN, AT_RISK or OUT: its justifications and the premises underneath."""
+        return self._driver.run(lambda: explain.explain(node_id))
+
+    # -- the pre-flight check ----------------------------------------------------------------
     def check(self, target: Target, *, at_risk: str | None = None, unknown: str | None = None,
               on_error: str | None = None, policy: Policy | None = None,
               as_of: TimeLike | None = None, known_at: TimeLike | None = None) -> Verdict:
@@ -184,10 +247,7 @@ class Rippl(ReviewMethods, ExplainMethods, IngestMethods, RecordMethods, Tempora
         valid time, as known at that transaction time (from the recorded status history)?"""
         chosen = _policy(policy or self.policy, at_risk, unknown, on_error)
         try:
-            if as_of is not None or known_at is not None:
-                return self._driver.run(lambda: check_at(target, chosen, as_of=as_of,
-                                                         known_at=known_at))
-            return self._driver.run(lambda: preflight.check(target, chosen))
+            return self._driver.run(_check(target, chosen, as_of, known_at))
         except DatabaseError as exc:
             return preflight.error_verdict(target, exc, chosen)
 
@@ -198,10 +258,147 @@ class Rippl(ReviewMethods, ExplainMethods, IngestMethods, RecordMethods, Tempora
             raise PremiseRetractedError(verdict)
         return verdict
 
+    # -- the review gate and receipts --------------------------------------------------------
+    def propose_retraction(self, claim_id: str, *, reason: str, by: str,
+                           evidence: str | None = None) -> ReviewItem:
+        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides."""
+        return self._driver.run(lambda: gate.propose(claim_id, reason=reason, by=by,
+                                                     evidence=evidence, now=now_ms()), write=True)
 
-class AsyncRippl(AsyncReviewMethods, AsyncExplainMethods, AsyncIngestMethods,
-                 AsyncRecordMethods, AsyncTemporalMethods, AsyncSubjectMethods):
-    """The asyncio twin of `Rippl`: the same operations, awaited."""
+    def approve(self, review_id: str, *, by: str, note: str | None = None,
+                signing_key: SigningKey | None = None) -> Receipt:
+        """Commit the wave: what has no remaining support goes OUT. Returns the receipt."""
+        return self._driver.run(lambda: gate.decide(
+            review_id, approve=True, by=by, note=note, now=now_ms(), signing_key=signing_key,
+            distinct_approver=self.distinct_approver), write=True)
+
+    def reject(self, review_id: str, *, by: str, note: str | None = None,
+               signing_key: SigningKey | None = None) -> Receipt:
+        """Withdraw the proposal: the at-risk nodes return to the state they had."""
+        return self._driver.run(lambda: gate.decide(
+            review_id, approve=False, by=by, note=note, now=now_ms(), signing_key=signing_key,
+            distinct_approver=self.distinct_approver), write=True)
+
+    def review(self, review_id: str) -> ReviewItem:
+        """One review item, pending or decided."""
+        return self._driver.run(lambda: gate.get_review(review_id))
+
+    def reviews(self, status: str | None = "pending") -> list[ReviewItem]:
+        """The review queue: items with this status (None: all), oldest first."""
+        return self._driver.run(lambda: gate.list_reviews(status))
+
+    def receipts(self) -> list[Receipt]:
+        """The receipt chain, in order."""
+        return self._driver.run(gate.list_receipts)
+
+    def verify_receipts(self, public_keys: Mapping[str, Any] | None = None) -> ReceiptCheck:
+        """Re-walk the chain; report every edited, deleted, inserted or reordered receipt."""
+        return self._driver.run(lambda: gate.verify(public_keys))
+
+    def subscribe(self) -> EventStream:
+        """Live events of this graph (status changes, review decisions), from now on."""
+        return EventStream(self._client, self.graph)
+
+    # -- beliefs in time ---------------------------------------------------------------------
+    def believe(self, agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | None = None,
+                recorded_at: TimeLike | None = None, evidence: Sequence[str] = (),
+                note: str | None = None) -> Belief:
+        """The agent adopts a claim about a topic from `valid_from` (default: now). The interval
+        it held before is closed there, never deleted. A past `valid_from` records late knowledge."""
+        return self._driver.run(lambda: memory.believe(
+            agent, claim_id, topic=topic, valid_from=valid_from, recorded_at=recorded_at,
+            evidence=evidence, note=note), write=True)
+
+    def retract_belief(self, agent: str, topic: str, *, at: TimeLike | None = None,
+                       reason: str | None = None,
+                       recorded_at: TimeLike | None = None) -> Belief | None:
+        """The agent stops believing what it held about the topic at `at` (default: now). Returns
+        the closed interval, or None if it believed nothing then."""
+        return self._driver.run(lambda: memory.retract_belief(
+            agent, topic, at=at, reason=reason, recorded_at=recorded_at), write=True)
+
+    def revise(self, agent: str, topic: str, claim_id: str, *, valid_from: TimeLike,
+               valid_to: TimeLike | None = None, evidence: Sequence[str] = (),
+               note: str | None = None, recorded_at: TimeLike | None = None) -> Belief:
+        """Correct history: over [valid_from, valid_to) the agent held this claim. The rows it
+        replaces are superseded (still readable with an earlier `known_at`), never rewritten."""
+        return self._driver.run(lambda: memory.revise(
+            agent, topic, claim_id, valid_from=valid_from, valid_to=valid_to, evidence=evidence,
+            note=note, recorded_at=recorded_at), write=True)
+
+    def ask(self, agent: str, topic: str, *, as_of: TimeLike | None = None,
+            known_at: TimeLike | None = None) -> Belief | None:
+        """The belief held about the topic at `as_of`, as recorded at `known_at` (None: none)."""
+        return self._driver.run(lambda: memory.ask(agent, topic, as_of=as_of, known_at=known_at))
+
+    def beliefs(self, agent: str, *, as_of: TimeLike | None = None,
+                known_at: TimeLike | None = None) -> list[Belief]:
+        """Every belief the agent held at `as_of`, one per topic."""
+        return self._driver.run(lambda: memory.beliefs(agent, as_of=as_of, known_at=known_at))
+
+    def timeline(self, agent: str, topic: str, *, known_at: TimeLike | None = None) -> list[Belief]:
+        """Every interval of the agent's belief about the topic, oldest first, with its evidence."""
+        return self._driver.run(lambda: memory.timeline(agent, topic, known_at=known_at))
+
+    def why_changed(self, agent: str, topic: str, at: TimeLike, *,
+                    known_at: TimeLike | None = None) -> BeliefChange:
+        """The change nearest `at`: the belief before and after, and the evidence that arrived."""
+        return self._driver.run(lambda: memory.why_changed(agent, topic, at, known_at=known_at))
+
+    def history(self, node_id: str, *, known_at: TimeLike | None = None) -> list[StatusChange]:
+        """Every status change of a causal node, with valid and transaction times."""
+        return self._driver.run(lambda: history.history(node_id, known_at=known_at))
+
+    def what_if(self, agent: str, topic: str, *, without: Sequence[str],
+                as_of: TimeLike | None = None, known_at: TimeLike | None = None) -> WhatIf:
+        """What the agent would believe had these evidence sources never existed, next to what it
+        does believe. Read-only: the live graph is never written."""
+        return self._driver.run(lambda: whatif.what_if(agent, topic, without=without,
+                                                       as_of=as_of, known_at=known_at))
+
+    def what_if_retracted(self, claim_ids: Sequence[str]) -> WhatIfRetracted:
+        """Which decisions and actions would be blocked if these claims were retracted. Read-only."""
+        return self._driver.run(lambda: counterfactual.what_if_retracted(claim_ids))
+
+    def agents(self) -> list[str]:
+        """Every agent that ever recorded a belief, sorted."""
+        return self._driver.run(subjects.agents)
+
+    def topics(self, agent: str) -> list[str]:
+        """Every topic the agent ever recorded a belief about, sorted."""
+        return self._driver.run(lambda: subjects.topics(agent))
+
+    # -- record stores and ingestion ---------------------------------------------------------
+    def records(self, store: str = "default") -> RecordStore:
+        """A named store of text records (memories) held as claims of this graph."""
+        return RecordStore(self._driver, store)
+
+    def ingest(self, documents: DocumentLike | Iterable[DocumentLike], *,
+               extractor: Extractor | None = None, dry_run: bool = False,
+               on_conflict: OnConflict = "justify", errors: Errors = "raise",
+               progress: Progress | None = None) -> IngestReport:
+        """Extract each document (default: the structured Markdown format, no model), validate it
+        and write it in one atomic commit. A rejected document raises ExtractionRejected (with
+        every problem) unless errors="report", which records it and goes on. `progress` is called
+        with (name, None) when a document starts and (name, report) when it is done."""
+        chosen = pipeline.default_extractor(extractor)
+        steps = pipeline.ingest_steps(documents, chosen, dry_run=dry_run, on_conflict=on_conflict,
+                                      errors=errors, progress=progress)
+        return pipeline.drive(steps, chosen, self._driver.run)
+
+    def ingest_extraction(self, extraction: Extraction | dict[str, Any], *,
+                          document: Document | str | None = None, extractor: str = "manual",
+                          model: str | None = None, dry_run: bool = False,
+                          on_conflict: OnConflict = "justify") -> DocumentReport:
+        """Write an extraction you already have (from your own pipeline), with the same validation.
+        `document` (a Document, for spans and sections, or just a name) goes into provenance."""
+        steps = pipeline.extraction_steps(extraction, document=document, extractor=extractor,
+                                          model=model, dry_run=dry_run, on_conflict=on_conflict)
+        return pipeline.drive(steps, pipeline.default_extractor(None), self._driver.run)
+
+
+class AsyncRippl:
+    """The asyncio twin of `Rippl`: the same methods, awaited. Close it (or `async with` it)."""
 
     def __init__(self, location: Location, graph: str, client: redis.asyncio.Redis,
                  server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
@@ -210,26 +407,21 @@ class AsyncRippl(AsyncReviewMethods, AsyncExplainMethods, AsyncIngestMethods,
         self._client, self._server = client, server
         self._driver = AsyncDriver(client, graph, location.describe())
 
+    # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
     async def open(cls, path: PathLike | None = None, *, url: str | None = None,
                    graph: str = "rippl", policy: Policy | None = None,
                    distinct_approver: bool = False) -> AsyncRippl:
-        location = locate(path, url)
-        graph = _graph_name(graph)
-
-        def prepare() -> EmbeddedServer | None:
-            server, client = _prepare(location)
-            try:
-                SyncDriver(client, graph, location.describe()).ensure_schema()
-            finally:
-                client.close()
-            return server
-
-        server = await asyncio.to_thread(prepare)
+        """Open a graph: embedded (path, RIPPL_DB, ./.rippl/) or on a server (url=falkordb://...,
+        RIPPL_FALKORDB_URL). Creates the schema on first use."""
+        location, graph = locate(path, url), check_id(graph, what="graph")
+        server, sync = await asyncio.to_thread(_prepare, location, graph)
+        sync.close()
         client = async_client(location, server.socket_path if server else None)
         return cls(location, graph, client, server, policy or Policy(), distinct_approver)
 
     async def close(self) -> None:
+        """Close the connection; the embedded server stops when its last user leaves."""
         await self._client.aclose()
         if self._server is not None:
             server, self._server = self._server, None
@@ -238,15 +430,11 @@ class AsyncRippl(AsyncReviewMethods, AsyncExplainMethods, AsyncIngestMethods,
     async def drop(self) -> None:
         """Delete this graph and everything Rippl keeps for it, then recreate the empty schema."""
         with translated_errors(self.location.describe()):
-            async for key in self._client.scan_iter(match=graph_keys(self.graph)):
+            async for key in self._client.scan_iter(match=tenant_pattern(self.graph)):
                 await self._client.delete(key)
             if await self._client.exists(self.graph):
                 await self._client.execute_command("GRAPH.DELETE", self.graph)
-        sync = sync_client(self.location, self._server.socket_path if self._server else None)
-        try:
-            await asyncio.to_thread(SyncDriver(sync, self.graph, self.location.describe()).ensure_schema)
-        finally:
-            sync.close()
+        await self._driver.run(lambda: schema.ensure(GRAPH_SCHEMA, self.graph))
 
     async def __aenter__(self) -> Self:
         return self
@@ -257,75 +445,243 @@ class AsyncRippl(AsyncReviewMethods, AsyncExplainMethods, AsyncIngestMethods,
 
     @property
     def redis(self) -> redis.asyncio.Redis:
+        """The underlying asyncio redis client (for adapters that store their own keys)."""
         return self._client
 
+    # -- writing the causal graph ------------------------------------------------------------
     async def add_source(self, id: str | None, title: str, *, uri: str | None = None,
                          kind: str | None = None, replace: bool = False) -> Node:
+        """Add a source (evidence: a dashboard, a ticket, a document). `id` None: derived from
+        the title. Re-adding the same content is a no-op; different content needs `replace`."""
         spec = source_spec(id, title, uri=uri, kind=kind)
-        return await self._driver.run(lambda: ops.add(spec, replace=replace), write=True)
+        return await self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
     async def add_claim(self, id: str | None, text: str, *, sources: Sequence[str] = (),
                         derived_from: Sequence[str] = (), replace: bool = False) -> Node:
+        """Add a claim. Each source is its own justification (any one suffices); `derived_from`
+        claims form one more justification (all needed)."""
         spec = claim_spec(id, text, sources=sources, derived_from=derived_from)
-        return await self._driver.run(lambda: ops.add(spec, replace=replace), write=True)
+        return await self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
     async def add_decision(self, id: str | None, title: str, *, premises: Sequence[str] = (),
                            depends_on: Sequence[str] = (), replace: bool = False) -> Node:
+        """Add a decision resting on claims (`premises`) and other decisions (`depends_on`): all
+        of them together form one justification."""
         spec = decision_spec(id, title, premises=premises, depends_on=depends_on)
-        return await self._driver.run(lambda: ops.add(spec, replace=replace), write=True)
+        return await self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
     async def add_action(self, id: str | None, title: str, *, decisions: Sequence[str] = (),
                          tool: str | None = None, args: Mapping[str, Any] | None = None,
                          triggers: Sequence[str] = (), replace: bool = False) -> Node:
+        """Add an action driven by `decisions`, after the actions in `triggers`. With `tool` (and
+        `args`), tool calls of that tool (with those canonical args) are checked against it."""
         spec = action_spec(id, title, decisions=decisions, tool=tool, args=args, triggers=triggers)
-        return await self._driver.run(lambda: ops.add(spec, replace=replace), write=True)
+        return await self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
     async def justify(self, node_id: str, antecedents: Sequence[str]) -> bool:
-        return await self._driver.run(lambda: ops.add_justification(node_id, antecedents),
+        """Add an alternative justification (all `antecedents` needed); False if it existed."""
+        return await self._driver.run(lambda: write.add_justification(node_id, antecedents),
                                       write=True)
 
     async def load(self, spec: Mapping[str, Any] | GraphSpec | PathLike, *,
                    replace: bool = False) -> LoadReport:
-        graph = read_spec(spec if not isinstance(spec, os.PathLike) else Path(spec))
-        return await self._driver.run(lambda: ops.load(graph, replace=replace), write=True)
+        """Load a whole graph (a dict, a GraphSpec, or a .yaml/.json file), all or nothing."""
+        graph = _spec(spec)
+        return await self._driver.run(lambda: write.load(graph, replace=replace), write=True)
 
     async def retract(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None,
                       signing_key: SigningKey | None = None) -> Wave:
-        return await self._driver.run(lambda: ops.retraction(
-            claim_id, retracted=True, reason=reason, by=by, at=at, signing_key=signing_key), write=True)
+        """Retract a claim at once, bypassing review (receipted). `at` is when it stopped holding."""
+        return await self._driver.run(lambda: gate.retraction(
+            claim_id, retracted=True, reason=reason, by=by, at=at, signing_key=signing_key),
+            write=True)
 
     async def reinstate(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None,
                         signing_key: SigningKey | None = None) -> Wave:
-        return await self._driver.run(lambda: ops.retraction(
-            claim_id, retracted=False, reason=reason, by=by, at=at, signing_key=signing_key), write=True)
+        """Undo a retraction: what rested on the claim comes back (receipted)."""
+        return await self._driver.run(lambda: gate.retraction(
+            claim_id, retracted=False, reason=reason, by=by, at=at, signing_key=signing_key),
+            write=True)
 
+    # -- reading the causal graph ------------------------------------------------------------
     async def get(self, id: str) -> Node:
-        return await self._driver.run(lambda: ops.get(id))
+        """A node as stored, with its status and justifications."""
+        return await self._driver.run(lambda: nodes.get(id))
 
     async def blast_radius(self, node_id: str, *, max_depth: int | None = None) -> list[Reached]:
-        return await self._driver.run(lambda: ops.reach(node_id, down=True, max_depth=max_depth))
+        """Everything downstream of a node, at any depth, each with one trail from the node."""
+        return await self._driver.run(lambda: nodes.reach(node_id, down=True, max_depth=max_depth))
 
     async def premises(self, node_id: str, *, max_depth: int | None = None) -> list[Reached]:
-        return await self._driver.run(lambda: ops.reach(node_id, down=False, max_depth=max_depth))
+        """Everything upstream of a node: what it rests on, each with one trail to the node."""
+        return await self._driver.run(lambda: nodes.reach(node_id, down=False, max_depth=max_depth))
 
     async def stats(self) -> Stats:
-        return await self._driver.run(ops.stats)
+        """Counts of nodes by kind and by public status, and of edges."""
+        return await self._driver.run(nodes.stats)
 
+    async def explain(self, node_id: str) -> Explanation:
+        """Why a node is IN, AT_RISK or OUT: its justifications and the premises underneath."""
+        return await self._driver.run(lambda: explain.explain(node_id))
+
+    # -- the pre-flight check ----------------------------------------------------------------
     async def check(self, target: Target, *, at_risk: str | None = None,
                     unknown: str | None = None, on_error: str | None = None,
                     policy: Policy | None = None, as_of: TimeLike | None = None,
                     known_at: TimeLike | None = None) -> Verdict:
+        """Allow or deny an action, decision or tool call. Never raises for a database error:
+        it denies (unless on_error='allow'). With `as_of`/`known_at`: was it allowed at that
+        valid time, as known at that transaction time (from the recorded status history)?"""
         chosen = _policy(policy or self.policy, at_risk, unknown, on_error)
         try:
-            if as_of is not None or known_at is not None:
-                return await self._driver.run(lambda: check_at(target, chosen, as_of=as_of,
-                                                               known_at=known_at))
-            return await self._driver.run(lambda: preflight.check(target, chosen))
+            return await self._driver.run(_check(target, chosen, as_of, known_at))
         except DatabaseError as exc:
             return preflight.error_verdict(target, exc, chosen)
 
     async def guard(self, target: Target, **policy: Any) -> Verdict:
+        """Like `check`, but raises PremiseRetractedError when denied."""
         verdict = await self.check(target, **policy)
         if not verdict.allowed:
             raise PremiseRetractedError(verdict)
         return verdict
+
+    # -- the review gate and receipts --------------------------------------------------------
+    async def propose_retraction(self, claim_id: str, *, reason: str, by: str,
+                                 evidence: str | None = None) -> ReviewItem:
+        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides."""
+        return await self._driver.run(lambda: gate.propose(
+            claim_id, reason=reason, by=by, evidence=evidence, now=now_ms()), write=True)
+
+    async def approve(self, review_id: str, *, by: str, note: str | None = None,
+                      signing_key: SigningKey | None = None) -> Receipt:
+        """Commit the wave: what has no remaining support goes OUT. Returns the receipt."""
+        return await self._driver.run(lambda: gate.decide(
+            review_id, approve=True, by=by, note=note, now=now_ms(), signing_key=signing_key,
+            distinct_approver=self.distinct_approver), write=True)
+
+    async def reject(self, review_id: str, *, by: str, note: str | None = None,
+                     signing_key: SigningKey | None = None) -> Receipt:
+        """Withdraw the proposal: the at-risk nodes return to the state they had."""
+        return await self._driver.run(lambda: gate.decide(
+            review_id, approve=False, by=by, note=note, now=now_ms(), signing_key=signing_key,
+            distinct_approver=self.distinct_approver), write=True)
+
+    async def review(self, review_id: str) -> ReviewItem:
+        """One review item, pending or decided."""
+        return await self._driver.run(lambda: gate.get_review(review_id))
+
+    async def reviews(self, status: str | None = "pending") -> list[ReviewItem]:
+        """The review queue: items with this status (None: all), oldest first."""
+        return await self._driver.run(lambda: gate.list_reviews(status))
+
+    async def receipts(self) -> list[Receipt]:
+        """The receipt chain, in order."""
+        return await self._driver.run(gate.list_receipts)
+
+    async def verify_receipts(self, public_keys: Mapping[str, Any] | None = None) -> ReceiptCheck:
+        """Re-walk the chain; report every edited, deleted, inserted or reordered receipt."""
+        return await self._driver.run(lambda: gate.verify(public_keys))
+
+    async def subscribe(self) -> AsyncEventStream:
+        """Live events of this graph (status changes, review decisions), from now on."""
+        return await AsyncEventStream(self._client, self.graph).start()
+
+    # -- beliefs in time ---------------------------------------------------------------------
+    async def believe(self, agent: str, claim_id: str, *, topic: str,
+                      valid_from: TimeLike | None = None, recorded_at: TimeLike | None = None,
+                      evidence: Sequence[str] = (), note: str | None = None) -> Belief:
+        """The agent adopts a claim about a topic from `valid_from` (default: now). The interval
+        it held before is closed there, never deleted. A past `valid_from` records late knowledge."""
+        return await self._driver.run(lambda: memory.believe(
+            agent, claim_id, topic=topic, valid_from=valid_from, recorded_at=recorded_at,
+            evidence=evidence, note=note), write=True)
+
+    async def retract_belief(self, agent: str, topic: str, *, at: TimeLike | None = None,
+                             reason: str | None = None,
+                             recorded_at: TimeLike | None = None) -> Belief | None:
+        """The agent stops believing what it held about the topic at `at` (default: now). Returns
+        the closed interval, or None if it believed nothing then."""
+        return await self._driver.run(lambda: memory.retract_belief(
+            agent, topic, at=at, reason=reason, recorded_at=recorded_at), write=True)
+
+    async def revise(self, agent: str, topic: str, claim_id: str, *, valid_from: TimeLike,
+                     valid_to: TimeLike | None = None, evidence: Sequence[str] = (),
+                     note: str | None = None, recorded_at: TimeLike | None = None) -> Belief:
+        """Correct history: over [valid_from, valid_to) the agent held this claim. The rows it
+        replaces are superseded (still readable with an earlier `known_at`), never rewritten."""
+        return await self._driver.run(lambda: memory.revise(
+            agent, topic, claim_id, valid_from=valid_from, valid_to=valid_to, evidence=evidence,
+            note=note, recorded_at=recorded_at), write=True)
+
+    async def ask(self, agent: str, topic: str, *, as_of: TimeLike | None = None,
+                  known_at: TimeLike | None = None) -> Belief | None:
+        """The belief held about the topic at `as_of`, as recorded at `known_at` (None: none)."""
+        return await self._driver.run(lambda: memory.ask(agent, topic, as_of=as_of,
+                                                         known_at=known_at))
+
+    async def beliefs(self, agent: str, *, as_of: TimeLike | None = None,
+                      known_at: TimeLike | None = None) -> list[Belief]:
+        """Every belief the agent held at `as_of`, one per topic."""
+        return await self._driver.run(lambda: memory.beliefs(agent, as_of=as_of, known_at=known_at))
+
+    async def timeline(self, agent: str, topic: str, *,
+                       known_at: TimeLike | None = None) -> list[Belief]:
+        """Every interval of the agent's belief about the topic, oldest first, with its evidence."""
+        return await self._driver.run(lambda: memory.timeline(agent, topic, known_at=known_at))
+
+    async def why_changed(self, agent: str, topic: str, at: TimeLike, *,
+                          known_at: TimeLike | None = None) -> BeliefChange:
+        """The change nearest `at`: the belief before and after, and the evidence that arrived."""
+        return await self._driver.run(lambda: memory.why_changed(agent, topic, at,
+                                                                 known_at=known_at))
+
+    async def history(self, node_id: str, *, known_at: TimeLike | None = None) -> list[StatusChange]:
+        """Every status change of a causal node, with valid and transaction times."""
+        return await self._driver.run(lambda: history.history(node_id, known_at=known_at))
+
+    async def what_if(self, agent: str, topic: str, *, without: Sequence[str],
+                      as_of: TimeLike | None = None, known_at: TimeLike | None = None) -> WhatIf:
+        """What the agent would believe had these evidence sources never existed, next to what it
+        does believe. Read-only: the live graph is never written."""
+        return await self._driver.run(lambda: whatif.what_if(agent, topic, without=without,
+                                                             as_of=as_of, known_at=known_at))
+
+    async def what_if_retracted(self, claim_ids: Sequence[str]) -> WhatIfRetracted:
+        """Which decisions and actions would be blocked if these claims were retracted. Read-only."""
+        return await self._driver.run(lambda: counterfactual.what_if_retracted(claim_ids))
+
+    async def agents(self) -> list[str]:
+        """Every agent that ever recorded a belief, sorted."""
+        return await self._driver.run(subjects.agents)
+
+    async def topics(self, agent: str) -> list[str]:
+        """Every topic the agent ever recorded a belief about, sorted."""
+        return await self._driver.run(lambda: subjects.topics(agent))
+
+    # -- record stores and ingestion ---------------------------------------------------------
+    def records(self, store: str = "default") -> AsyncRecordStore:
+        """A named store of text records (memories) held as claims of this graph."""
+        return AsyncRecordStore(self._driver, store)
+
+    async def ingest(self, documents: DocumentLike | Iterable[DocumentLike], *,
+                     extractor: Extractor | None = None, dry_run: bool = False,
+                     on_conflict: OnConflict = "justify", errors: Errors = "raise",
+                     progress: Progress | None = None) -> IngestReport:
+        """Extract each document (default: the structured Markdown format, no model), validate it
+        and write it in one atomic commit. A rejected document raises ExtractionRejected (with
+        every problem) unless errors="report", which records it and goes on. `progress` is called
+        with (name, None) when a document starts and (name, report) when it is done."""
+        chosen = pipeline.default_extractor(extractor)
+        steps = pipeline.ingest_steps(documents, chosen, dry_run=dry_run, on_conflict=on_conflict,
+                                      errors=errors, progress=progress)
+        return await pipeline.adrive(steps, chosen, self._driver.run)
+
+    async def ingest_extraction(self, extraction: Extraction | dict[str, Any], *,
+                                document: Document | str | None = None, extractor: str = "manual",
+                                model: str | None = None, dry_run: bool = False,
+                                on_conflict: OnConflict = "justify") -> DocumentReport:
+        """Write an extraction you already have (from your own pipeline), with the same validation.
+        `document` (a Document, for spans and sections, or just a name) goes into provenance."""
+        steps = pipeline.extraction_steps(extraction, document=document, extractor=extractor,
+                                          model=model, dry_run=dry_run, on_conflict=on_conflict)
+        return await pipeline.adrive(steps, pipeline.default_extractor(None), self._driver.run)

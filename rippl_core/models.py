@@ -208,3 +208,41 @@ class Event(_Model):
     claim: str | None = None
     by: str | None = None
     at: datetime | None = None
+
+
+class StatusChange(_Model):
+    """One status change of a causal node. `before` is None for the node's creation."""
+
+    node: str
+    kind: Kind
+    before: State | None
+    after: State
+    valid_from: datetime
+    recorded_at: datetime
+    cause: str | None = None
+    review: str | None = None
+
+    @property
+    def before_status(self) -> str | None:
+        return public_status(self.kind, self.before) if self.before is not None else None
+
+    @property
+    def after_status(self) -> str:
+        return public_status(self.kind, self.after)
+
+
+class WhatIfRetracted(_Model):
+    """What would change if some claims (or sources) were retracted, computed without writing."""
+
+    retracted: list[str]
+    transitions: list[Transition] = Field(default_factory=list)
+    blocked_decisions: list[str] = Field(default_factory=list)
+    blocked_actions: list[str] = Field(default_factory=list)
+
+    @property
+    def blocked(self) -> list[str]:
+        """Decisions and actions that would be blocked (Premise Retracted)."""
+        return sorted(self.blocked_decisions + self.blocked_actions)
+
+    def changed(self, after: State | None = None) -> list[str]:
+        return [t.id for t in self.transitions if after is None or t.after is after]

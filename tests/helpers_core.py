@@ -17,8 +17,10 @@ from typing import Any
 from hypothesis import strategies as st
 
 from rippl_core import Rippl, State
-from rippl_core.tms import Premise, reference_labels
-from rippl_core.wire import Query, parse
+from rippl_core._runtime.keys import version_key
+from rippl_core._runtime.wire import Query, parse
+from rippl_core.causal.tms import Premise, reference_labels
+from rippl_core.testing import drop_graph
 
 # Nodes Rippl keeps beside the causal graph: review queue, receipt chain, status history.
 BOOKKEEPING_LABELS = frozenset({"ReviewItem", "Receipt", "ReceiptHead", "Change"})
@@ -109,7 +111,7 @@ def pending_counts_match_reviews(snap: Snapshot) -> None:
 
 
 def version(handle: Rippl) -> int:
-    return int(handle.redis.get(f"rippl:{handle.graph}:version") or 0)
+    return int(handle.redis.get(version_key(handle.graph)) or 0)
 
 
 @contextlib.contextmanager
@@ -119,15 +121,8 @@ def fresh(backend: Mapping[str, Any], **kwargs: Any) -> Iterator[Rippl]:
     try:
         yield handle
     finally:
-        drop(handle)
+        drop_graph(handle)
         handle.close()
-
-
-def drop(handle: Rippl) -> None:
-    for key in handle.redis.keys(f"rippl:{handle.graph}:*"):
-        handle.redis.delete(key)
-    if handle.redis.exists(handle.graph):
-        handle.redis.execute_command("GRAPH.DELETE", handle.graph)
 
 
 # ----------------------------------------------------------------------------- random graphs

@@ -13,8 +13,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import Field
 
 from rippl_core import Rippl
-from rippl_core.driver import version_key
-from rippl_core.wire import Query
+from rippl_core._runtime.keys import version_key
+from rippl_core._runtime.wire import Query
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"

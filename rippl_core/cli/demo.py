@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from rippl_core import demo
 from rippl_core.cli.app import command, connection, console
+from rippl_core.cli.stories import incident
 
 
 @command("demo")
@@ -18,4 +18,4 @@ def demo_cmd(ctx: typer.Context,
     if conn.graph == "rippl":
         conn.graph = "rippl-demo"  # never touch the default graph's data
     with conn.open() as rippl:
-        demo.run(rippl, console, temporal=temporal)
+        incident.run(rippl, console, temporal=temporal)

@@ -9,10 +9,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from rippl_core import render
+from rippl_core.cli import render
 from rippl_core.cli.app import EXIT_DENIED, command, connection, console
+from rippl_core.cli.render import STATE_STYLE
 from rippl_core.models import Verdict, Wave
-from rippl_core.render import STATE_STYLE
 
 
 @command("load")

@@ -11,9 +11,9 @@ import typer
 from rich.table import Table
 
 from rippl_core.cli.app import EXIT_ERROR, app, command, connection, console
+from rippl_core.cli.render import STATE_STYLE
 from rippl_core.models import Receipt, ReceiptCheck, ReviewItem
-from rippl_core.receipts import export_jsonl, read_jsonl, verify_chain
-from rippl_core.render import STATE_STYLE
+from rippl_core.review.receipts import export_jsonl, read_jsonl, verify_chain
 
 review_app = typer.Typer(help="The human review queue of proposed retractions.", no_args_is_help=True)
 receipts_app = typer.Typer(help="The tamper-evident receipt chain.", no_args_is_help=True)

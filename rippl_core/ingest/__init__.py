@@ -12,7 +12,6 @@ often and wherever it is stated, and records where each node was stated (`proven
 The groq and langchain-core packages are imported only when their extractor is created.
 """
 
-from rippl_core.ingest.api import AsyncIngestMethods, IngestMethods
 from rippl_core.ingest.document import Document
 from rippl_core.ingest.extractors import (
     ChatModelExtractor,
@@ -38,7 +37,6 @@ from rippl_core.ingest.writer import DocumentReport, IngestedNode, IngestReport
 
 __all__ = [
     "ActionItem",
-    "AsyncIngestMethods",
     "ChatModelExtractor",
     "ClaimItem",
     "DecisionItem",
@@ -49,7 +47,6 @@ __all__ = [
     "Extractor",
     "ExtractorError",
     "GroqExtractor",
-    "IngestMethods",
     "IngestReport",
     "IngestedNode",
     "Plan",

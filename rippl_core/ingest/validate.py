@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Literal
 
-from rippl_core.causal import NodeSpec
+from rippl_core._runtime.validation import canonical_args, check_id, check_text, semantic_id
+from rippl_core.causal.spec import (
+    ActionEntry,
+    ClaimEntry,
+    DecisionEntry,
+    GraphSpec,
+    JustificationEntry,
+    NodeSpec,
+    SourceEntry,
+)
 from rippl_core.errors import InvalidInputError
 from rippl_core.ingest.document import Document
 from rippl_core.ingest.schema import (
@@ -28,15 +37,6 @@ from rippl_core.ingest.schema import (
     Problem,
     SourceItem,
 )
-from rippl_core.spec import (
-    ActionEntry,
-    ClaimEntry,
-    DecisionEntry,
-    GraphSpec,
-    JustificationEntry,
-    SourceEntry,
-)
-from rippl_core.validation import canonical_args, check_id, check_text, semantic_id
 from rippl_core.vocabulary import Kind, edge_type
 
 type Item = SourceItem | ClaimItem | DecisionItem | ActionItem
@@ -110,9 +110,6 @@ class Plan:
     problems: list[Problem]
     title: str | None = None
     extraction: Extraction | None = None
-
-    def new_edges(self) -> set[tuple[str, str]]:
-        return {(a, node.id) for node in self.nodes.values() for j in node.justifications for a in j}
 
     def graph_spec(self, kinds: Mapping[str, Kind] | None = None) -> GraphSpec:
         """The plan as a core `GraphSpec` (what `rippl load` reads), ids and support explicit."""

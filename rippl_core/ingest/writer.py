@@ -30,8 +30,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rippl_core import queries
-from rippl_core.engine import Change, Commit, Op, fetch_justifications, fetch_nodes, plan_change
+from rippl_core._runtime.op import Commit, Op
+from rippl_core.causal import cypher as causal_cypher
+from rippl_core.causal.nodes import fetch_justifications, fetch_nodes
+from rippl_core.causal.relabel import Change, plan_change
 from rippl_core.ingest.schema import Extraction, ExtractionRejected, Problem
 from rippl_core.ingest.validate import (
     GraphView,
@@ -43,8 +45,8 @@ from rippl_core.ingest.validate import (
 )
 from rippl_core.vocabulary import Kind, State, public_status
 
-type Outcome = Literal["added", "merged", "unchanged"]
-type Status = Literal["written", "unchanged", "dry-run", "rejected", "failed"]
+type IngestOutcome = Literal["added", "merged", "unchanged"]
+type IngestStatus = Literal["written", "unchanged", "dry-run", "rejected", "failed"]
 
 
 class _Model(BaseModel):
@@ -58,7 +60,7 @@ class IngestedNode(_Model):
     kind: Kind
     text: str
     refs: list[str]
-    outcome: Outcome
+    outcome: IngestOutcome
     state: State | None = None
     support: list[list[str]] = Field(default_factory=list)  # as the document states it
     new_support: list[list[str]] = Field(default_factory=list)  # what the graph did not have
@@ -75,7 +77,7 @@ class DocumentReport(_Model):
     extractor: str
     model: str | None = None
     title: str | None = None
-    status: Status
+    status: IngestStatus
     nodes: list[IngestedNode] = Field(default_factory=list)
     edges: int = 0
     ids: dict[str, str] = Field(default_factory=dict)
@@ -83,7 +85,7 @@ class DocumentReport(_Model):
     error: str | None = None
     extraction: Extraction | None = Field(default=None, repr=False)
 
-    def _of(self, outcome: Outcome) -> list[str]:
+    def _of(self, outcome: IngestOutcome) -> list[str]:
         return [n.id for n in self.nodes if n.outcome == outcome]
 
     @property
@@ -135,7 +137,7 @@ def stored_edges_below(roots: Sequence[str]) -> Op[set[tuple[str, str]]]:
     seen = set(roots)
     frontier = list(roots)
     while frontier:
-        rows = yield queries.step_down(frontier)
+        rows = yield causal_cypher.step_down(frontier)
         frontier = []
         for parent, child, *_ in rows:
             edges.add((parent, child))
@@ -187,7 +189,7 @@ def write_plan(p: Plan, *, extractor: str, model: str | None, now: int, dry_run:
 
     nodes = []
     for node in p.nodes.values():
-        outcome: Outcome = "added"
+        outcome: IngestOutcome = "added"
         if node.id in stored:
             touched = node.id in change.new_justifications or node.id in change.set_props
             outcome = "merged" if touched else "unchanged"
@@ -198,7 +200,7 @@ def write_plan(p: Plan, *, extractor: str, model: str | None, now: int, dry_run:
                                   support=node.justifications,
                                   new_support=change.new_justifications.get(node.id, [])))
     changed = bool(change.new_nodes or change.new_justifications or change.set_props)
-    status: Status = "dry-run" if dry_run else "written" if changed else "unchanged"
+    status: IngestStatus = "dry-run" if dry_run else "written" if changed else "unchanged"
     edges = sum(len(j) for js in change.new_justifications.values() for j in js)
     return DocumentReport(document=p.document, extractor=extractor, model=model, title=p.title,
                           status=status, nodes=nodes, edges=edges, ids=p.ids,
@@ -207,7 +209,7 @@ def write_plan(p: Plan, *, extractor: str, model: str | None, now: int, dry_run:
 
 def _states(commit: Commit) -> dict[str, State]:
     """The state of each node a commit creates or relabels."""
-    create = {queries.create_nodes(kind, []).text for kind in Kind}
+    create = {causal_cypher.create_nodes(kind, []).text for kind in Kind}
     states: dict[str, State] = {}
     for query in commit.queries:
         if query.text in create:

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rippl_core.models import Blocker, Node, Reached, ReviewItem, Verdict
-from rippl_core.temporal_models import Belief, BeliefChange, StatusChange, WhatIf
+from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
+from rippl_core.models import Blocker, Node, Reached, ReviewItem, StatusChange, Verdict
 
 
 class _Out(BaseModel):

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rippl_core import AsyncRippl, Policy, Rippl
-from rippl_core.errors import InvalidInputError
+from rippl_core import AsyncRippl, InvalidInputError, Policy, Rippl
+from rippl_core.adapters import ThreadedRippl
 
 
 class RipplConnection(BaseModel):
@@ -51,28 +50,6 @@ class Graph(Protocol):
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]: ...
 
-
-class ThreadedRippl:
-    """A sync `Rippl` seen through awaitables: every call runs in a worker thread, so a blocking
-    handle never stalls AutoGen's event loop."""
-
-    def __init__(self, rippl: Rippl) -> None:
-        self._rippl = rippl
-
-    @property
-    def policy(self) -> Policy:
-        return self._rippl.policy
-
-    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
-        method = getattr(self._rippl, name)
-        if not callable(method):
-            raise AttributeError(name)
-
-        @functools.wraps(method)
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return await asyncio.to_thread(method, *args, **kwargs)
-
-        return call
 
 
 type Target = AsyncRippl | Rippl | RipplConnection
@@ -110,11 +87,15 @@ class Link:
         return self.target.policy
 
     async def graph(self) -> Graph:
-        """The handle, opening it on first use. Raises UnavailableError if it cannot be reached."""
-        if isinstance(self.target, AsyncRippl):
-            return cast(Graph, self.target)
-        if isinstance(self.target, Rippl):
-            return cast(Graph, ThreadedRippl(self.target))
+        """The handle as awaitables (a sync `Rippl` runs in worker threads), opening it on first
+        use. Raises UnavailableError if it cannot be reached."""
+        handle = await self.handle()
+        return cast(Graph, ThreadedRippl(handle) if isinstance(handle, Rippl) else handle)
+
+    async def handle(self) -> AsyncRippl | Rippl:
+        """The handle itself, opening it on first use (the kit's `HandleSource`)."""
+        if isinstance(self.target, AsyncRippl | Rippl):
+            return self.target
         loop = asyncio.get_running_loop()
         if self._owned is not None and self._loop is not loop:
             await self._forget()  # opened in another event loop (asyncio.run twice): bound there
@@ -124,7 +105,7 @@ class Link:
             async with self._lock:
                 if self._owned is None:
                     self._owned = await self.target.open()
-        return cast(Graph, self._owned)
+        return self._owned
 
     async def _forget(self) -> None:
         owned, self._owned = self._owned, None

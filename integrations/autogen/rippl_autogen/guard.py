@@ -14,9 +14,9 @@ from collections.abc import Collection, Mapping
 from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_autogen.connection import Link, RipplConnection, Target
-from rippl_core import Policy, ToolCall, Verdict
-from rippl_core.errors import InvalidInputError
-from rippl_core.toolguard import VETO_PREFIX, Arguments, Resolver, ToolGuard, veto_text
+from rippl_core import InvalidInputError, Policy
+from rippl_core.adapters import VETO_PREFIX, Resolver, veto_text
+from rippl_core.adapters import Guard as KitGuard
 
 __all__ = ["VETO_PREFIX", "Guard", "GuardConfig", "Resolver", "veto_text"]
 
@@ -33,14 +33,16 @@ class GuardConfig(BaseModel):
     unguarded: list[str] = Field(default_factory=list)
 
 
-class Guard(ToolGuard):
-    """Checks tool calls against the premise graph. Shared by the workbench, the tool wrapper and
-    the intervention handler."""
+class Guard(KitGuard):
+    """Checks tool calls against the premise graph (AutoGen's path is async: `acheck`). Shared by
+    the workbench, the tool wrapper and the intervention handler. The graph is reached through a
+    `Link`: a borrowed handle, or connection options opened on first use."""
 
     def __init__(self, rippl: Target | Link, *, resolver: Resolver | None = None,
                  policy: Policy | None = None, unguarded: Collection[str] = ()) -> None:
-        super().__init__(policy=policy, resolver=resolver, unguarded=unguarded)
-        self.link = rippl if isinstance(rippl, Link) else Link(rippl)
+        link = rippl if isinstance(rippl, Link) else Link(rippl)
+        super().__init__(link, policy=policy, resolver=resolver, unguarded=unguarded)
+        self.link = link
 
     # -- config -----------------------------------------------------------------------------
     def config(self) -> GuardConfig:
@@ -55,16 +57,3 @@ class Guard(ToolGuard):
     def from_config(cls, config: GuardConfig) -> Guard:
         return cls(config.connection, resolver=config.actions or None, policy=config.policy,
                    unguarded=config.unguarded)
-
-    # -- checking ---------------------------------------------------------------------------
-    async def check(self, name: str, args: Arguments, call_id: str | None = None) -> Verdict | None:
-        """The verdict on a call of tool `name` (arguments: a mapping or their JSON text), or None
-        when the tool is unguarded. Never raises: a call that cannot be mapped or checked gets a
-        verdict saying why (denied unless the policy allows)."""
-        return await self.ajudge(name, args, self._ask, call_id=call_id,
-                                 default_policy=self.link.policy)
-
-    async def _ask(self, call: ToolCall) -> Verdict:
-        graph = await self.link.graph()  # raises UnavailableError if it cannot be opened
-        verdict: Verdict = await graph.check(call, policy=self.policy)
-        return verdict

@@ -67,7 +67,7 @@ class RipplInterventionHandler(DefaultInterventionHandler):
             return message
         # the arguments are JSON text: the guard decodes them, and judges text that is no JSON
         # object like any call it cannot map (policy.unknown)
-        verdict = await self._guard.check(message.name, message.arguments, message.id)
+        verdict = await self._guard.acheck(message.name, message.arguments, message.id)
         if verdict is not None and not verdict.allowed:
             vetoed = ToolVetoedException(call_id=message.id, content=veto_text(message.name, verdict),
                                          name=message.name, verdict=verdict)

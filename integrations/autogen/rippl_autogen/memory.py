@@ -16,7 +16,6 @@ the agent's belief in it on a topic; adopting a new claim on a topic closes the 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Self
@@ -34,10 +33,17 @@ from autogen_core.models import SystemMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_autogen.connection import Link, RipplConnection, Target
-from rippl_core.errors import InvalidInputError, NotFoundError
-from rippl_core.timeutil import from_ms, to_ms
-from rippl_core.validation import check_id, check_text, normalise_text, semantic_id
-from rippl_core.vocabulary import Kind, State
+from rippl_core import InvalidInputError, Kind, NotFoundError, State
+from rippl_core.adapters import (
+    check_id,
+    check_text,
+    content_words,
+    from_ms,
+    normalise_text,
+    rank,
+    semantic_id,
+    to_ms,
+)
 
 type TimeLike = datetime | str
 
@@ -63,18 +69,6 @@ def _iso(value: TimeLike | None, name: str) -> str | None:
     assert moment is not None
     return moment.isoformat()
 
-
-_WORD = re.compile(r"\w+")
-_STOP = frozenset([
-    "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "how",
-    "in", "is", "it", "its", "of", "on", "or", "so", "that", "the", "there", "this", "to", "was",
-    "we", "were", "what", "when", "which", "who", "why", "will", "with", "you",
-])
-
-
-def _words(text: str) -> set[str]:
-    """The content words of `text` (case-folded, without the commonest English words)."""
-    return {w for w in _WORD.findall(text.casefold()) if len(w) > 1 and w not in _STOP}
 
 
 class RipplMemory(Memory, Component[RipplMemoryConfig]):
@@ -166,10 +160,8 @@ class RipplMemory(Memory, Component[RipplMemoryConfig]):
                                               known_at=kwargs.get("known_at"))
         if kwargs.get("topic") is not None:
             beliefs = [b for b in beliefs if b.topic == kwargs["topic"]]
-        wanted = _words(text)
-        if wanted:
-            scored = [(len(wanted & _words(f"{b.text} {b.topic}")), i, b) for i, b in enumerate(beliefs)]
-            beliefs = [b for score, _, b in sorted(scored, key=lambda s: (-s[0], s[1])) if score]
+        if content_words(text):
+            beliefs = [b for b, score in rank(text, beliefs) if score > 0]
         limit = kwargs.get("limit")
         return MemoryQueryResult(results=[_content(b) for b in beliefs[:limit]])
 

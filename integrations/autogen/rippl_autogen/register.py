@@ -25,8 +25,7 @@ from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import Resolver
 from rippl_autogen.memory import RipplMemory
 from rippl_autogen.workbench import RipplWorkbench
-from rippl_core import Policy
-from rippl_core.errors import InvalidInputError
+from rippl_core import InvalidInputError, Policy
 
 
 def assistant_agents(target: Any) -> list[AssistantAgent]:

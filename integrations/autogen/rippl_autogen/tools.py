@@ -18,8 +18,7 @@ from pydantic import BaseModel
 
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import Guard, GuardConfig, Resolver, veto_text
-from rippl_core import Policy, PremiseRetractedError, Verdict
-from rippl_core.errors import InvalidInputError
+from rippl_core import InvalidInputError, Policy, PremiseRetractedError, Verdict
 
 
 class ToolVetoedError(PremiseRetractedError):
@@ -89,10 +88,10 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
 
     async def check(self, args: Mapping[str, Any], call_id: str | None = None) -> Verdict | None:
         """The verdict on calling the tool with `args`."""
-        return await self._guard.check(self.name, args, call_id)
+        return await self._guard.acheck(self.name, args, call_id)
 
     async def _require(self, args: Mapping[str, Any], call_id: str | None) -> None:
-        verdict = await self._guard.check(self.name, args, call_id)
+        verdict = await self._guard.acheck(self.name, args, call_id)
         if verdict is not None and not verdict.allowed:
             raise ToolVetoedError(self.name, verdict)
 

@@ -31,8 +31,7 @@ from pydantic import BaseModel
 
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import Guard, GuardConfig, Resolver, veto_text
-from rippl_core import Policy, Verdict
-from rippl_core.errors import InvalidInputError
+from rippl_core import InvalidInputError, Policy, Verdict
 
 
 class RipplWorkbenchConfig(BaseModel):
@@ -94,7 +93,7 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
 
     async def check(self, name: str, arguments: Mapping[str, Any] | None = None) -> Verdict | None:
         """The verdict the next call of `name` with `arguments` would get (None: unguarded)."""
-        return await self._guard.check(name, arguments)
+        return await self._guard.acheck(name, arguments)
 
     async def list_tools(self) -> list[ToolSchema]:
         return await self._inner.list_tools()
@@ -102,7 +101,7 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
                         cancellation_token: CancellationToken | None = None,
                         call_id: str | None = None) -> ToolResult:
-        verdict = await self._guard.check(name, arguments, call_id)
+        verdict = await self._guard.acheck(name, arguments, call_id)
         if verdict is not None and not verdict.allowed:
             return vetoed_result(name, verdict)
         return await self._inner.call_tool(name, arguments, cancellation_token, call_id)
@@ -111,7 +110,7 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
                                cancellation_token: CancellationToken | None = None,
                                call_id: str | None = None) -> AsyncGenerator[Any | ToolResult, None]:
         """Stream the inner tool's events when allowed; a vetoed call yields one error result."""
-        verdict = await self._guard.check(name, arguments, call_id)
+        verdict = await self._guard.acheck(name, arguments, call_id)
         if verdict is not None and not verdict.allowed:
             yield vetoed_result(name, verdict)
             return

@@ -8,9 +8,10 @@ import pytest
 from autogen_core.tools import StaticWorkbench
 from autogen_helpers import Ops
 from rippl_autogen import RipplConnection, RipplWorkbench
-from rippl_autogen.connection import Link, ThreadedRippl
+from rippl_autogen.connection import Link
 
 from rippl_core import InvalidInputError, Policy, Rippl
+from rippl_core.adapters import ThreadedRippl
 
 TO_07 = {"table": "billing", "shard": "07"}
 

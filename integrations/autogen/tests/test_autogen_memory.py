@@ -15,9 +15,8 @@ from autogen_core.models import SystemMessage
 from autogen_helpers import replay, seen_by_model
 from rippl_autogen import RipplConnection, RipplMemory
 
-from rippl_core import AsyncRippl, InvalidInputError, NotFoundError, Rippl
-from rippl_core.validation import semantic_id
-from rippl_core.vocabulary import Kind
+from rippl_core import AsyncRippl, InvalidInputError, Kind, NotFoundError, Rippl
+from rippl_core.adapters import semantic_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -10,12 +10,11 @@ from typing import Any
 
 from crewai.utilities.string_utils import sanitize_tool_name
 
-from rippl_core import Policy, Rippl, Verdict
-from rippl_core.errors import InvalidInputError
-from rippl_core.toolguard import VETO_PREFIX, Resolver, ToolGuard, veto_text
+from rippl_core import InvalidInputError, Policy, Rippl, Verdict
+from rippl_core.adapters import VETO_PREFIX, Guard, Resolver, veto_text
 
-__all__ = ["VETO_PREFIX", "Resolver", "ToolGuard", "check_call", "check_memory", "judge",
-           "make_guard", "tool_name", "tool_names", "veto_text"]
+__all__ = ["VETO_PREFIX", "Guard", "Resolver", "check_call", "check_memory", "make_guard",
+           "tool_name", "tool_names", "veto_text"]
 
 
 def tool_name(tool: object) -> str:
@@ -42,26 +41,17 @@ def check_memory(memory: object) -> Rippl:
     return memory
 
 
-def make_guard(*, policy: Policy | None = None, resolver: Resolver | None = None,
+def make_guard(memory: Rippl, *, policy: Policy | None = None, resolver: Resolver | None = None,
                tools: Iterable[object] | None = None, unguarded: Iterable[object] = (),
-               action_id: str | None = None) -> ToolGuard:
-    """A core `ToolGuard` that speaks CrewAI's (sanitised) tool names."""
+               action_id: str | None = None) -> Guard:
+    """The core kit's `Guard` on `memory`, speaking CrewAI's (sanitised) tool names."""
     if action_id is not None:
         resolver = lambda _name, _args: action_id  # noqa: E731 - one pinned action
     elif isinstance(resolver, Mapping):  # keyed by the names CrewAI reports
         resolver = {tool_name(name): action for name, action in resolver.items()}
-    return ToolGuard(policy=policy, resolver=resolver,
-                     unguarded=tool_names(unguarded, what="unguarded") or (),
-                     only=tool_names(tools, what="tools"))
-
-
-def judge(guard: ToolGuard, memory: Rippl, name: str,
-          args: Mapping[str, Any] | None) -> Verdict | None:
-    """The verdict on calling `name` with `args` (None when the guard exempts the tool). Never
-    raises: whatever cannot be mapped or checked is judged by the policy, closed by default."""
-    chosen = guard.policy or memory.policy
-    return guard.judge(name, args, lambda call: memory.check(call, policy=chosen),
-                       default_policy=chosen)
+    return Guard(check_memory(memory), policy=policy, resolver=resolver,
+                 unguarded=tool_names(unguarded, what="unguarded") or (),
+                 only=tool_names(tools, what="tools"))
 
 
 def check_call(memory: Rippl, name: str, args: Mapping[str, Any] | None, *,
@@ -69,7 +59,6 @@ def check_call(memory: Rippl, name: str, args: Mapping[str, Any] | None, *,
                action_id: str | None = None) -> Verdict:
     """The verdict on calling tool `name` with `args` now. Never raises: a call that cannot be
     mapped to an action is judged by policy.unknown, a check that fails by policy.on_error."""
-    verdict = judge(make_guard(policy=policy, resolver=resolver, action_id=action_id), memory,
-                    name, args)
+    verdict = make_guard(memory, policy=policy, resolver=resolver, action_id=action_id).check(name, args)
     assert verdict is not None  # a guard without exemptions always judges
     return verdict

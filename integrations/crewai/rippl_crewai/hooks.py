@@ -34,13 +34,11 @@ from crewai.hooks.dispatch import (
     unregister,
 )
 
-from rippl_core import Policy, Rippl, Verdict
-from rippl_core.errors import InvalidInputError
+from rippl_core import InvalidInputError, Policy, Rippl, Verdict
 from rippl_crewai._guard import (
     VETO_PREFIX,
     Resolver,
     check_memory,
-    judge,
     make_guard,
     tool_names,
     veto_text,
@@ -62,7 +60,7 @@ class RipplHooks:
                  policy: Policy | None = None, resolver: Resolver | None = None,
                  history: int = 100) -> None:
         self.memory = check_memory(memory)
-        self.guard = make_guard(policy=policy, resolver=resolver, tools=tools,
+        self.guard = make_guard(self.memory, policy=policy, resolver=resolver, tools=tools,
                                 unguarded=[*(tool_names(unguarded, what="unguarded") or ()),
                                            CHECK_TOOL_NAME])
         self.policy, self.resolver = self.guard.policy, self.guard.resolver
@@ -80,7 +78,7 @@ class RipplHooks:
         whatever goes wrong in here vetoes the call (CrewAI would swallow it and run the tool)."""
         try:
             name = str(ctx.tool_name)
-            verdict = judge(self.guard, self.memory, name, ctx.tool_input) if self._applies(
+            verdict = self.guard.check(name, ctx.tool_input) if self._applies(
                 ctx) else None
             if verdict is None:
                 return None

@@ -26,10 +26,8 @@ from typing import Any
 
 from crewai.memory.types import MemoryRecord, ScopeInfo
 
-from rippl_core import Rippl, Wave
-from rippl_core.errors import InvalidInputError, NotFoundError
-from rippl_core.records import Record
-from rippl_core.timeutil import TimeLike, to_ms
+from rippl_core import InvalidInputError, NotFoundError, Record, Rippl, TimeLike, Wave
+from rippl_core.adapters import to_ms
 from rippl_crewai._guard import check_memory
 
 CLAIM_KEY = "rippl_claim"

@@ -20,15 +20,11 @@ from crewai.tools.base_tool import Tool
 from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from rippl_core import Policy, Rippl, ToolCall, Verdict
-from rippl_core.errors import PremiseRetractedError
-from rippl_core.toolguard import unmappable
-from rippl_core.vocabulary import Kind, State
+from rippl_core import Kind, Policy, PremiseRetractedError, Rippl, State, ToolCall, Verdict
+from rippl_core.adapters import unmappable
 from rippl_crewai._guard import (
+    Guard,
     Resolver,
-    ToolGuard,
-    check_memory,
-    judge,
     make_guard,
     tool_name,
     tool_names,
@@ -84,12 +80,11 @@ class GuardedTool(BaseTool):
                     "env_vars": wrapped.env_vars, "cache_function": _never_cache}
         return {**defaults, **data}
 
-    _guard: ToolGuard = PrivateAttr()
+    _guard: Guard = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
-        check_memory(data.get("memory"))  # typed errors before pydantic wraps them
-        guard = make_guard(policy=data.get("policy"), resolver=data.get("resolver"),
-                           action_id=data.get("action_id"))
+        guard = make_guard(data.get("memory"), policy=data.get("policy"),  # typed errors first
+                           resolver=data.get("resolver"), action_id=data.get("action_id"))
         super().__init__(**data)
         self._guard = guard
 
@@ -100,7 +95,7 @@ class GuardedTool(BaseTool):
 
     def check(self, **kwargs: Any) -> Verdict:
         """The verdict on calling this tool with `kwargs` now (never raises)."""
-        verdict = judge(self._guard, self.memory, tool_name(self), kwargs)
+        verdict = self._guard.check(tool_name(self), kwargs)
         assert verdict is not None  # a single tool's guard exempts nothing
         self._last_verdict = verdict
         return verdict
@@ -201,8 +196,7 @@ class CheckPremisesTool(BaseTool):
     def __init__(self, memory: Rippl | None = None, **data: Any) -> None:
         if memory is not None:
             data["memory"] = memory
-        check_memory(data.get("memory"))
-        make_guard(policy=data.get("policy"))  # checks the policy's type
+        make_guard(data.get("memory"), policy=data.get("policy"))  # typed errors first
         super().__init__(**data)
 
     def _run(self, target: str, args: dict[str, Any] | None = None) -> str:

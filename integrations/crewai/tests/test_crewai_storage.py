@@ -14,9 +14,8 @@ from crewai.memory.types import MemoryRecord
 from rippl_crewai import RipplStorage
 from rippl_crewai.testing import HashEmbedder, ScriptedLLM
 
-from rippl_core import InvalidInputError, NotFoundError, Rippl
-from rippl_core.validation import semantic_id
-from rippl_core.vocabulary import Kind
+from rippl_core import InvalidInputError, Kind, NotFoundError, Rippl
+from rippl_core.adapters import semantic_id
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

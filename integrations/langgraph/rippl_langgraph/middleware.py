@@ -24,8 +24,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from rippl_core import Policy
-from rippl_core.errors import DatabaseError
+from rippl_core import DatabaseError, Policy
 from rippl_langgraph import review as hitl
 from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver, veto_message
 
@@ -54,7 +53,7 @@ class RipplMiddleware(AgentMiddleware):
 
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], Result]) -> Result:
-        outcome = self.guard.check(request.tool_call)
+        outcome = self.guard.outcome(request.tool_call)
         if self.review and hitl.at_risk_claims([outcome]):
             outcome = self._review(outcome)
         if not outcome.allowed and outcome.verdict is not None:
@@ -63,7 +62,7 @@ class RipplMiddleware(AgentMiddleware):
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               handler: Callable[[ToolCallRequest], Awaitable[Result]]) -> Result:
-        outcome = await self.guard.acheck(request.tool_call)
+        outcome = await self.guard.aoutcome(request.tool_call)
         if self.review and hitl.at_risk_claims([outcome]):
             outcome = await self._areview(outcome)
         if not outcome.allowed and outcome.verdict is not None:
@@ -79,7 +78,7 @@ class RipplMiddleware(AgentMiddleware):
         if not items:
             return outcome
         hitl.apply(memory, hitl.ask([outcome], items, self.reviewer))  # type: ignore[arg-type]
-        return self.guard.check(outcome.call)
+        return self.guard.outcome(outcome.call)
 
     async def _areview(self, outcome: Outcome) -> Outcome:
         memory = self.guard.memory
@@ -90,4 +89,4 @@ class RipplMiddleware(AgentMiddleware):
         if not items:
             return outcome
         await hitl.aapply(memory, hitl.ask([outcome], items, self.reviewer))
-        return await self.guard.acheck(outcome.call)
+        return await self.guard.aoutcome(outcome.call)

@@ -22,8 +22,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.graph import END, StateGraph
 from langgraph.types import Command, Send
 
-from rippl_core import Policy
-from rippl_core.errors import DatabaseError, InvalidInputError
+from rippl_core import DatabaseError, InvalidInputError, Policy
 from rippl_langgraph import review as hitl
 from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver, veto_message
 
@@ -77,7 +76,7 @@ class Preflight:
     # -- sync -------------------------------------------------------------------------------
     def run(self, state: Any) -> Command:
         calls = pending_calls(_messages(state, self.messages_key))
-        outcomes = [self.guard.check(call) for call in calls]
+        outcomes = [self.guard.outcome(call) for call in calls]
         if self.review and hitl.at_risk_claims(outcomes):
             outcomes = self._review(outcomes)
         return self.route(outcomes)
@@ -91,12 +90,12 @@ class Preflight:
         if not items:
             return outcomes
         hitl.apply(memory, hitl.ask(outcomes, items, self.reviewer))  # type: ignore[arg-type]
-        return [self.guard.check(o.call) if _reviewable(o) else o for o in outcomes]
+        return [self.guard.outcome(o.call) if _reviewable(o) else o for o in outcomes]
 
     # -- async ------------------------------------------------------------------------------
     async def arun(self, state: Any) -> Command:
         calls = pending_calls(_messages(state, self.messages_key))
-        outcomes = [await self.guard.acheck(call) for call in calls]
+        outcomes = [await self.guard.aoutcome(call) for call in calls]
         if self.review and hitl.at_risk_claims(outcomes):
             outcomes = await self._areview(outcomes)
         return self.route(outcomes)
@@ -110,7 +109,7 @@ class Preflight:
         if not items:
             return outcomes
         await hitl.aapply(memory, hitl.ask(outcomes, items, self.reviewer))
-        return [await self.guard.acheck(o.call) if _reviewable(o) else o for o in outcomes]
+        return [await self.guard.aoutcome(o.call) if _reviewable(o) else o for o in outcomes]
 
 
 def _reviewable(outcome: Outcome) -> bool:

@@ -19,17 +19,14 @@ Resume values (an unusable one makes the node ask again, saying what was wrong u
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langgraph.types import interrupt
 
-from rippl_core import AsyncRippl, Rippl
-from rippl_core.errors import InvalidInputError
-from rippl_core.models import ReviewItem
-from rippl_core.vocabulary import State
+from rippl_core import AsyncRippl, InvalidInputError, ReviewItem, Rippl, State
+from rippl_core.adapters import Call, Calls, acall, arun_calls, run_calls
 from rippl_langgraph.guard import Outcome
 
 DECISIONS = ("approve", "reject", "defer")
@@ -135,33 +132,25 @@ def parse(resume: Any, items: Sequence[ReviewItem], default_by: str) -> dict[str
     return dict.fromkeys(ids, one)
 
 
-def apply(memory: Rippl, decisions: Mapping[str, Decision]) -> list[str]:
-    """Decide each still-pending review; returns the ids decided now."""
+def _apply(decisions: Mapping[str, Decision]) -> Calls[list[str]]:
     done = []
     for review_id, choice in decisions.items():
-        if choice.decision == "defer" or memory.review(review_id).status != "pending":
+        if choice.decision == "defer" or (yield Call("review", (review_id,))).status != "pending":
             continue
-        if choice.decision == "approve":
-            memory.approve(review_id, by=choice.by, note=choice.note)
-        else:
-            memory.reject(review_id, by=choice.by, note=choice.note)
+        method = "approve" if choice.decision == "approve" else "reject"
+        yield Call(method, (review_id,), {"by": choice.by, "note": choice.note})
         done.append(review_id)
     return done
+
+
+def apply(memory: Rippl, decisions: Mapping[str, Decision]) -> list[str]:
+    """Decide each still-pending review; returns the ids decided now."""
+    return run_calls(memory, _apply(decisions))
 
 
 async def aapply(memory: Rippl | AsyncRippl, decisions: Mapping[str, Decision]) -> list[str]:
-    if isinstance(memory, Rippl):
-        return await asyncio.to_thread(apply, memory, decisions)
-    done = []
-    for review_id, choice in decisions.items():
-        if choice.decision == "defer" or (await memory.review(review_id)).status != "pending":
-            continue
-        if choice.decision == "approve":
-            await memory.approve(review_id, by=choice.by, note=choice.note)
-        else:
-            await memory.reject(review_id, by=choice.by, note=choice.note)
-        done.append(review_id)
-    return done
+    """The async twin of `apply` (a sync handle runs in a worker thread)."""
+    return await arun_calls(memory, _apply(decisions))
 
 
 def pending(memory: Rippl) -> list[ReviewItem]:
@@ -169,9 +158,8 @@ def pending(memory: Rippl) -> list[ReviewItem]:
 
 
 async def apending(memory: Rippl | AsyncRippl) -> list[ReviewItem]:
-    if isinstance(memory, Rippl):
-        return await asyncio.to_thread(memory.reviews, "pending")
-    return await memory.reviews("pending")
+    items: list[ReviewItem] = await acall(memory, "reviews", "pending")
+    return items
 
 
 def check_reviewer(reviewer: str) -> str:

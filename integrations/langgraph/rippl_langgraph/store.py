@@ -21,10 +21,7 @@ Every operation is written once as a generator of handle calls, run by a sync or
 from __future__ import annotations
 
 import asyncio
-import re
-import time
-from collections.abc import Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -43,12 +40,19 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from rippl_core import AsyncRippl, Rippl
-from rippl_core.errors import InvalidInputError
-from rippl_core.temporal_models import Belief
-from rippl_core.timeutil import now_ms
-from rippl_core.validation import check_id
-from rippl_core.vocabulary import State
+from rippl_core import Belief, InvalidInputError, Rippl, State
+from rippl_core.adapters import (
+    Call,
+    Calls,
+    Tick,
+    arun_calls,
+    check_id,
+    now_ms,
+    rank,
+    require_handle,
+    run_calls,
+    sync_handle,
+)
 from rippl_langgraph.checkpoint import AsyncFalkorDBSaver, FalkorDBSaver
 from rippl_langgraph.guard import Memory
 
@@ -59,24 +63,6 @@ READ_ONLY = frozenset({"status", "valid_to", "rests_on_retracted", "retracted_ev
                        "recorded_at", "topic", "agent"})
 
 
-@dataclass(frozen=True)
-class Call:
-    """One call of a handle method (the only I/O of the store's operations)."""
-
-    method: str
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Tick:
-    """Wait until the clock has passed `after` (epoch ms) before the next write, so a write is
-    never stamped in the same millisecond as something that happened before it started."""
-
-    after: int
-
-
-type Steps[T] = Generator[Call | Tick, Any, T]
 
 
 # ----------------------------------------------------------------------------- namespaces
@@ -164,18 +150,6 @@ def _operator(actual: Any, op: str, operand: Any) -> bool:
     raise InvalidInputError(f"unsupported filter operator {op!r}; use $eq $ne $gt $gte $lt $lte")
 
 
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"\w+", text.casefold()))
-
-
-def score(query: str, belief: Belief) -> float:
-    """The share of the query's words found in the belief's claim text and topic."""
-    wanted = _words(query)
-    if not wanted:
-        return 0.0
-    return len(wanted & (_words(belief.text) | _words(belief.topic))) / len(wanted)
-
-
 def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     path = tuple(condition.path)
     if len(namespace) < len(path):
@@ -188,7 +162,7 @@ def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
 # ------------------------------------------------------------------------------ operations
 
 
-def get_op(op: GetOp) -> Steps[Item | None]:
+def get_op(op: GetOp) -> Calls[Item | None]:
     agent, topic = subject(op.namespace, op.key)
     belief: Belief | None = yield Call("ask", (agent, topic))
     if belief is None or not current(belief):
@@ -196,7 +170,7 @@ def get_op(op: GetOp) -> Steps[Item | None]:
     return item_of(belief)
 
 
-def put_op(op: PutOp) -> Steps[None]:
+def put_op(op: PutOp) -> Calls[None]:
     agent, topic = subject(op.namespace, op.key)
     started = now_ms()
     if op.value is None:
@@ -235,7 +209,7 @@ def _times(filter: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, 
     return times, filter
 
 
-def search_op(op: SearchOp) -> Steps[list[SearchItem]]:
+def search_op(op: SearchOp) -> Calls[list[SearchItem]]:
     times, wanted = _times(op.filter)
     prefix = tuple(op.namespace_prefix)
     agents: list[str] = [prefix[0]] if prefix else (yield Call("agents"))
@@ -247,13 +221,13 @@ def search_op(op: SearchOp) -> Steps[list[SearchItem]]:
     if not times:
         found = [b for b in found if current(b)]
     found = [b for b in found if all(_compare(value_of(b).get(k), v) for k, v in wanted.items())]
-    scored = [(score(op.query, b) if op.query else None, b) for b in found]
-    scored.sort(key=lambda sb: (-(sb[0] or 0.0), place(sb[1])))
+    found = sorted(found, key=place)
+    scored = rank(op.query, found) if op.query else [(b, None) for b in found]
     window = scored[op.offset:op.offset + op.limit]
-    return [item_of(b, s, search=True) for s, b in window]  # type: ignore[misc]
+    return [item_of(b, s, search=True) for b, s in window]
 
 
-def list_namespaces_op(op: ListNamespacesOp) -> Steps[list[tuple[str, ...]]]:
+def list_namespaces_op(op: ListNamespacesOp) -> Calls[list[tuple[str, ...]]]:
     agents: list[str] = yield Call("agents")
     namespaces: set[tuple[str, ...]] = set()
     for agent in agents:
@@ -265,7 +239,7 @@ def list_namespaces_op(op: ListNamespacesOp) -> Steps[list[tuple[str, ...]]]:
     return sorted(chosen)[op.offset:op.offset + op.limit]
 
 
-def operation(op: Op) -> Steps[Result]:
+def operation(op: Op) -> Calls[Result]:
     if isinstance(op, GetOp):
         return get_op(op)
     if isinstance(op, PutOp):
@@ -276,38 +250,6 @@ def operation(op: Op) -> Steps[Result]:
         return list_namespaces_op(op)
     raise InvalidInputError(f"RipplStore does not know the operation {type(op).__name__}")
 
-
-# ----------------------------------------------------------------------------------- drivers
-
-
-def run_sync[T](memory: Rippl, steps: Steps[T]) -> T:
-    reply: Any = None
-    while True:
-        try:
-            step = steps.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        if isinstance(step, Tick):
-            while now_ms() <= step.after:
-                time.sleep(0.0002)
-            reply = None
-        else:
-            reply = getattr(memory, step.method)(*step.args, **step.kwargs)
-
-
-async def run_async[T](memory: AsyncRippl, steps: Steps[T]) -> T:
-    reply: Any = None
-    while True:
-        try:
-            step = steps.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        if isinstance(step, Tick):
-            while now_ms() <= step.after:
-                await asyncio.sleep(0.0002)
-            reply = None
-        else:
-            reply = await getattr(memory, step.method)(*step.args, **step.kwargs)
 
 
 class RipplStore(BaseStore):
@@ -322,26 +264,20 @@ class RipplStore(BaseStore):
     supports_ttl = False
 
     def __init__(self, memory: Memory, *, checkpointer: BaseCheckpointSaver | None = None) -> None:
-        if not isinstance(memory, Rippl | AsyncRippl):
-            raise InvalidInputError(f"RipplStore needs a Rippl or AsyncRippl handle, got "
-                                    f"{type(memory).__name__}")
-        self.memory = memory
+        self.memory = require_handle(memory, who="RipplStore")
         self.checkpointer = checkpointer
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         memory = self._sync_memory()
-        return [run_sync(memory, operation(op)) for op in ops]
+        return [run_calls(memory, operation(op)) for op in ops]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        if isinstance(self.memory, Rippl):
-            return await asyncio.to_thread(self.batch, list(ops))
-        return [await run_async(self.memory, operation(op)) for op in ops]
+        return [await arun_calls(self.memory, operation(op)) for op in ops]
 
     def _sync_memory(self) -> Rippl:
-        if isinstance(self.memory, AsyncRippl):
-            raise InvalidInputError("this RipplStore has an AsyncRippl handle: use the async methods "
-                                    "(aget/asearch/aput, ainvoke) or give it a Rippl handle")
-        return self.memory
+        return sync_handle(self.memory, hint="this RipplStore has an AsyncRippl handle: use the "
+                                             "async methods (aget/asearch/aput, ainvoke) or give "
+                                             "it a Rippl handle")
 
     # -- time travel with the checkpoints ---------------------------------------------------
     def checkpoint_time(self, config: RunnableConfig) -> datetime:
@@ -370,14 +306,12 @@ class RipplStore(BaseStore):
         """What the agent (every agent if None) believed when this checkpoint was taken, as known
         then: time travel in LangGraph and in belief memory agree."""
         taken = self.checkpoint_time(config)
-        return run_sync(self._sync_memory(), _held_at(taken, agent))
+        return run_calls(self._sync_memory(), _held_at(taken, agent))
 
     async def abeliefs_at_checkpoint(self, config: RunnableConfig, *,
                                      agent: str | None = None) -> list[Belief]:
         taken = await self.acheckpoint_time(config)
-        if isinstance(self.memory, Rippl):
-            return await asyncio.to_thread(run_sync, self.memory, _held_at(taken, agent))
-        return await run_async(self.memory, _held_at(taken, agent))
+        return await arun_calls(self.memory, _held_at(taken, agent))
 
     def _saver(self) -> BaseCheckpointSaver:
         if self.checkpointer is None:
@@ -394,7 +328,7 @@ def _required(taken: datetime | None, config: RunnableConfig) -> datetime:
     return taken
 
 
-def _held_at(taken: datetime, agent: str | None) -> Steps[list[Belief]]:
+def _held_at(taken: datetime, agent: str | None) -> Calls[list[Belief]]:
     agents: list[str] = [agent] if agent is not None else (yield Call("agents"))
     held: list[Belief] = []
     for name in agents:

@@ -29,14 +29,14 @@ def tool_call_wrappers(guard: Guard) -> tuple[
     """The (wrap_tool_call, awrap_tool_call) pair that vetoes denied calls."""
 
     def wrap(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Result]) -> Result:
-        outcome = guard.check(request.tool_call)
+        outcome = guard.outcome(request.tool_call)
         if not outcome.allowed and outcome.verdict is not None:
             return veto_message(request.tool_call, outcome.verdict)
         return execute(request)
 
     async def awrap(request: ToolCallRequest,
                     execute: Callable[[ToolCallRequest], Awaitable[Result]]) -> Result:
-        outcome = await guard.acheck(request.tool_call)
+        outcome = await guard.aoutcome(request.tool_call)
         if not outcome.allowed and outcome.verdict is not None:
             return veto_message(request.tool_call, outcome.verdict)
         return await execute(request)

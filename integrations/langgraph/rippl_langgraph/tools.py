@@ -9,14 +9,12 @@ a proposal.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from rippl_core import AsyncRippl, Rippl
-from rippl_core.errors import RipplError
-from rippl_core.models import ReviewItem
+from rippl_core import ReviewItem, Rippl, RipplError
+from rippl_core.adapters import Call, Calls, arun_calls, run_calls, sync_handle
 from rippl_langgraph.guard import Memory
 
 
@@ -26,33 +24,36 @@ def _describe(item: ReviewItem, *, existing: bool) -> str:
                        "note": "a human will approve or reject this retraction"})
 
 
+def _propose_once(claim: str, reason: str, by: str,
+                  evidence: str | None) -> Calls[tuple[ReviewItem, bool]]:
+    """Propose retracting `claim` unless a review of it is already pending; (item, existed)."""
+    for item in (yield Call("reviews", ("pending",))):
+        if item.claim == claim:
+            return item, True
+    proposed = yield Call("propose_retraction", (claim,),
+                          {"reason": reason, "by": by, "evidence": evidence})
+    return proposed, False
+
+
 def propose_once(memory: Rippl, claim: str, reason: str, by: str,
                  evidence: str | None = None) -> tuple[ReviewItem, bool]:
     """Propose retracting `claim` unless a review of it is already pending; (item, existed)."""
-    for item in memory.reviews("pending"):
-        if item.claim == claim:
-            return item, True
-    return memory.propose_retraction(claim, reason=reason, by=by, evidence=evidence), False
+    return run_calls(memory, _propose_once(claim, reason, by, evidence))
 
 
 async def apropose_once(memory: Memory, claim: str, reason: str, by: str,
                         evidence: str | None = None) -> tuple[ReviewItem, bool]:
-    if isinstance(memory, Rippl):
-        return await asyncio.to_thread(propose_once, memory, claim, reason, by, evidence)
-    for item in await memory.reviews("pending"):
-        if item.claim == claim:
-            return item, True
-    return await memory.propose_retraction(claim, reason=reason, by=by, evidence=evidence), False
+    """The async twin of `propose_once` (a sync handle runs in a worker thread)."""
+    return await arun_calls(memory, _propose_once(claim, reason, by, evidence))
 
 
 def retraction_tool(memory: Memory, *, by: str = "agent", name: str = "propose_retraction") -> BaseTool:
     """A tool the model calls with (claim_id, reason, evidence) to flag a claim as false."""
 
     def run(claim_id: str, reason: str, evidence: str | None = None) -> str:
-        if isinstance(memory, AsyncRippl):
-            raise RipplError("this tool was given an AsyncRippl handle; run the graph with ainvoke")
         try:
-            item, existed = propose_once(memory, claim_id, reason, by, evidence)
+            rippl = sync_handle(memory, hint="run the graph with ainvoke")
+            item, existed = propose_once(rippl, claim_id, reason, by, evidence)
         except RipplError as exc:
             return f"could not propose retracting {claim_id}: {exc}"
         return _describe(item, existing=existed)

@@ -18,12 +18,11 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 from langgraph_helpers import MIGRATE_07, Ops, react_builder, thread
 from rippl_langgraph import AsyncFalkorDBSaver, FalkorDBSaver, add_preflight
-from rippl_langgraph.checkpoint.queries import INDEXES
+from rippl_langgraph.checkpoint.queries import SCHEMA
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
-from rippl_core import AsyncRippl, Rippl
-from rippl_core.errors import InvalidInputError
-from rippl_core.queries import LIST_INDEXES
+from rippl_core import AsyncRippl, InvalidInputError, Rippl
+from rippl_core._runtime.schema import LIST_INDEXES
 
 ASYNC = pytest.mark.asyncio(loop_scope="session")
 
@@ -201,5 +200,6 @@ def test_dropping_the_tenant_drops_its_checkpoints(rippl: Rippl, saver: FalkorDB
     assert again.get_tuple(stored) is None and list(again.list(None)) == []
     again.put({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}, checkpoint, {}, {})
     assert again.get_tuple(stored) is not None
-    indexed = {(row[0], prop) for row in again._driver.query(LIST_INDEXES) for prop in row[1]}
-    assert set(INDEXES) <= indexed
+    rows = again._store.run(lambda: (yield LIST_INDEXES))
+    indexed = {(row[0], prop) for row in rows for prop in row[1]}
+    assert {(index.label, index.prop) for index in SCHEMA.indexes} <= indexed

@@ -92,8 +92,8 @@ def test_guard_denies_calls_it_cannot_check(incident: Rippl) -> None:
     from rippl_langgraph import Guard
 
     guard = Guard(incident)
-    odd_name = guard.check({"name": " migrate_tables", "args": MIGRATE_07, "id": "c1"})
+    odd_name = guard.outcome({"name": " migrate_tables", "args": MIGRATE_07, "id": "c1"})
     assert not odd_name.allowed and "could not be mapped to an action" in odd_name.verdict.reason
-    not_json = guard.check({"name": "migrate_tables", "args": {"shard": {1, 2}}, "id": "c2"})
+    not_json = guard.outcome({"name": "migrate_tables", "args": {"shard": {1, 2}}, "id": "c2"})
     assert not not_json.allowed and "fail closed" in not_json.verdict.reason
-    assert guard.check({"name": "migrate_tables", "args": MIGRATE_07, "id": "c3"}).allowed
+    assert guard.outcome({"name": "migrate_tables", "args": MIGRATE_07, "id": "c3"}).allowed

@@ -23,8 +23,7 @@ from langgraph_helpers import (
 from rippl_langgraph import VETO_PREFIX, FalkorDBSaver, add_preflight, preflight_node
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
-from rippl_core import AsyncRippl, Policy, Rippl, ToolCall
-from rippl_core.errors import InvalidInputError
+from rippl_core import AsyncRippl, InvalidInputError, Policy, Rippl, ToolCall
 from rippl_core.testing import start_falkordb_server
 
 

@@ -14,8 +14,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp,
 from langgraph_helpers import thread
 from rippl_langgraph import AsyncFalkorDBSaver, FalkorDBSaver, RipplStore
 
-from rippl_core import AsyncRippl, Rippl
-from rippl_core.errors import InvalidInputError, NotFoundError
+from rippl_core import AsyncRippl, InvalidInputError, NotFoundError, Rippl
 
 AGENT = "ops-agent"
 

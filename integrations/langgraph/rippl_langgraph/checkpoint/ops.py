@@ -1,7 +1,7 @@
 """The checkpointer's operations as sans-IO generators, shared by the sync and async savers.
 
 Each operation yields a `rippl_core.wire.Query` to read (and gets rows back) or a
-`rippl_core.engine.Commit` to write (applied atomically in MULTI/EXEC by the core drivers).
+`rippl_core.adapters.Commit` to write (applied atomically in MULTI/EXEC by the core drivers).
 
 Values are serialised with the saver's serde (`dumps_typed`: a type tag and bytes) and stored as the
 type tag plus the bytes in base64, in string properties of the graph nodes: the core's clients decode
@@ -16,7 +16,7 @@ import base64
 import hashlib
 import json
 import math
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,12 +34,9 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
-from rippl_core.engine import Commit
-from rippl_core.errors import InvalidInputError
-from rippl_core.timeutil import now_ms
+from rippl_core import InvalidInputError
+from rippl_core.adapters import Commit, Op, now_ms
 from rippl_langgraph.checkpoint import queries
-
-type Op[T] = Generator[Any, Any, T]
 
 PAGE = 64  # checkpoints fetched per round trip when listing
 

@@ -25,17 +25,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rippl_core.wire import Query
+from rippl_core.adapters import Index, Query, Schema
 
 CHECKPOINT, BLOB, WRITE, HEAD = "Checkpoint", "CheckpointBlob", "CheckpointWrite", "CheckpointHead"
 LABELS = (CHECKPOINT, BLOB, WRITE, HEAD)
 
-INDEXES: tuple[tuple[str, str], ...] = (
+SCHEMA = Schema("1", indexes=tuple(Index(label, prop) for label, prop in (
     (CHECKPOINT, "key"), (CHECKPOINT, "thread_key"), (CHECKPOINT, "run_key"),
     (BLOB, "key"), (BLOB, "thread_key"),
     (WRITE, "key"), (WRITE, "cp_key"), (WRITE, "thread_key"),
     (HEAD, "key"), (HEAD, "thread_key"),
-)
+)))
 
 _TUPLE_FIELDS = ("c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_id, c.type, c.data, "
                  "c.meta_type, c.meta, c.key")
@@ -48,9 +48,6 @@ _WITH_BLOBS_AND_WRITES = (
     f" RETURN {_TUPLE_FIELDS}, blobs, writes"
 )
 
-
-def create_index(label: str, prop: str) -> Query:
-    return Query(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
 
 
 def put_blobs(rows: Sequence[Mapping[str, Any]]) -> Query:

@@ -27,35 +27,14 @@ from langgraph.checkpoint.base import (
     get_checkpoint_id,
 )
 
-from rippl_core import AsyncRippl, Rippl
-from rippl_core.driver import AsyncDriver, SyncDriver, translated_errors, version_key
-from rippl_core.engine import Commit
-from rippl_core.errors import DatabaseError, InvalidInputError
-from rippl_core.timeutil import from_ms
-from rippl_core.validation import check_id
-from rippl_langgraph.checkpoint import queries
-from rippl_langgraph.checkpoint.ops import PAGE, CheckpointOps, Op, configurable
+from rippl_core import AsyncRippl, InvalidInputError, Rippl
+from rippl_core.adapters import AsyncStateGraph, StateGraph, from_ms
+from rippl_langgraph.checkpoint.ops import PAGE, CheckpointOps, configurable
+from rippl_langgraph.checkpoint.queries import SCHEMA
 
-SCHEMA_VERSION = "1"
-
-
-def _index_op(label: str, prop: str) -> Op[None]:
-    yield Commit([queries.create_index(label, prop)])
-
-
-def _already_indexed(exc: DatabaseError) -> bool:
-    return "already indexed" in str(exc)
-
-
-def _companion(memory_graph: str, checkpoint_graph: str | None) -> str:
-    """`rippl:{graph}:checkpoints` by default: inside the keys Rippl keeps for the tenant, so
-    `Rippl.drop()` deletes the checkpoints with the rest."""
-    return check_id(checkpoint_graph or f"rippl:{memory_graph}:checkpoints", what="checkpoint_graph")
-
-
-def _marker(graph: str) -> str:
-    """The plain key recording that the checkpoint graph's indexes exist."""
-    return f"{graph}:schema" if graph.startswith("rippl:") else f"rippl:{graph}:schema"
+# The checkpoints live in the tenant's companion graph `rippl:{graph}:checkpoints` by default:
+# inside the keys Rippl keeps for the tenant, so `Rippl.drop()` deletes them with the rest.
+SUFFIX = "checkpoints"
 
 
 def _next_version(current: str | int | float | None) -> str:
@@ -104,8 +83,8 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
         self._owned = memory is None
         self.memory: Rippl = memory if memory is not None else Rippl.open(path, url=url, graph=graph)
         try:
-            self.graph = _companion(self.memory.graph, checkpoint_graph)
-            self._driver = SyncDriver(self.memory.redis, self.graph, self.memory.location.describe())
+            self._store = StateGraph(self.memory, SCHEMA, suffix=SUFFIX, name=checkpoint_graph)
+            self.graph = self._store.graph
             self.setup()
         except BaseException:
             self.close()
@@ -114,17 +93,7 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     # -- lifecycle --------------------------------------------------------------------------
     def setup(self) -> None:
         """Create the indexes of the checkpoint graph (idempotent)."""
-        with translated_errors(self.memory.location.describe()):
-            if self.memory.redis.get(_marker(self.graph)) == SCHEMA_VERSION:
-                return
-        for label, prop in queries.INDEXES:
-            try:
-                self._driver.run(lambda label=label, prop=prop: _index_op(label, prop), write=True)
-            except DatabaseError as exc:
-                if not _already_indexed(exc):
-                    raise
-        with translated_errors(self.memory.location.describe()):
-            self.memory.redis.set(_marker(self.graph), SCHEMA_VERSION)
+        self._store.setup()
 
     def close(self) -> None:
         """Close the handle if this saver opened it."""
@@ -139,8 +108,7 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
 
     def drop(self) -> None:
         """Delete every checkpoint of every thread (the whole checkpoint graph)."""
-        with translated_errors(self.memory.location.describe()):
-            self.memory.redis.delete(self.graph, _marker(self.graph), version_key(self.graph))
+        self._store.drop()
 
     @property
     def _ops(self) -> CheckpointOps:
@@ -148,31 +116,31 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
 
     # -- BaseCheckpointSaver ----------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._driver.run(lambda: self._ops.get_tuple(config))
+        return self._store.run(lambda: self._ops.get_tuple(config))
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
         pages = _Pages(config, filter, before, limit)
         while (read := pages.next_read(self._ops)) is not None:
-            yield from pages.take(self._driver.run(read))
+            yield from pages.take(self._store.run(read))
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
-        return self._driver.run(lambda: self._ops.put(config, checkpoint, metadata, new_versions),
+        return self._store.run(lambda: self._ops.put(config, checkpoint, metadata, new_versions),
                                 write=True)
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
-        self._driver.run(lambda: self._ops.put_writes(config, writes, task_id, task_path), write=True)
+        self._store.run(lambda: self._ops.put_writes(config, writes, task_id, task_path), write=True)
 
     def delete_thread(self, thread_id: str) -> None:
-        self._driver.run(lambda: self._ops.delete_thread(thread_id), write=True)
+        self._store.run(lambda: self._ops.delete_thread(thread_id), write=True)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._driver.run(lambda: self._ops.delete_for_runs(run_ids), write=True)
+        self._store.run(lambda: self._ops.delete_for_runs(run_ids), write=True)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._driver.run(lambda: self._ops.copy_thread(source_thread_id, target_thread_id),
+        self._store.run(lambda: self._ops.copy_thread(source_thread_id, target_thread_id),
                          write=True)
 
     def get_next_version(self, current: str | None, channel: None = None) -> str:  # type: ignore[override]
@@ -181,7 +149,7 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     def checkpoint_time(self, config: RunnableConfig) -> datetime | None:
         """When the checkpoint named by `config` was taken (the latest of the thread if the config
         names none); None if there is no such checkpoint."""
-        return from_ms(self._driver.run(lambda: self._ops.taken_at(config)))
+        return from_ms(self._store.run(lambda: self._ops.taken_at(config)))
 
     # -- async: the sync methods in a worker thread ------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -282,8 +250,8 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
                 "use FalkorDBSaver with a Rippl handle")
         self.memory = memory
         self._owned = False
-        self.graph = _companion(memory.graph, checkpoint_graph)
-        self._driver = AsyncDriver(memory.redis, self.graph, memory.location.describe())
+        self._store = AsyncStateGraph(memory, SCHEMA, suffix=SUFFIX, name=checkpoint_graph)
+        self.graph = self._store.graph
         self._ready = False
         try:
             self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -311,18 +279,7 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
             self.loop = asyncio.get_running_loop()
         if self._ready:
             return
-        with translated_errors(self.memory.location.describe()):
-            ready = await self.memory.redis.get(_marker(self.graph)) == SCHEMA_VERSION
-        if not ready:
-            for label, prop in queries.INDEXES:
-                try:
-                    await self._driver.run(lambda label=label, prop=prop: _index_op(label, prop),
-                                           write=True)
-                except DatabaseError as exc:
-                    if not _already_indexed(exc):
-                        raise
-            with translated_errors(self.memory.location.describe()):
-                await self.memory.redis.set(_marker(self.graph), SCHEMA_VERSION)
+        await self._store.setup()
         self._ready = True
 
     async def aclose(self) -> None:
@@ -339,8 +296,7 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
 
     async def adrop(self) -> None:
         """Delete every checkpoint of every thread (the whole checkpoint graph)."""
-        with translated_errors(self.memory.location.describe()):
-            await self.memory.redis.delete(self.graph, _marker(self.graph), version_key(self.graph))
+        await self._store.drop()
         self._ready = False
 
     @property
@@ -350,7 +306,7 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     async def _run[T](self, make: Any, *, write: bool = False) -> T:
         if not self._ready:
             await self.setup()
-        return await self._driver.run(make, write=write)
+        return await self._store.run(make, write=write)
 
     # -- async BaseCheckpointSaver ----------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

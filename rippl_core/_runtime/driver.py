@@ -1,0 +1,211 @@
+"""I/O at the edge: run operation generators against FalkorDB, synchronously or with asyncio.
+
+Reads go out as GRAPH.RO_QUERY. A write operation runs under WATCH of the graph's version key; its
+reads see one consistent graph and its `Commit` goes out in MULTI/EXEC together with the version
+bump and its events, so concurrent writers never interleave: the loser re-runs from the start.
+Database errors become Rippl's typed errors and are raised inside the operation, at the request
+that failed (see `rippl_core._runtime.op`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import redis
+import redis.asyncio
+
+from rippl_core._runtime.keys import events_channel, version_key
+from rippl_core._runtime.op import Command, Commit, Op
+from rippl_core._runtime.wire import Query, parse
+from rippl_core.errors import ConflictError, DatabaseError, RipplError, UnavailableError
+
+MAX_ATTEMPTS = 64
+
+
+def _args(graph: str, query: Query) -> tuple[str, ...]:
+    return ("GRAPH.RO_QUERY" if query.read_only else "GRAPH.QUERY", graph, query.command(),
+            "--compact")
+
+
+@contextmanager
+def translated_errors(where: str) -> Iterator[None]:
+    """Turn redis exceptions into Rippl's typed errors."""
+    try:
+        yield
+    except redis.WatchError:
+        raise
+    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+        raise UnavailableError(
+            f"cannot reach {where}: {exc}. Is the server running? Check the url/path "
+            "(RIPPL_FALKORDB_URL / RIPPL_DB)."
+        ) from exc
+    except redis.ResponseError as exc:
+        if "unique constraint" in str(exc):
+            raise ConflictError(f"a node with this id already exists ({exc})") from exc
+        raise DatabaseError(f"FalkorDB refused the query: {exc}") from exc
+
+
+def _backoff(attempt: int) -> float:
+    return random.uniform(0, 0.002 * min(attempt, 10))
+
+
+class _Step:
+    """One operation's progress: send it replies, or raise an error inside it at its request."""
+
+    def __init__(self, gen: Op[Any]) -> None:
+        self.gen, self.done, self.value = gen, False, None
+        self.send(None)
+
+    def send(self, reply: Any) -> None:
+        try:
+            self.value = self.gen.send(reply)
+        except StopIteration as stop:
+            self.done, self.value = True, stop.value
+
+    def throw(self, exc: RipplError) -> None:
+        try:
+            self.value = self.gen.throw(exc)
+        except StopIteration as stop:
+            self.done, self.value = True, stop.value
+
+
+class SyncDriver:
+    """Runs operations with a blocking redis client."""
+
+    def __init__(self, client: redis.Redis, graph: str, where: str) -> None:
+        self.client, self.graph, self.where = client, graph, where
+
+    def query(self, query: Query) -> list[tuple[Any, ...]]:
+        """One read, isolated from any commit in flight.
+
+        FalkorDB runs the statements of a MULTI/EXEC one at a time and lets read-only queries from
+        other connections in between; a read sent inside MULTI/EXEC runs after a whole commit or
+        before it, never in the middle. It costs no extra round trip."""
+        with translated_errors(self.where), self.client.pipeline(transaction=True) as pipe:
+            pipe.execute_command(*_args(self.graph, query))
+            return parse(pipe.execute()[0])
+
+    def command(self, command: Command) -> Any:
+        with translated_errors(self.where):
+            return self.client.execute_command(*command.args)
+
+    def run[T](self, make: Callable[[], Op[T]], *, write: bool = False) -> T:
+        if not write:
+            return self._drive(make(), self.query, self.command, None)
+        for attempt in range(MAX_ATTEMPTS):
+            with translated_errors(self.where), self.client.pipeline() as pipe:
+                try:
+                    pipe.watch(version_key(self.graph))
+                    read = lambda q: parse(pipe.execute_command(*_args(self.graph, q)))  # noqa: E731
+                    run = lambda c: pipe.execute_command(*c.args)  # noqa: E731
+                    return self._drive(make(), read, run, pipe)
+                except redis.WatchError:
+                    time.sleep(_backoff(attempt))
+        raise ConflictError("too many concurrent writers kept changing the graph; try again")
+
+    def _drive[T](self, gen: Op[T], read: Callable[[Query], Any],
+                  command: Callable[[Command], Any], pipe: Any) -> T:
+        step = _Step(gen)
+        while not step.done:
+            request = step.value
+            try:
+                with translated_errors(self.where):
+                    if isinstance(request, Commit):
+                        reply = self._commit(pipe, request)
+                        read, command = self.query, self.command  # the transaction is over
+                    elif isinstance(request, Command):
+                        reply = command(request)
+                    else:
+                        reply = read(request)
+            except RipplError as exc:
+                step.throw(exc)
+                continue
+            step.send(reply)
+        return step.value  # type: ignore[return-value]
+
+    def _commit(self, pipe: Any, commit: Commit) -> list[Any]:
+        _queue(pipe, self.graph, commit)
+        return _replies(pipe.execute(), commit)
+
+
+class AsyncDriver:
+    """Runs the same operations with an asyncio redis client."""
+
+    def __init__(self, client: redis.asyncio.Redis, graph: str, where: str) -> None:
+        self.client, self.graph, self.where = client, graph, where
+
+    async def query(self, query: Query) -> list[tuple[Any, ...]]:
+        """One read, isolated from any commit in flight (see `SyncDriver.query`)."""
+        with translated_errors(self.where):
+            async with self.client.pipeline(transaction=True) as pipe:
+                pipe.execute_command(*_args(self.graph, query))
+                return parse((await pipe.execute())[0])
+
+    async def command(self, command: Command) -> Any:
+        with translated_errors(self.where):
+            return await self.client.execute_command(*command.args)
+
+    async def run[T](self, make: Callable[[], Op[T]], *, write: bool = False) -> T:
+        if not write:
+            return await self._drive(make(), self.query, self.command, None)
+        for attempt in range(MAX_ATTEMPTS):
+            with translated_errors(self.where):
+                async with self.client.pipeline() as pipe:
+                    try:
+                        await pipe.watch(version_key(self.graph))
+
+                        async def read(q: Query, pipe: Any = pipe) -> Any:
+                            return parse(await pipe.execute_command(*_args(self.graph, q)))
+
+                        async def run(c: Command, pipe: Any = pipe) -> Any:
+                            return await pipe.execute_command(*c.args)
+
+                        return await self._drive(make(), read, run, pipe)
+                    except redis.WatchError:
+                        await asyncio.sleep(_backoff(attempt))
+        raise ConflictError("too many concurrent writers kept changing the graph; try again")
+
+    async def _drive[T](self, gen: Op[T], read: Callable[[Query], Awaitable[Any]],
+                        command: Callable[[Command], Awaitable[Any]], pipe: Any) -> T:
+        step = _Step(gen)
+        while not step.done:
+            request = step.value
+            try:
+                with translated_errors(self.where):
+                    if isinstance(request, Commit):
+                        reply = await self._commit(pipe, request)
+                        read, command = self.query, self.command  # the transaction is over
+                    elif isinstance(request, Command):
+                        reply = await command(request)
+                    else:
+                        reply = await read(request)
+            except RipplError as exc:
+                step.throw(exc)
+                continue
+            step.send(reply)
+        return step.value  # type: ignore[return-value]
+
+    async def _commit(self, pipe: Any, commit: Commit) -> list[Any]:
+        _queue(pipe, self.graph, commit)
+        return _replies(await pipe.execute(), commit)
+
+
+def _queue(pipe: Any, graph: str, commit: Commit) -> None:
+    """Queue a commit on a watched pipeline (queueing is synchronous for both clients): its
+    queries, the version bump that fails concurrent writers, and its events."""
+    pipe.multi()
+    for query in commit.queries:
+        pipe.execute_command(*_args(graph, query))
+    pipe.incr(version_key(graph))
+    if commit.events:  # one message per commit: a JSON array of its events, in order
+        pipe.publish(events_channel(graph), json.dumps(commit.events))
+
+
+def _replies(replies: list[Any], commit: Commit) -> list[Any]:
+    return [parse(r) for r in replies[: len(commit.queries)]]

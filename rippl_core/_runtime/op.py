@@ -1,0 +1,37 @@
+"""The protocol between operations and drivers (sans I/O).
+
+An operation is a generator. It yields a `Query` to read (and receives its rows), a `Commit` to
+write (and receives the rows of each of its queries), or a `Command` for a plain key (and receives
+the reply). The sync and async drivers run the same generators; a write operation is re-run from
+the start if another writer committed in between (optimistic concurrency), and its `Commit` is
+applied atomically (MULTI/EXEC). A database error is raised inside the operation at the `yield`
+that caused it, so an operation may handle it (e.g. an index that another process just created).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rippl_core._runtime.wire import Query
+
+type Op[T] = Generator[Any, Any, T]
+
+
+@dataclass
+class Commit:
+    """Queries applied atomically, and the events published with them."""
+
+    queries: list[Query] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A plain Redis command on a key of the graph's tenant (a marker, a counter), not a query."""
+
+    args: tuple[Any, ...]
+
+    def __init__(self, *args: Any) -> None:
+        object.__setattr__(self, "args", args)

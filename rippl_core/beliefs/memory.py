@@ -1,0 +1,398 @@
+"""Bitemporal belief memory and time-aware reads, as sans-IO operations (generators over queries).
+
+Each belief interval is a version row on a `BELIEVES` edge, with valid time [valid_from, valid_to)
+(when the agent held the belief) and transaction time [recorded_at, superseded_at) (when Rippl knew
+this version). Rows are never deleted or rewritten: a change of history sets `superseded_at` on the
+rows it replaces and inserts their new versions, so any past state of knowledge can be read back.
+
+Writes keep one invariant per (agent, topic): at any transaction time, the visible intervals do not
+overlap. The rules:
+
+- `believe(claim, valid_from=V)`: the agent holds the claim from V until the next adoption already
+  recorded after V (or open-ended). The interval covering V is closed at V. Believing the claim
+  already held, with no new evidence, changes nothing; with new evidence, the interval is split at V
+  and the new one carries the union of the evidence.
+- `retract_belief(at=A)`: the interval covering A is closed at A (nothing is believed after it,
+  until the next adoption).
+- `revise(claim, valid_from=V, valid_to=E)`: a correction: [V, E) becomes the claim, whatever was
+  recorded there; intervals overlapping it keep their parts outside [V, E).
+
+Transaction time only moves forward per (agent, topic): a write may pass `recorded_at` in the past
+(importing history), but not earlier than what is already recorded for that pair, nor in the future.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rippl_core._runtime.op import Commit, Op
+from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, ms, now_ms, read_times, required_ms
+from rippl_core._runtime.validation import check_id, check_ids, check_text
+from rippl_core.beliefs import cypher
+from rippl_core.beliefs.models import Belief, BeliefChange
+from rippl_core.causal import cypher as causal_cypher
+from rippl_core.errors import InvalidInputError, NotFoundError
+from rippl_core.vocabulary import Kind, State, public_status
+
+READ_CHUNK = 10_000
+
+
+# ------------------------------------------------------------------------------------- times
+
+
+def _transaction_time(recorded_at: TimeLike | None, now: int) -> int:
+    tx = ms(recorded_at, name="recorded_at", default=now)
+    if tx > now:
+        raise InvalidInputError(
+            f"recorded_at={from_ms(tx).isoformat()} is in the future; it is when Rippl "  # type: ignore[union-attr]
+            "learned the belief, so at the latest now. Use valid_from for when it holds."
+        )
+    return tx
+
+
+# -------------------------------------------------------------------------------------- rows
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One stored version of a belief interval (times in epoch ms, open ends as `cypher.OPEN`)."""
+
+    agent: str
+    topic: str
+    claim: str
+    valid_from: int
+    valid_to: int
+    recorded_at: int
+    superseded_at: int = cypher.OPEN
+    evidence: tuple[str, ...] = ()
+    note: str | None = None
+    cause: str = "believe"
+    reason: str | None = None
+    first_recorded: int | None = None  # when Rippl first learned of this adoption
+    text: str = ""
+    claim_state: str = State.IN.value
+
+    def props(self) -> dict[str, Any]:
+        key = cypher.belief_key(self.agent, self.topic)
+        current_head = self.valid_to >= cypher.OPEN and self.superseded_at >= cypher.OPEN
+        props = {"key": key, "head": key if current_head else None, "agent": self.agent,
+                 "topic": self.topic, "claim": self.claim, "valid_from": self.valid_from,
+                 "valid_to": self.valid_to, "recorded_at": self.recorded_at,
+                 "superseded_at": self.superseded_at, "evidence": list(self.evidence),
+                 "note": self.note, "cause": self.cause, "reason": self.reason,
+                 "first_recorded": self.first_recorded if self.first_recorded is not None
+                 else self.recorded_at}
+        return {k: v for k, v in props.items() if v is not None}
+
+    def holds_at(self, t: int) -> bool:
+        return self.valid_from <= t < self.valid_to
+
+
+def _row(record: Sequence[Any]) -> Row:
+    (agent, topic, claim, valid_from, valid_to, recorded_at, superseded_at, evidence, note, cause,
+     reason, first_recorded, text, state) = record
+    return Row(agent=agent, topic=topic, claim=claim, valid_from=valid_from, valid_to=valid_to,
+               recorded_at=recorded_at, superseded_at=superseded_at,
+               evidence=tuple(evidence or ()), note=note, cause=cause or "believe", reason=reason,
+               first_recorded=first_recorded if first_recorded is not None else recorded_at,
+               text=text or "", claim_state=state or State.IN.value)
+
+
+def rows_of(records: Iterable[Sequence[Any]]) -> list[Row]:
+    return sorted((_row(r) for r in records), key=lambda r: (r.valid_from, r.topic, r.recorded_at))
+
+
+def evidence_states(rows: Iterable[Row]) -> Op[dict[str, str]]:
+    ids = sorted({e for row in rows for e in row.evidence})
+    states: dict[str, str] = {}
+    for start in range(0, len(ids), READ_CHUNK):
+        records = yield causal_cypher.node_briefs(ids[start:start + READ_CHUNK])
+        states.update({r[0]: r[3] for r in records})
+    return states
+
+
+def belief_model(row: Row, evidence_states: Mapping[str, str],
+                 claim_state: State | None = None) -> Belief:
+    state = claim_state or State(row.claim_state)
+    return Belief.model_construct(  # built from stored, already validated values
+        agent=row.agent, topic=row.topic, claim=row.claim, text=row.text,
+        valid_from=from_ms(row.valid_from),  # type: ignore[arg-type]
+        valid_to=None if row.valid_to >= cypher.OPEN else from_ms(row.valid_to),
+        recorded_at=from_ms(row.recorded_at),  # type: ignore[arg-type]
+        first_recorded_at=from_ms(row.first_recorded if row.first_recorded is not None
+                                  else row.recorded_at),
+        superseded_at=None if row.superseded_at >= cypher.OPEN else from_ms(row.superseded_at),
+        evidence=list(row.evidence), note=row.note, claim_state=state,
+        claim_status=public_status(Kind.CLAIM, state), rests_on_retracted=state is State.OUT,
+        retracted_evidence=[e for e in row.evidence if evidence_states.get(e) == State.OUT.value],
+        cause=row.cause, reason=row.reason,
+    )
+
+
+def _beliefs(rows: Sequence[Row]) -> Op[list[Belief]]:
+    states = yield from evidence_states(rows)
+    return [belief_model(row, states) for row in rows]
+
+
+def subject(agent: str, topic: str) -> tuple[str, str, str]:
+    agent = check_id(agent, what="agent")
+    topic = check_id(topic, what="topic")
+    return agent, topic, cypher.belief_key(agent, topic)
+
+
+# ------------------------------------------------------------------------------------ writes
+
+
+def _claim_and_evidence(claim_id: str, evidence: Sequence[str]) -> Op[tuple[str, str, dict[str, str]]]:
+    """Check the claim and the evidence sources exist: (claim text, claim state, evidence states)."""
+    records = yield causal_cypher.node_briefs([claim_id, *evidence])
+    found = {r[0]: r for r in records}
+    missing = [i for i in [claim_id, *evidence] if i not in found]
+    if missing:
+        raise NotFoundError(f"not found: {', '.join(missing)}. Add the claim (add_claim) and the "
+                            "evidence sources (add_source) first, or check the ids.")
+    if found[claim_id][1] != Kind.CLAIM.value:
+        raise InvalidInputError(f"{claim_id} is a {found[claim_id][1]}; an agent believes claims")
+    wrong = [e for e in evidence if found[e][1] != Kind.SOURCE.value]
+    if wrong:
+        raise InvalidInputError(f"evidence must be sources; {', '.join(wrong)} "
+                                f"{'is' if len(wrong) == 1 else 'are'} not")
+    return found[claim_id][2], found[claim_id][3], {e: found[e][3] for e in evidence}
+
+
+def _forward_only(key: str, tx: int) -> Op[None]:
+    """Refuse a transaction time earlier than what is already recorded for this agent and topic."""
+    for query in (cypher.latest_transaction(key, tx), cypher.latest_supersession(key, tx)):
+        records = yield query
+        if records and records[0][0] is not None:
+            raise InvalidInputError(
+                f"recorded_at={iso(tx)} is earlier than history already recorded for this agent "
+                f"and topic (at {iso(records[0][0])}); transaction time only moves forward. "
+                "Record a correction now (revise) instead."
+            )
+
+
+def covering(key: str, t: int, known: int | None) -> Op[Row | None]:
+    """The interval of `key` holding at valid time `t`: visible at transaction time `known`, or
+    current (never superseded: what is known now) when `known` is None.
+
+    Intervals of one key never overlap, so it is the open-ended one if that started by `t`, else
+    the one with the latest start at or before `t`, if it has not ended by then. Windows of
+    growing width find that start with narrow index ranges (see temporal_queries); the first
+    window holding a start answers."""
+    records = yield (cypher.head(key) if known is None else cypher.open_interval(key, t, known))
+    opened = rows_of(records)
+    if opened and opened[-1].valid_from <= t:
+        return opened[-1]
+    for window in (*cypher.WINDOWS_MS, None):
+        records = yield cypher.latest_start(key, t, known, window)
+        if records:
+            row = rows_of(records)[0]
+            return row if row.valid_to > t else None
+    return None
+
+
+def _covering_current(key: str, t: int) -> Op[Row | None]:
+    row = yield from covering(key, t, None)
+    return row
+
+
+def _write(agent: str, topic: str, claim: str | None, key: str, superseded: Sequence[Row],
+           inserted: Sequence[Row], tx: int) -> Commit:
+    commit = Commit()
+    if claim is not None:
+        commit.queries.append(cypher.ensure_subjects(agent, topic, claim))
+    if superseded:
+        commit.queries.append(cypher.supersede(key, [r.valid_from for r in superseded], tx))
+    if inserted:
+        commit.queries.append(cypher.insert([r.props() for r in inserted]))
+    return commit
+
+
+def _note(note: str | None) -> str | None:
+    return check_text(note, what="note") if note is not None else None
+
+
+def believe(agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | None,
+            recorded_at: TimeLike | None, evidence: Sequence[str], note: str | None) -> Op[Belief]:
+    """The agent adopts `claim_id` about `topic` from `valid_from` (default: when recorded)."""
+    agent, topic, key = subject(agent, topic)
+    claim_id = check_id(claim_id, what="claim id")
+    evidence_ids = check_ids(evidence, what="evidence")
+    note = _note(note)
+    now = now_ms()
+    tx = _transaction_time(recorded_at, now)
+    start = ms(valid_from, name="valid_from", default=tx)
+    text, claim_state, states = yield from _claim_and_evidence(claim_id, evidence_ids)
+    yield from _forward_only(key, tx)
+    covering = yield from _covering_current(key, start)
+    records = yield cypher.next_current_start(key, start)
+    end = records[0][0] if records and records[0][0] is not None else cypher.OPEN
+    same = covering is not None and covering.claim == claim_id
+    if same and covering is not None and set(evidence_ids) <= set(covering.evidence) \
+            and note in (None, covering.note):
+        beliefs = yield from _beliefs([covering])
+        return beliefs[0]  # already believed, nothing new: no write
+    if same and covering is not None:
+        evidence_ids = list(dict.fromkeys([*covering.evidence, *evidence_ids]))
+        note = note if note is not None else covering.note
+    new = Row(agent, topic, claim_id, start, end, tx, evidence=tuple(evidence_ids), note=note,
+              cause="believe", text=text, claim_state=claim_state)
+    if same and covering is not None:
+        states.update((yield from evidence_states([covering])))
+    superseded, inserted = [], []
+    if covering is not None:
+        superseded.append(covering)
+        if covering.valid_from < start:
+            inserted.append(replace(covering, valid_to=start, recorded_at=tx, reason=None))
+    inserted.append(new)
+    yield _write(agent, topic, claim_id, key, superseded, inserted, tx)
+    return belief_model(new, states)
+
+
+def retract_belief(agent: str, topic: str, *, at: TimeLike | None, reason: str | None,
+                   recorded_at: TimeLike | None) -> Op[Belief | None]:
+    """The agent stops believing what it held about `topic` at `at` (default: when recorded).
+    Returns the closed interval, or None when nothing was believed then."""
+    agent, topic, key = subject(agent, topic)
+    reason = check_text(reason, what="reason") if reason is not None else None
+    now = now_ms()
+    tx = _transaction_time(recorded_at, now)
+    end = ms(at, name="at", default=tx)
+    yield from _forward_only(key, tx)
+    covering = yield from _covering_current(key, end)
+    if covering is None:
+        return None
+    closed = replace(covering, valid_to=end, recorded_at=tx, reason=reason)
+    withdrawn = covering.valid_from >= end  # it had only just started: the whole interval goes
+    states = yield from evidence_states([covering])
+    yield _write(agent, topic, None, key, [covering], [] if withdrawn else [closed], tx)
+    return belief_model(replace(covering, superseded_at=tx) if withdrawn else closed, states)
+
+
+def revise(agent: str, topic: str, claim_id: str, *, valid_from: TimeLike | None,
+           valid_to: TimeLike | None, evidence: Sequence[str], note: str | None,
+           recorded_at: TimeLike | None) -> Op[Belief]:
+    """Correct history: over [valid_from, valid_to) the agent held `claim_id` (valid_to None: from
+    valid_from on). Rows overlapping it are superseded; their parts outside it are kept."""
+    agent, topic, key = subject(agent, topic)
+    claim_id = check_id(claim_id, what="claim id")
+    evidence_ids = tuple(check_ids(evidence, what="evidence"))
+    note = _note(note)
+    now = now_ms()
+    tx = _transaction_time(recorded_at, now)
+    start = required_ms(valid_from, name="valid_from")
+    end = ms(valid_to, name="valid_to") if valid_to is not None else cypher.OPEN
+    if end <= start:
+        raise InvalidInputError(f"valid_to ({iso(end)}) must be after valid_from ({iso(start)})")
+    text, claim_state, states = yield from _claim_and_evidence(claim_id, evidence_ids)
+    yield from _forward_only(key, tx)
+    records = yield cypher.current_overlapping(key, start, end)
+    overlapping = rows_of(records)
+    new = Row(agent, topic, claim_id, start, end, tx, evidence=evidence_ids, note=note,
+              cause="revise", text=text, claim_state=claim_state)
+    if len(overlapping) == 1 and _same_interval(overlapping[0], new):
+        beliefs = yield from _beliefs(overlapping)
+        return beliefs[0]
+    inserted = []
+    for row in overlapping:
+        if row.valid_from < start:
+            inserted.append(replace(row, valid_to=start, recorded_at=tx, reason=None))
+        if row.valid_to > end:
+            inserted.append(replace(row, valid_from=end, recorded_at=tx))
+    inserted.append(new)
+    yield _write(agent, topic, claim_id, key, overlapping, inserted, tx)
+    return belief_model(new, states)
+
+
+def _same_interval(row: Row, new: Row) -> bool:
+    return (row.claim, row.valid_from, row.valid_to, row.evidence, row.note) == \
+        (new.claim, new.valid_from, new.valid_to, new.evidence, new.note)
+
+
+# ------------------------------------------------------------------------------------- reads
+
+
+def _as_known(known: int) -> int | None:
+    """None (what is current) for a transaction time at or after now: nothing is recorded in the
+    future, so the rows visible then are exactly those never superseded."""
+    return None if known >= now_ms() else known
+
+
+def ask(agent: str, topic: str, *, as_of: TimeLike | None,
+        known_at: TimeLike | None) -> Op[Belief | None]:
+    """What the agent believed about `topic` at valid time `as_of`, as recorded at `known_at`."""
+    _, _, key = subject(agent, topic)
+    t, known = read_times(as_of, known_at)
+    row = yield from covering(key, t, _as_known(known))
+    if row is None:
+        return None
+    beliefs = yield from _beliefs([row])
+    return beliefs[0]
+
+
+def beliefs(agent: str, *, as_of: TimeLike | None, known_at: TimeLike | None) -> Op[list[Belief]]:
+    """Everything the agent believed at `as_of` (one belief per topic), as recorded at `known_at`."""
+    agent = check_id(agent, what="agent")
+    t, known = read_times(as_of, known_at)
+    records = yield cypher.agent_covering(agent, t, known)
+    rows = sorted(rows_of(records), key=lambda r: r.topic)
+    result = yield from _beliefs(rows)
+    return result
+
+
+def timeline(agent: str, topic: str, *, known_at: TimeLike | None) -> Op[list[Belief]]:
+    """Every interval of the agent's belief about `topic`, oldest first, as recorded at `known_at`."""
+    _, _, key = subject(agent, topic)
+    known = ms(known_at, name="known_at", default=now_ms())
+    records = yield cypher.visible(key, known)
+    result = yield from _beliefs(rows_of(records))
+    return result
+
+
+def why_changed(agent: str, topic: str, at: TimeLike, *,
+                known_at: TimeLike | None) -> Op[BeliefChange]:
+    """The change of belief nearest `at` (ties: the earlier): the belief just before and from then
+    on, the evidence that arrived, and any retracted evidence source."""
+    agent, topic, key = subject(agent, topic)
+    t = required_ms(at, name="at")
+    known = ms(known_at, name="known_at", default=now_ms())
+    held = yield from covering(key, t, _as_known(known))
+    last, first = ([held] if held is not None else []), []
+    if held is None:  # t falls in a gap, or before or after everything: find the neighbours
+        for window in (*cypher.WINDOWS_MS, None):
+            last = rows_of((yield cypher.latest_start(key, t, known, window)))
+            if last:
+                break
+        first = rows_of((yield cypher.first_start_after(key, t, known)))
+    # an interval covering t bounds the nearest changes: its start and its end
+    points = [p for row in last for p in (row.valid_from, row.valid_to) if p < cypher.OPEN]
+    points += [row.valid_from for row in first]
+    if not points:
+        raise NotFoundError(f"{agent} has no recorded belief about {topic} (as known at "
+                            f"{iso(known)}); record one with believe()")
+    changed = min(points, key=lambda p: (abs(p - t), p > t))
+    before = [r for r in [(yield from covering(key, changed - 1, _as_known(known)))] if r]
+    after = [r for r in [(yield from covering(key, changed, _as_known(known)))] if r]
+    models = yield from _beliefs(before + after)
+    before_model = models[0] if before else None
+    after_model = models[-1] if after else None
+    old = list(before_model.evidence) if before_model else []
+    new = list(after_model.evidence) if after_model else []
+    retracted = list(dict.fromkeys(
+        (before_model.retracted_evidence if before_model else [])
+        + (after_model.retracted_evidence if after_model else [])))
+    return BeliefChange(agent=agent, topic=topic, at=from_ms(t),  # type: ignore[arg-type]
+                        changed_at=from_ms(changed), known_at=from_ms(known),  # type: ignore[arg-type]
+                        before=before_model, after=after_model,
+                        new_evidence=[e for e in new if e not in old],
+                        dropped_evidence=[e for e in old if e not in new],
+                        retracted_evidence=retracted)
+
+
+# ---------------------------------------------------------------------------- status history
+
+
+# --------------------------------------------------------------------- time-aware pre-flight

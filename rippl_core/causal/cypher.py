@@ -1,0 +1,173 @@
+"""Every Cypher text of the causal graph: nodes, support edges, materialised states and their
+history (`:Change` records). Labels and relationship types come from the fixed vocabulary; all
+values are parameters. The sync and async clients share these builders."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rippl_core._runtime.schema import Index, Schema
+from rippl_core._runtime.wire import Query
+from rippl_core.vocabulary import CAUSAL_RELS, Kind
+
+# Every causal node carries :Node and its kind's label, each with a unique `id`; status history
+# (:Change) is read by node and by time.
+SCHEMA = Schema("3", unique_ids=("Node", "Source", "Claim", "Decision", "Action"), indexes=(
+    Index("Action", "call_key"), Index("Change", "node"), Index("Change", "valid_from"),
+    Index("Change", "recorded_at")))
+
+
+def get_nodes(ids: Sequence[str]) -> Query:
+    return Query("UNWIND $ids AS id MATCH (n:Node {id: id}) RETURN properties(n)", {"ids": ids},
+                 read_only=True)
+
+
+def node_state(node_id: str) -> Query:
+    """The pre-flight read: one indexed lookup of the materialised state."""
+    return Query("MATCH (n:Node {id: $id}) RETURN n.kind, n.state, n.executed_at", {"id": node_id},
+                 read_only=True)
+
+
+def resolve_call(keys: Sequence[str]) -> Query:
+    """Actions matching a tool call: (id, call_key, kind, state, executed_at)."""
+    return Query("MATCH (a:Action) WHERE a.call_key IN $keys "
+                 "RETURN a.id, a.call_key, a.kind, a.state, a.executed_at LIMIT 4",
+                 {"keys": keys}, read_only=True)
+
+
+def justifications(ids: Sequence[str]) -> Query:
+    """Incoming support edges of `ids`: (node, justification, antecedent, antecedent state)."""
+    return Query(f"UNWIND $ids AS id MATCH (a:Node)-[e:{CAUSAL_RELS}]->(n:Node {{id: id}}) "
+                 "RETURN id, e.j, a.id, a.state", {"ids": ids}, read_only=True)
+
+
+def step_down(ids: Sequence[str]) -> Query:
+    """One breadth-first step downstream: (from, to, kind, state, retracted, pending)."""
+    return Query(f"UNWIND $ids AS id MATCH (:Node {{id: id}})-[:{CAUSAL_RELS}]->(m:Node) "
+                 "RETURN id, m.id, m.kind, m.state, m.retracted, m.pending", {"ids": ids},
+                 read_only=True)
+
+
+def step_up(ids: Sequence[str], *, blocking_only: bool = False) -> Query:
+    """One breadth-first step upstream: (from, to, kind, state, retracted, pending, reason)."""
+    # WITH before the filter: a WHERE on p inside the MATCH makes the planner label-scan every node
+    where = " WITH id, p WHERE p.state <> 'IN'" if blocking_only else ""
+    return Query(f"UNWIND $ids AS id MATCH (p:Node)-[:{CAUSAL_RELS}]->(:Node {{id: id}}){where} "
+                 "RETURN id, p.id, p.kind, p.state, p.retracted, p.pending, p.reason",
+                 {"ids": ids}, read_only=True)
+
+
+def create_nodes(kind: Kind, rows: Sequence[Mapping[str, Any]]) -> Query:
+    return Query(f"UNWIND $rows AS r CREATE (n:Node:{kind.value}) SET n += r", {"rows": rows})
+
+
+def update_nodes(rows: Sequence[Mapping[str, Any]]) -> Query:
+    """Set properties: rows of {id, props}; a null prop removes it."""
+    return Query("UNWIND $rows AS r MATCH (n:Node {id: r.id}) SET n += r.props", {"rows": rows})
+
+
+def drop_support(ids: Sequence[str]) -> Query:
+    return Query(f"UNWIND $ids AS id MATCH (:Node)-[e:{CAUSAL_RELS}]->(:Node {{id: id}}) DELETE e",
+                 {"ids": ids})
+
+
+def create_edges(rel: str, rows: Sequence[Mapping[str, Any]]) -> Query:
+    """Edges of one type (from the vocabulary): rows of {src, dst, j}."""
+    return Query(f"UNWIND $rows AS r MATCH (a:Node {{id: r.src}}), (b:Node {{id: r.dst}}) "
+                 f"CREATE (a)-[:{rel} {{j: r.j}}]->(b)", {"rows": rows})
+
+
+def set_states(rows: Sequence[Mapping[str, Any]], *, at: int, now: int, cause: str,
+               review: str | None) -> Query:
+    """Materialise new states and append one history record per change."""
+    return Query(
+        "UNWIND $rows AS r MATCH (n:Node {id: r.id}) SET n.state = r.after "
+        "CREATE (:Change {node: r.id, kind: n.kind, before: r.before, after: r.after, "
+        "valid_from: $at, recorded_at: $now, cause: $cause, review: $review})",
+        {"rows": rows, "at": at, "now": now, "cause": cause, "review": review},
+    )
+
+
+STATS = Query("MATCH (n:Node) RETURN n.kind, n.state, n.executed_at IS NOT NULL, count(n)",
+              read_only=True)
+EDGE_COUNT = Query(f"MATCH (:Node)-[e:{CAUSAL_RELS}]->(:Node) RETURN count(e)", read_only=True)
+
+
+def chunks[T](rows: Sequence[T], size: int = 5000) -> Iterable[Sequence[T]]:
+    for start in range(0, len(rows), size):
+        yield rows[start:start + size]
+
+
+def node_briefs(ids: Sequence[str]) -> Query:
+    """(id, kind, text, state, retracted, pending) of the nodes among `ids` that exist."""
+    return Query("UNWIND $ids AS id MATCH (n:Node {id: id}) "
+                 "RETURN n.id, n.kind, n.text, n.state, n.retracted, n.pending", {"ids": list(ids)},
+                 read_only=True)
+
+
+def creation_records(rows: Sequence[Mapping[str, Any]], *, at: int, now: int, cause: str,
+                     review: str | None) -> Query:
+    """The first status record of new nodes (`before` null): rows of {id, kind, after}."""
+    return Query("UNWIND $rows AS r CREATE (:Change {node: r.id, kind: r.kind, after: r.after, "
+                 "valid_from: $at, recorded_at: $now, cause: $cause, review: $review})",
+                 {"rows": list(rows), "at": at, "now": now, "cause": cause, "review": review})
+
+
+def changes_of(ids: Sequence[str], known: int) -> Query:
+    """Status changes of `ids` recorded by `known`."""
+    return Query("UNWIND $ids AS id MATCH (ch:Change {node: id}) WHERE ch.recorded_at <= $known "
+                 "RETURN ch.node, ch.kind, ch.before, ch.after, ch.valid_from, ch.recorded_at, "
+                 "ch.cause, ch.review, id(ch)", {"ids": list(ids), "known": known}, read_only=True)
+
+
+def step_up_all(ids: Sequence[str]) -> Query:
+    """Every incoming causal edge of `ids`: (node, justification, antecedent, antecedent kind)."""
+    return Query(f"UNWIND $ids AS id MATCH (p:Node)-[e:{CAUSAL_RELS}]->(:Node {{id: id}}) "
+                 "RETURN id, e.j, p.id, p.kind", {"ids": list(ids)}, read_only=True)
+
+
+def node_times(ids: Sequence[str]) -> Query:
+    """(id, kind, state, created_at, executed_at) of `ids`."""
+    return Query("UNWIND $ids AS id MATCH (n:Node {id: id}) "
+                 "RETURN n.id, n.kind, n.state, n.created_at, n.executed_at", {"ids": list(ids)},
+                 read_only=True)
+
+
+def claim_support(ids: Sequence[str]) -> Query:
+    """Incoming support of claims `ids`: (claim, justification, antecedent, its retracted flag,
+    its pending count). Claims rest only on sources and claims, through SUPPORTS edges."""
+    return Query("UNWIND $ids AS id MATCH (a:Node)-[e:SUPPORTS]->(n:Node {id: id}) "
+                 "RETURN id, e.j, a.id, a.retracted, a.pending", {"ids": list(ids)},
+                 read_only=True)
+
+
+def region(ids: Sequence[str]) -> Query:
+    """What relabelling needs of `ids`: (id, kind, state, retracted, pending)."""
+    return Query("UNWIND $ids AS id MATCH (n:Node {id: id}) "
+                 "RETURN n.id, n.kind, n.state, n.retracted, n.pending", {"ids": list(ids)},
+                 read_only=True)
+
+
+MAX_NODE_ID = Query("MATCH (n:Node) RETURN max(id(n))", read_only=True)
+
+
+def nodes_in_id_range(low: int, high: int) -> Query:
+    """(id, kind, state, retracted, pending) of the causal nodes with internal ids in [low, high)
+    (a scan of the whole graph, cut into pieces that each answer well within a client timeout)."""
+    return Query("MATCH (n:Node) WHERE id(n) >= $low AND id(n) < $high "
+                 "RETURN n.id, n.kind, n.state, n.retracted, n.pending",
+                 {"low": low, "high": high}, read_only=True)
+
+
+def edges_in_id_range(low: int, high: int) -> Query:
+    """(antecedent, consequent, justification) of the causal edges leaving nodes with internal
+    ids in [low, high)."""
+    return Query(f"MATCH (a:Node)-[e:{CAUSAL_RELS}]->(b:Node) WHERE id(a) >= $low AND id(a) < $high "
+                 "RETURN a.id, b.id, e.j", {"low": low, "high": high}, read_only=True)
+
+
+def support(ids: Sequence[str]) -> Query:
+    """Incoming support of `ids`: (node, justification, antecedent, antecedent state)."""
+    return Query(f"UNWIND $ids AS id MATCH (a:Node)-[e:{CAUSAL_RELS}]->(n:Node {{id: id}}) "
+                 "RETURN id, e.j, a.id, a.state", {"ids": list(ids)}, read_only=True)

@@ -1,0 +1,102 @@
+"""Reading the causal graph: nodes, their justifications, walks from a node, and counts."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from rippl_core._runtime.op import Op
+from rippl_core._runtime.timeutil import from_ms
+from rippl_core._runtime.validation import check_id
+from rippl_core.causal import cypher
+from rippl_core.causal.walk import trail, walk
+from rippl_core.errors import InvalidInputError, NotFoundError
+from rippl_core.models import Node, Reached, Stats
+from rippl_core.vocabulary import Kind, State
+
+
+def fetch_nodes(ids: Sequence[str]) -> Op[dict[str, dict[str, Any]]]:
+    """Stored properties of the nodes among `ids` that exist."""
+    if not ids:
+        return {}
+    rows = yield cypher.get_nodes(list(ids))
+    return {row[0]["id"]: row[0] for row in rows}
+
+
+def fetch_justifications(ids: Sequence[str]) -> Op[tuple[dict[str, list[list[str]]],
+                                                       dict[str, str]]]:
+    """Justifications of `ids` (antecedent lists grouped by edge property `j`) and antecedent
+    states."""
+    if not ids:
+        return {}, {}
+    rows = yield cypher.justifications(list(ids))
+    grouped: dict[str, dict[Any, list[str]]] = defaultdict(lambda: defaultdict(list))
+    states: dict[str, str] = {}
+    for node, j, antecedent, state in rows:
+        grouped[node][j].append(antecedent)
+        states[antecedent] = state
+    justs = {node: [sorted(ants) for _, ants in sorted(groups.items(), key=lambda kv: str(kv[0]))]
+             for node, groups in grouped.items()}
+    return justs, states
+
+
+def require_nodes(ids: Sequence[str], *, what: str) -> Op[dict[str, dict[str, Any]]]:
+    found = yield from fetch_nodes(ids)
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise NotFoundError(
+            f"{what} not found: {', '.join(missing)}. Add them first (add_source/add_claim/"
+            "add_decision/add_action) or check the ids."
+        )
+    return found
+
+
+def node_model(props: dict[str, Any], justs: list[list[str]] | None = None) -> Node:
+    return Node(
+        id=props["id"], kind=Kind(props["kind"]), text=props.get("text", ""),
+        state=State(props["state"]), retracted=bool(props.get("retracted")),
+        pending_reviews=int(props.get("pending") or 0), uri=props.get("uri"),
+        source_type=props.get("source_type"), tool=props.get("tool"),
+        args=json.loads(props["args"]) if props.get("args") else None,
+        reason=props.get("reason"), executed_at=from_ms(props.get("executed_at")),
+        created_at=from_ms(props.get("created_at")), justifications=justs or [],
+        provenance=json.loads(props["provenance"]) if props.get("provenance") else None,
+    )
+
+
+def get(node_id: str) -> Op[Node]:
+    node_id = check_id(node_id)
+    found = yield from require_nodes([node_id], what="node")
+    justs, _ = yield from fetch_justifications([node_id])
+    return node_model(found[node_id], justs.get(node_id))
+
+
+def reach(node_id: str, *, down: bool, max_depth: int | None) -> Op[list[Reached]]:
+    node_id = check_id(node_id)
+    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int)
+                                  or max_depth < 1):
+        raise InvalidInputError("max_depth must be a positive integer (or None for no limit)")
+    yield from require_nodes([node_id], what="node")
+    visits = yield from walk([node_id], down=down, max_depth=max_depth)
+    reached = [
+        Reached(id=v.id, kind=Kind(v.kind), state=State(v.state), depth=v.depth,
+                trail=trail(visits, v.id) if down else trail(visits, v.id)[::-1])
+        for v in visits.values()
+    ]
+    return sorted(reached, key=lambda r: (r.depth, r.id))
+
+
+def stats() -> Op[Stats]:
+    rows = yield cypher.STATS
+    edges = yield cypher.EDGE_COUNT
+    nodes: dict[str, int] = {}
+    statuses: dict[str, dict[str, int]] = {}
+    for kind, state, executed, count in rows:
+        node = node_model({"id": "", "kind": kind, "state": state,
+                           "executed_at": 0 if executed else None})
+        nodes[kind] = nodes.get(kind, 0) + count
+        by_status = statuses.setdefault(kind, {})
+        by_status[node.status] = by_status.get(node.status, 0) + count
+    return Stats(nodes=nodes, statuses=statuses, edges=edges[0][0] if edges else 0)

@@ -1,0 +1,145 @@
+"""Relabelling what a change affects: read the region downstream of the change, label it with the
+truth-maintenance rule, and build the atomic commit of the new states, their history records and
+their events. Every write of the causal graph (adds, retractions, reviews) goes through here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rippl_core._runtime.op import Commit, Op
+from rippl_core._runtime.timeutil import from_ms
+from rippl_core._runtime.wire import Query
+from rippl_core.causal import cypher
+from rippl_core.causal.nodes import fetch_justifications, fetch_nodes
+from rippl_core.causal.tms import Premise, Region, label
+from rippl_core.causal.walk import walk
+from rippl_core.vocabulary import Kind, State, edge_type
+
+
+@dataclass
+class Change:
+    """A structural or flag change to apply, before relabelling what it affects."""
+
+    new_nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> stored props
+    set_props: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> props (None drops)
+    new_justifications: dict[str, list[list[str]]] = field(default_factory=dict)
+    replace_support: set[str] = field(default_factory=set)  # existing nodes losing old support
+    kinds: dict[str, Kind] = field(default_factory=dict)  # kind of every node referenced
+
+
+def _premise(props: Mapping[str, Any]) -> Premise:
+    return Premise(bool(props.get("retracted")), int(props.get("pending") or 0))
+
+
+def read_region(change: Change, touched: Iterable[str] = ()) -> Op[tuple[Region, dict[str, State]]]:
+    """Read what `change` can affect: the changed nodes plus everything downstream of the existing
+    ones, with their justifications and the stored states of antecedents outside the region.
+    Returns the region (with the change applied) and the stored state of each existing node."""
+    roots = set(touched) | set(change.set_props) | set(change.replace_support)
+    roots |= {n for n in change.new_justifications if n not in change.new_nodes}
+    visits = yield from walk(roots, down=True)
+    stored = yield from fetch_nodes(sorted(roots))
+    info: dict[str, dict[str, Any]] = {node: stored[node] for node in roots}
+    info.update({v.id: {"kind": v.kind, "state": v.state, "retracted": v.retracted,
+                        "pending": v.pending} for v in visits.values()})
+    justs, outside_states = yield from fetch_justifications(list(info))
+
+    region = Region()
+    old: dict[str, State] = {}
+    for node, props in info.items():
+        region.nodes[node] = _premise({**props, **change.set_props.get(node, {})})
+        old[node] = State(props["state"])
+        change.kinds.setdefault(node, Kind(props["kind"]))
+        region.justifications[node] = [] if node in change.replace_support else justs.get(node, [])
+    for node, props in change.new_nodes.items():
+        region.nodes[node] = _premise(props)
+    for node, extra in change.new_justifications.items():
+        region.justifications[node] = region.justifications.get(node, []) + extra
+    needed = {a for js in region.justifications.values() for j in js for a in j}
+    unknown_outside = [a for a in needed if a not in region.nodes and a not in outside_states]
+    outside_props = yield from fetch_nodes(unknown_outside)
+    for antecedent in needed - set(region.nodes):
+        state = outside_states.get(antecedent) or outside_props[antecedent]["state"]
+        region.outside[antecedent] = State(state)
+    return region, old
+
+
+def plan_change(change: Change, *, cause: str, at: int, now: int, review: str | None = None,
+                touched: Iterable[str] = ()) -> Op[Commit]:
+    """Relabel everything `change` can affect and build the atomic commit that applies it."""
+    region, old = yield from read_region(change, touched)
+    return commit_labels(change, label(region), old, cause=cause, at=at, now=now, review=review)
+
+
+def would_invalidate(region: Region, old: Mapping[str, State], node: str) -> list[str]:
+    """Nodes of an already-read region that would go OUT if `node` were retracted (a preview)."""
+    hypothetical = Region({**region.nodes, node: Premise(retracted=True)}, region.justifications,
+                          region.outside)
+    labels = label(hypothetical)
+    return sorted(n for n, state in labels.items()
+                  if state is State.OUT and old.get(n) is not State.OUT and n != node)
+
+
+def commit_labels(change: Change, labels: dict[str, State], old: dict[str, State], *, cause: str,
+            at: int, now: int, review: str | None) -> Commit:
+    commit = Commit()
+    by_kind: dict[Kind, list[dict[str, Any]]] = defaultdict(list)
+    for node, props in change.new_nodes.items():
+        by_kind[Kind(props["kind"])].append({**props, "state": labels[node].value})
+    for kind, rows in by_kind.items():
+        commit.queries.extend(cypher.create_nodes(kind, chunk) for chunk in cypher.chunks(rows))
+    if change.replace_support:
+        commit.queries.append(cypher.drop_support(sorted(change.replace_support)))
+    if change.set_props:
+        rows = [{"id": node, "props": props} for node, props in change.set_props.items()]
+        commit.queries.append(cypher.update_nodes(rows))
+    commit.queries.extend(_edge_queries(change))
+    transitions = [
+        {"id": node, "kind": change.kinds[node].value, "before": old[node].value,
+         "after": state.value}
+        for node, state in labels.items() if node in old and old[node] is not state
+    ]
+    for chunk in cypher.chunks(transitions):
+        commit.queries.append(cypher.set_states(chunk, at=at, now=now, cause=cause,
+                                                 review=review))
+    created = [{"id": node, "kind": props["kind"], "after": labels[node].value}
+               for node, props in change.new_nodes.items()]
+    for chunk in cypher.chunks(created):  # each new node's first state (before=null): history
+        commit.queries.append(cypher.creation_records(chunk, at=at, now=now, cause=cause, review=review))
+    commit.events.extend(_state_event(t, cause, review, now) for t in transitions)
+    return commit
+
+
+def _edge_queries(change: Change) -> list[Query]:
+    by_rel: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for node, justs in change.new_justifications.items():
+        for antecedents in justs:
+            j = justification_key(antecedents)
+            for antecedent in antecedents:
+                rel = edge_type(change.kinds[antecedent], change.kinds[node])
+                assert rel is not None  # validated before planning
+                by_rel[rel].append({"src": antecedent, "dst": node, "j": j})
+    return [cypher.create_edges(rel, chunk) for rel, rows in sorted(by_rel.items())
+            for chunk in cypher.chunks(rows)]
+
+
+def justification_key(antecedents: Sequence[str]) -> str:
+    """A stable name for a justification: the same antecedent set always gets the same key."""
+    return hashlib.sha256("\x1f".join(sorted(antecedents)).encode()).hexdigest()[:16]
+
+
+_EVENT_FOR_STATE = {State.AT_RISK: "node_at_risk", State.OUT: "node_invalidated",
+                    State.IN: "node_restored"}
+
+
+def _state_event(transition: Mapping[str, str], cause: str, review: str | None,
+                 now: int) -> dict[str, Any]:
+    return {"type": _EVENT_FOR_STATE[State(transition["after"])], "node": transition["id"],
+            "kind": transition["kind"], "before": transition["before"],
+            "after": transition["after"], "cause": cause, "review": review,
+            "at": from_ms(now).isoformat() if from_ms(now) else None}

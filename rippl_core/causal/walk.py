@@ -1,0 +1,65 @@
+"""Breadth-first walks over the causal edges, one round trip per level.
+
+Each node is expanded once and each edge read once, so a walk costs time linear in the reachable
+subgraph, at any depth and on any shape (diamonds, cycles). Variable-length path patterns are never
+used: they enumerate paths, which grows exponentially on diamond-shaped graphs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from rippl_core._runtime.wire import Query
+from rippl_core.causal import cypher
+
+type Op[T] = Generator[Any, Any, T]
+
+
+@dataclass(slots=True)
+class Visit:
+    """A node reached by a walk: its parent on one shortest trail, and what the step read."""
+
+    id: str
+    parent: str | None
+    depth: int
+    kind: str
+    state: str
+    retracted: bool
+    pending: int
+    reason: str | None = None
+
+
+def trail(visits: dict[str, Visit], node: str) -> list[str]:
+    """Ids from the walk's root to `node`."""
+    path = []
+    current: str | None = node
+    while current is not None:
+        path.append(current)
+        current = visits[current].parent if current in visits else None
+    return path[::-1]
+
+
+def walk(roots: Iterable[str], *, down: bool, max_depth: int | None = None,
+         blocking_only: bool = False) -> Op[dict[str, Visit]]:
+    """Every node reachable from `roots` (excluded) along causal edges, downstream or upstream."""
+    seen: set[str] = set(roots)
+    visits: dict[str, Visit] = {}
+    frontier = list(seen)
+    depth = 0
+    while frontier and (max_depth is None or depth < max_depth):
+        depth += 1
+        step: Query = (cypher.step_down(frontier) if down
+                       else cypher.step_up(frontier, blocking_only=blocking_only))
+        rows = yield step
+        frontier = []
+        for row in rows:
+            parent, node, kind, state, retracted, pending, *rest = row
+            if node in seen:
+                continue
+            seen.add(node)
+            visits[node] = Visit(node, parent, depth, kind, state, bool(retracted),
+                                 int(pending or 0), rest[0] if rest else None)
+            frontier.append(node)
+    return visits

@@ -1,0 +1,106 @@
+"""What every MCP tool family shares: argument types with limits, the caller's identity, the
+registrar that turns a Rippl error into a tool error, and FastMCP's argument parsing fixed to keep
+text as sent."""
+
+# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+
+import functools
+from collections.abc import Awaitable, Callable
+from types import UnionType
+from typing import Annotated, Any, Self, Union, get_args, get_origin
+
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from rippl_core._runtime.validation import MAX_ID_LENGTH, MAX_TEXT_LENGTH
+from rippl_core.errors import RipplError
+
+MAX_IDS = 1000
+
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)]
+Ids = Annotated[list[Id], Field(max_length=MAX_IDS)]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_LENGTH)]
+Time = Annotated[str, Field(min_length=1, max_length=64,
+                            description="ISO-8601 with a time zone, e.g. 2026-10-08T09:00:00Z.")]
+
+
+type Registrar = Callable[..., Callable[[Callable[..., Awaitable[Any]]], Any]]
+
+
+def client_identity(ctx: Context) -> str:
+    """Who is calling: `mcp:<client name>` from the client's initialize handshake."""
+    try:
+        params = ctx.session.client_params
+    except Exception:  # no session (called outside a request)
+        params = None
+    name = params.clientInfo.name if params is not None else ""
+    clean = "".join(ch for ch in name if ch.isprintable()).strip()[:100]
+    return f"mcp:{clean}" if clean else "mcp:client"
+
+
+def tool_errors[R](fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
+    """Turn a Rippl error into an MCP tool error naming its type (the message says what to do)."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except RipplError as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+
+    return wrapper
+
+
+def accepts_text(annotation: Any) -> bool:
+    """Whether a parameter annotation takes a string (str, an Annotated str, or a union with one)."""
+    if get_origin(annotation) is Annotated:
+        return accepts_text(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, UnionType):
+        return any(accepts_text(a) for a in get_args(annotation))
+    return annotation is str
+
+
+class KeepText(FuncMetadata):
+    """FastMCP decodes string arguments that look like JSON when the parameter is not exactly `str`
+    (for clients that send lists as JSON text), so an optional id or note "null" became None and
+    "[1]" a list. Strings given to parameters that take text are kept as sent."""
+
+    @classmethod
+    def of(cls, meta: FuncMetadata) -> Self:
+        return cls(arg_model=meta.arg_model, output_schema=meta.output_schema,
+                   output_model=meta.output_model, wrap_output=meta.wrap_output)
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        parsed = super().pre_parse_json(data)
+        fields = self.arg_model.model_fields
+        for key, value in data.items():
+            if isinstance(value, str) and key in fields and accepts_text(fields[key].annotation):
+                parsed[key] = value
+        return parsed
+
+
+def registrar(server: FastMCP[Any]) -> Registrar:
+    """The `@tool(read_only=..., title=...)` decorator that registers a tool on `server` with its
+    MCP annotations and Rippl's error handling."""
+
+    def tool(*, read_only: bool, title: str, idempotent: bool = False,
+             destructive: bool = False) -> Callable[[Callable[..., Awaitable[Any]]], Any]:
+        hints = ToolAnnotations(title=title, readOnlyHint=read_only, idempotentHint=idempotent,
+                                destructiveHint=destructive, openWorldHint=False)
+
+        def register(fn: Callable[..., Awaitable[Any]]) -> Any:
+            server.add_tool(tool_errors(fn), title=title, annotations=hints, structured_output=True)
+            return fn
+
+        return register
+
+    return tool
+
+
+def keep_text(server: FastMCP[Any]) -> None:
+    """Make every registered tool keep text arguments as sent (see `KeepText`)."""
+    for registered in server._tool_manager.list_tools():
+        registered.fn_metadata = KeepText.of(registered.fn_metadata)

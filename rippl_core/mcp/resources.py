@@ -1,0 +1,55 @@
+"""Resources (a node, the pending reviews) and the `check_before_acting` prompt."""
+
+# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+
+from typing import Annotated, Any
+from urllib.parse import unquote
+
+from mcp.server.fastmcp import FastMCP
+from pydantic import Field
+
+from rippl_core.client import AsyncRippl
+from rippl_core.mcp.models import NodeInfo, ReviewList
+
+PROMPT = """\
+You can call Rippl, a memory of what each of your decisions rests on.
+
+Before you call any high-risk tool{tools}, first call `check_premises` with `tool` set to the tool's
+name and `args` set to exactly the arguments you will pass (or `target` set to the action id).
+- safe=true: go ahead.
+- safe=false: do NOT call the tool. Read `explanation`: it names each retracted or at-risk premise
+  and the trail from it to the action. Tell the user what changed, and pick an alternative that does
+  not rest on the failed premise (check that one too). Never retry the same call hoping it passes.
+- A status of Unknown means the call is not recorded in the graph, or the graph could not be
+  read: treat it as unsafe until the action is recorded with add_action or the graph is reachable.
+
+When you learn that something you relied on is false, call `propose_retraction` with the claim id
+and the reason; a human reviews it. Use `explain` to see why a node holds or not, and
+`blast_radius` to see what rests on it. Record new reasoning with add_claim / add_decision /
+add_action so that it is protected too."""
+
+
+def register(server: FastMCP[Any], rippl: AsyncRippl) -> None:
+    """Register the resources and the prompt on `server`."""
+
+    @server.resource("rippl://node/{node_id}", name="node", mime_type="application/json",
+                     description="One node of the causal graph with its status and justifications "
+                                 "(percent-encode ids with reserved characters).")
+    async def node_resource(node_id: str) -> str:
+        return NodeInfo.of(await rippl.get(unquote(node_id))).model_dump_json(indent=2)
+
+    @server.resource("rippl://reviews/pending", name="pending_reviews", mime_type="application/json",
+                     description="Proposed retractions awaiting a human decision.")
+    async def pending_reviews() -> str:
+        items = await rippl.reviews("pending")
+        return ReviewList(status="pending", count=len(items), reviews=items).model_dump_json(indent=2)
+
+    @server.prompt(name="check_before_acting", title="Check premises before acting",
+                   description="Tells an agent to call check_premises before any high-risk tool.")
+    def check_before_acting(
+        high_risk_tools: Annotated[str, Field(description="Comma-separated names of the tools to "
+                                                          "guard (optional).", max_length=2000)] = "",
+    ) -> str:
+        names = [n.strip() for n in high_risk_tools.split(",") if n.strip()]
+        listed = f" (in particular: {', '.join(names)})" if names else ""
+        return PROMPT.format(tools=listed)

@@ -1,0 +1,71 @@
+"""Tools for an agent to record its own reasoning (sources, claims, decisions, actions), so that
+later checks protect it."""
+
+# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from rippl_core.client import AsyncRippl
+from rippl_core.mcp.common import Id, Ids, Registrar, Text
+from rippl_core.mcp.models import NodeInfo
+
+
+def register(rippl: AsyncRippl, tool: Registrar) -> None:
+    """Register this family's tools on the server `tool` belongs to."""
+
+    @tool(read_only=False, idempotent=True, title="Record a source")
+    async def add_source(
+        title: Annotated[Text, Field(description="What the source is, e.g. 'Grafana shard-09 "
+                                                 "dashboard, 09:00 UTC'.")],
+        id: Annotated[Id | None, Field(description="Its id; derived from the title if omitted.")] = None,
+        uri: Annotated[Text | None, Field(description="Where it can be found.")] = None,
+        kind: Annotated[Id | None, Field(description="document, telemetry, person, ticket...")] = None,
+    ) -> NodeInfo:
+        """Record a source of evidence (a document, dashboard, person, ticket) that claims rest on."""
+        return NodeInfo.of(await rippl.add_source(id, title, uri=uri, kind=kind))
+
+    @tool(read_only=False, idempotent=True, title="Record a claim")
+    async def add_claim(
+        text: Annotated[Text, Field(description="The statement, e.g. 'Shard 09 is healthy'.")],
+        id: Annotated[Id | None, Field(description="Its id; derived from the text if omitted "
+                                                    "(the same statement gets the same id).")] = None,
+        sources: Annotated[Ids | None, Field(description="Source ids; each alone supports it.")] = None,
+        derived_from: Annotated[Ids | None, Field(description="Claim ids it is inferred from "
+                                                              "(all needed).")] = None,
+    ) -> NodeInfo:
+        """Record a claim you rely on, with the sources that assert it or the claims it is derived
+        from. Re-adding the same claim changes nothing."""
+        return NodeInfo.of(await rippl.add_claim(id, text, sources=sources or (),
+                                                 derived_from=derived_from or ()))
+
+    @tool(read_only=False, idempotent=True, title="Record a decision")
+    async def add_decision(
+        title: Annotated[Text, Field(description="What was decided.")],
+        id: Annotated[Id | None, Field(description="Its id; derived from the title if omitted.")] = None,
+        premises: Annotated[Ids | None, Field(description="Claim or decision ids it rests on "
+                                                          "(all needed).")] = None,
+        depends_on: Annotated[Ids | None, Field(description="Decision ids it depends on.")] = None,
+    ) -> NodeInfo:
+        """Record a decision and the claims (or decisions) it rests on: if any is retracted, the
+        decision no longer holds."""
+        return NodeInfo.of(await rippl.add_decision(id, title, premises=premises or (),
+                                                    depends_on=depends_on or ()))
+
+    @tool(read_only=False, idempotent=True, title="Record an action")
+    async def add_action(
+        title: Annotated[Text, Field(description="What the action does.")],
+        id: Annotated[Id | None, Field(description="Its id; derived from the title if omitted.")] = None,
+        decisions: Annotated[Ids | None, Field(description="Decision ids that drive it (all "
+                                                           "needed).")] = None,
+        tool: Annotated[Id | None, Field(description="The tool that executes it, so check_premises "
+                                                     "can match a tool call.")] = None,
+        args: Annotated[dict[str, Any] | None, Field(description="The tool's arguments; omit to "
+                                                                 "match any arguments.")] = None,
+        triggers: Annotated[Ids | None, Field(description="Action ids that must run before it.")] = None,
+    ) -> NodeInfo:
+        """Record an action (a tool call you plan to make) and the decisions behind it, so that
+        check_premises can veto it when a premise is retracted."""
+        return NodeInfo.of(await rippl.add_action(id, title, decisions=decisions or (), tool=tool,
+                                                  args=args, triggers=triggers or ()))

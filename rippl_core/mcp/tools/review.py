@@ -1,0 +1,77 @@
+"""The review gate: propose a retraction (as the calling client), the queue, the receipt chain, and
+(only when the server is started with a reviewer) approve and reject."""
+
+# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+
+from typing import Annotated, Literal
+
+from mcp.server.fastmcp import Context
+from pydantic import Field
+
+from rippl_core.client import AsyncRippl
+from rippl_core.mcp.common import Id, Registrar, Text, client_identity
+from rippl_core.mcp.models import ReviewDecision, ReviewList
+from rippl_core.models import Receipt, ReceiptCheck, ReviewItem
+
+
+def register(rippl: AsyncRippl, tool: Registrar, *, allow_review: bool, reviewer: str | None) -> None:
+    """Register the review tools; approve/reject only with `allow_review` and a `reviewer`."""
+
+    @tool(read_only=False, title="Propose retracting a claim")
+    async def propose_retraction(
+        claim_id: Annotated[Id, Field(description="The claim (or source) you believe is false.")],
+        reason: Annotated[Text, Field(description="Why it is false, in plain words.")],
+        ctx: Context,
+        evidence: Annotated[Text | None, Field(description="A pointer to the evidence (URL, "
+                                                           "ticket, log line).")] = None,
+        by: Annotated[Id | None, Field(description="Who proposes it (your agent name). Defaults "
+                                                   "to this MCP client's name as mcp:<client>.")] = None,
+    ) -> ReviewItem:
+        """Flag a claim as false. It and everything that would lose support become at risk (actions
+        on it are blocked) until a human approves or rejects the retraction."""
+        return await rippl.propose_retraction(claim_id, reason=reason, evidence=evidence,
+                                              by=by if by is not None else client_identity(ctx))
+
+    @tool(read_only=True, idempotent=True, title="List review items")
+    async def list_reviews(
+        status: Annotated[Literal["pending", "approved", "rejected", "all"],
+                          Field(description="Which reviews to list.")] = "pending",
+    ) -> ReviewList:
+        """The human review queue of proposed retractions (pending by default), each with the ids it
+        would invalidate."""
+        items = await rippl.reviews(None if status == "all" else status)
+        return ReviewList(status=status, count=len(items), reviews=items)
+
+    @tool(read_only=True, idempotent=True, title="Verify the receipt chain")
+    async def verify_receipts() -> ReceiptCheck:
+        """Re-walk the tamper-evident chain of receipts (every approved, rejected or direct
+        retraction and reinstatement); reports any edited, deleted, inserted or reordered one."""
+        return await rippl.verify_receipts()
+
+    # human decisions (opt-in)
+
+    if allow_review:
+        assert reviewer is not None
+        who: str = reviewer
+
+        def decided(receipt: Receipt, decision: str) -> ReviewDecision:
+            return ReviewDecision(review=receipt.review or "", decision=decision, decided_by=receipt.actor,
+                                  receipt=receipt.id, receipt_hash=receipt.hash,
+                                  changes=list(receipt.body.get("affected", [])))
+
+        @tool(read_only=False, destructive=True, title="Approve a retraction")
+        async def approve_review(
+            review_id: Annotated[Id, Field(description="The review id (REV-...).")],
+            note: Annotated[Text | None, Field(description="A note kept in the receipt.")] = None,
+        ) -> ReviewDecision:
+            """Approve a proposed retraction: what rests only on the claim is invalidated. The
+            receipt names the reviewer this server was started with."""
+            return decided(await rippl.approve(review_id, by=who, note=note), "approved")
+
+        @tool(read_only=False, title="Reject a retraction")
+        async def reject_review(
+            review_id: Annotated[Id, Field(description="The review id (REV-...).")],
+            note: Annotated[Text | None, Field(description="A note kept in the receipt.")] = None,
+        ) -> ReviewDecision:
+            """Reject a proposed retraction: the at-risk nodes return to what they were."""
+            return decided(await rippl.reject(review_id, by=who, note=note), "rejected")

@@ -1,0 +1,102 @@
+"""Live events: every status change and review decision is published on the graph's channel
+(Redis pub/sub on the same server) in the same atomic commit as the change itself. One message
+carries the events of one commit, as a JSON array, in order; the streams yield them one by one."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, Self
+
+import redis
+import redis.asyncio
+
+from rippl_core._runtime.keys import events_channel
+from rippl_core.models import Event
+
+
+def parse_events(graph: str, data: str | bytes) -> list[Event]:
+    """The events of one published message."""
+    payload = json.loads(data)
+    items = payload if isinstance(payload, list) else [payload]
+    return [Event.model_validate({**item, "graph": graph}) for item in items]
+
+
+class EventStream:
+    """A subscription, open from creation (so no event published after it is missed).
+    Iterate it for events, or `get(timeout)` one; close it (or use `with`) when done."""
+
+    def __init__(self, client: redis.Redis, graph: str) -> None:
+        self.graph = graph
+        self._buffer: deque[Event] = deque()
+        self._pubsub = client.pubsub(ignore_subscribe_messages=True)
+        self._pubsub.subscribe(events_channel(graph))
+
+    def get(self, timeout: float = 1.0) -> Event | None:
+        """The next event, or None if none arrives within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while not self._buffer and (left := deadline - time.monotonic()) > 0:
+            message: Any = self._pubsub.get_message(timeout=left)
+            if message and message.get("type") == "message":
+                self._buffer.extend(parse_events(self.graph, message["data"]))
+        return self._buffer.popleft() if self._buffer else None
+
+    def __iter__(self) -> Iterator[Event]:
+        yield from self._buffer
+        self._buffer.clear()
+        for message in self._pubsub.listen():
+            if message.get("type") == "message":
+                yield from parse_events(self.graph, message["data"])
+
+    def close(self) -> None:
+        """Unsubscribe and release the connection."""
+        self._pubsub.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncEventStream:
+    """The asyncio twin of `EventStream`; `await stream.start()` first, or use `async with`."""
+
+    def __init__(self, client: redis.asyncio.Redis, graph: str) -> None:
+        self.graph = graph
+        self._buffer: deque[Event] = deque()
+        self._pubsub = client.pubsub(ignore_subscribe_messages=True)
+
+    async def start(self) -> Self:
+        """Subscribe (events published from now on are received); returns the stream."""
+        await self._pubsub.subscribe(events_channel(self.graph))
+        return self
+
+    async def get(self, timeout: float = 1.0) -> Event | None:
+        """The next event, or None if none arrives within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while not self._buffer and (left := deadline - time.monotonic()) > 0:
+            message: Any = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=left)
+            if message and message.get("type") == "message":
+                self._buffer.extend(parse_events(self.graph, message["data"]))
+        return self._buffer.popleft() if self._buffer else None
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        while self._buffer:
+            yield self._buffer.popleft()
+        async for message in self._pubsub.listen():
+            if message.get("type") == "message":
+                for event in parse_events(self.graph, message["data"]):
+                    yield event
+
+    async def close(self) -> None:
+        """Unsubscribe and release the connection."""
+        await self._pubsub.aclose()
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,197 @@
+"""Retraction waves: direct retraction, the human review gate, reinstatement, and their receipts.
+
+A proposal raises the claim's count of pending reviews, which puts it and everything that would
+lose support AT_RISK; approving turns the proposal into a retraction, rejecting withdraws it. Each
+committed change appends a receipt to the chain in the same atomic commit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from rippl_core._runtime.op import Commit, Op
+from rippl_core._runtime.timeutil import TimeLike, from_ms, now_ms, to_ms
+from rippl_core._runtime.validation import check_actor, check_id, check_text
+from rippl_core.causal.nodes import require_nodes
+from rippl_core.causal.relabel import Change, commit_labels, plan_change, read_region, would_invalidate
+from rippl_core.causal.tms import label
+from rippl_core.errors import InvalidInputError, NotFoundError, ReviewError
+from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, Transition, Wave
+from rippl_core.review import cypher
+from rippl_core.review.receipts import GENESIS, SigningKey, receipt_model, seal, verify_chain
+from rippl_core.vocabulary import RETRACTABLE, Kind, State
+
+
+def _retractable(claim_id: str) -> Op[tuple[str, dict[str, Any]]]:
+    claim_id = check_id(claim_id, what="claim id")
+    found = yield from require_nodes([claim_id], what="claim")
+    props = found[claim_id]
+    if Kind(props["kind"]) not in RETRACTABLE:
+        raise InvalidInputError(
+            f"{claim_id} is a {props['kind']}; only sources and claims are retracted. Retract the "
+            "claim it rests on, and it follows."
+        )
+    return claim_id, props
+
+
+def wave_of(root: str, commit: Commit, at: int) -> Wave:
+    """The transitions a commit applies, read back from its events."""
+    transitions = [
+        Transition(id=e["node"], kind=Kind(e["kind"]), before=State(e["before"]),
+                   after=State(e["after"]))
+        for e in commit.events if "before" in e
+    ]
+    return Wave(root=root, transitions=transitions, at=from_ms(at))  # type: ignore[arg-type]
+
+
+def _append_receipt(commit: Commit, *, kind: str, claim: str, actor: str, at: int,
+                    review: str | None, details: Mapping[str, Any],
+                    signing_key: SigningKey | None) -> Op[Receipt]:
+    """Add the next receipt of the chain to `commit`, covering the transitions it applies."""
+    rows = yield cypher.HEAD
+    seq, prev = (rows[0][0] or 0, rows[0][1] or GENESIS) if rows else (0, GENESIS)
+    affected = sorted(({"id": e["node"], "before": e["before"], "after": e["after"]}
+                       for e in commit.events if "before" in e), key=lambda a: a["id"])
+    body = {"kind": kind, "seq": seq + 1, "prev": prev, "review": review, "claim": claim,
+            "actor": actor, "at": from_ms(at).isoformat(),  # type: ignore[union-attr]
+            "affected": affected, **{k: v for k, v in details.items() if v is not None}}
+    props = {"id": f"RCP-{seq + 1:08d}", "seq": seq + 1, "kind": kind, "actor": actor,
+             **seal(body, signing_key)}
+    commit.queries.append(cypher.append_receipt(props))
+    return receipt_model(props)
+
+
+def set_retracted(claim_id: str, *, retracted: bool, reason: str, by: str, at: int, now: int,
+                  signing_key: SigningKey | None = None) -> Op[Wave]:
+    """Retract a claim at once (no review), or reinstate a retracted one; both are receipted."""
+    claim_id, props = yield from _retractable(claim_id)
+    reason, by = check_text(reason, what="reason"), check_actor(by)
+    if bool(props.get("retracted")) == retracted:
+        state = "already retracted" if retracted else "not retracted"
+        raise InvalidInputError(f"{claim_id} is {state}; nothing to do")
+    flags = ({"retracted": True, "reason": reason, "retracted_by": by, "retracted_at": at}
+             if retracted else
+             {"retracted": False, "reason": None, "retracted_by": None, "retracted_at": None})
+    cause = "retract" if retracted else "reinstate"
+    change = Change(set_props={claim_id: flags}, kinds={claim_id: Kind(props["kind"])})
+    commit = yield from plan_change(change, cause=cause, at=at, now=now)
+    yield from _append_receipt(commit, kind="retraction" if retracted else "reinstatement",
+                               claim=claim_id, actor=by, at=now, review=None,
+                               details={"reason": reason}, signing_key=signing_key)
+    yield commit
+    return wave_of(claim_id, commit, at)
+
+
+def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: int) -> Op[ReviewItem]:
+    """Put a claim and everything that would lose support AT_RISK until a human decides."""
+    claim_id, props = yield from _retractable(claim_id)
+    reason, by = check_text(reason, what="reason"), check_actor(by)
+    if evidence is not None:
+        check_text(evidence, what="evidence")
+    if props.get("retracted"):
+        raise ReviewError(f"{claim_id} is already retracted; reinstate it before proposing again")
+    pending = int(props.get("pending") or 0) + 1
+    change = Change(set_props={claim_id: {"pending": pending}}, kinds={claim_id: Kind(props["kind"])})
+    region, old = yield from read_region(change)
+    at_risk = would_invalidate(region, old, claim_id)
+    review_id = f"REV-{uuid.uuid4().hex[:12]}"
+    commit = commit_labels(change, label(region), old, cause="propose", at=now, now=now,
+                           review=review_id)
+    item = {"id": review_id, "claim": claim_id, "status": "pending", "reason": reason,
+            "evidence": evidence, "proposed_by": by, "proposed_at": now, "at_risk": at_risk}
+    commit.queries.append(cypher.create_review({k: v for k, v in item.items() if v is not None}))
+    commit.events.append(_review_event("review_proposed", review_id, claim_id, by, now))
+    yield commit
+    return review_model(item)
+
+
+def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int,
+           signing_key: SigningKey | None, distinct_approver: bool) -> Op[Receipt]:
+    """Approve (commit the wave) or reject (withdraw it) a pending review."""
+    review_id = check_id(review_id, what="review id")
+    by = check_actor(by)
+    if note is not None:
+        check_text(note, what="note")
+    item = yield from get_review(review_id)
+    if item.status != "pending":
+        raise ReviewError(f"{review_id} was already {item.status} by {item.decided_by} at "
+                          f"{item.decided_at}; a review is decided once")
+    if approve and distinct_approver and by == item.proposed_by:
+        raise ReviewError(f"{by} proposed {review_id} and cannot also approve it (separation of "
+                          "duties); ask another reviewer")
+    claim_id, props = yield from _retractable(item.claim)
+    flags: dict[str, Any] = {"pending": max(int(props.get("pending") or 0) - 1, 0)}
+    if approve and not props.get("retracted"):  # a direct retraction meanwhile keeps its record
+        flags |= {"retracted": True, "reason": item.reason, "retracted_by": by, "retracted_at": now}
+    change = Change(set_props={claim_id: flags}, kinds={claim_id: Kind(props["kind"])})
+    cause = "approve" if approve else "reject"
+    commit = yield from plan_change(change, cause=cause, at=now, now=now, review=review_id)
+    status = "approved" if approve else "rejected"
+    commit.queries.append(cypher.decide_review(review_id, {"status": status, "decided_by": by,
+                                                       "decided_at": now, "note": note}))
+    commit.events.append(_review_event(f"review_{status}", review_id, claim_id, by, now))
+    receipt = yield from _append_receipt(
+        commit, kind=f"retraction_{status}", claim=claim_id, actor=by, at=now, review=review_id,
+        details={"reason": item.reason, "note": note, "proposed_by": item.proposed_by},
+        signing_key=signing_key)
+    yield commit
+    return receipt
+
+
+def _review_event(kind: str, review_id: str, claim: str, by: str, now: int) -> dict[str, Any]:
+    return {"type": kind, "review": review_id, "claim": claim, "by": by,
+            "at": from_ms(now).isoformat()}  # type: ignore[union-attr]
+
+
+def review_model(props: Mapping[str, Any]) -> ReviewItem:
+    return ReviewItem(
+        id=props["id"], claim=props["claim"], status=props["status"], reason=props["reason"],
+        evidence=props.get("evidence"), proposed_by=props["proposed_by"],
+        proposed_at=from_ms(props["proposed_at"]), at_risk=list(props.get("at_risk") or []),
+        decided_by=props.get("decided_by"), decided_at=from_ms(props.get("decided_at")),
+        note=props.get("note"),
+    )
+
+
+def get_review(review_id: str) -> Op[ReviewItem]:
+    rows = yield cypher.get_review(check_id(review_id, what="review id"))
+    if not rows:
+        raise NotFoundError(f"no review {review_id}; list them with reviews() or `rippl review list`")
+    return review_model(rows[0][0])
+
+
+_STATUSES = ("pending", "approved", "rejected")
+
+
+def list_reviews(status: str | None) -> Op[list[ReviewItem]]:
+    if status is not None and status not in _STATUSES:
+        raise InvalidInputError(f"status must be one of {', '.join(_STATUSES)} or None for all")
+    rows = yield cypher.list_reviews(status)
+    return [review_model(row[0]) for row in rows]
+
+
+def list_receipts() -> Op[list[Receipt]]:
+    rows = yield cypher.list_receipts()
+    return [receipt_model(row[0]) for row in rows]
+
+
+def verify(public_keys: Mapping[str, Any] | None) -> Op[ReceiptCheck]:
+    rows = yield cypher.CHAIN
+    records = [row[2] for row in rows if row[2] is not None]
+    recorded = (rows[0][0], rows[0][1]) if rows and rows[0][0] is not None else None
+    check = verify_chain(records, head=recorded, public_keys=public_keys)
+    if records and recorded is None:
+        missing = "the chain's head record is missing: receipts were deleted or rewritten outside Rippl"
+        return check.model_copy(update={"ok": False, "problems": [*check.problems, missing]})
+    return check
+
+
+def retraction(node_id: str, *, retracted: bool, reason: str, by: str, at: TimeLike | None,
+               signing_key: SigningKey | None = None) -> Op[Wave]:
+    now = now_ms()
+    wave = yield from set_retracted(node_id, retracted=retracted, reason=reason, by=by,
+                                    at=to_ms(at, name="at", default=now), now=now,
+                                    signing_key=signing_key)
+    return wave

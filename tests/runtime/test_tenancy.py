@@ -1,0 +1,138 @@
+"""Tenancy: graphs in one database never see each other's nodes, reviews, receipts or events, whatever
+ids (and whatever graph names) they share. Both backends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers_core import fresh, snapshot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rippl_core import AsyncRippl, NotFoundError, Rippl, State
+
+INCIDENT = Path(__file__).parents[2] / "examples" / "incident.yaml"
+
+
+def test_same_ids_in_two_graphs_stay_apart(open_rippl: Callable[..., Rippl]) -> None:
+    a, b = open_rippl(), open_rippl()
+    a.load(INCIDENT)
+    b.load(INCIDENT)
+    b.add_claim("ONLY-B", "exists in b alone")
+    before_b = snapshot(b)
+    item = a.propose_retraction("CLM-001", reason="disk errors", by="monitor")
+    a.approve(item.id, by="alice")
+    a.retract("SRC-002", reason="stale", by="telemetry")
+    a.add_claim("CLM-001-BIS", "a's own claim", sources=["SRC-001"])
+    assert snapshot(b) == before_b
+    assert b.check("ACT-001").allowed and not a.check("ACT-001").allowed
+    assert b.reviews(None) == [] and b.receipts() == [] and b.verify_receipts().count == 0
+    assert [r.seq for r in a.receipts()] == [1, 2]
+    with pytest.raises(NotFoundError):
+        a.get("ONLY-B")
+    with pytest.raises(NotFoundError):
+        b.get("CLM-001-BIS")
+    with pytest.raises(NotFoundError):
+        b.review(item.id)
+    assert {r.id for r in a.blast_radius("SRC-001")} == \
+        {r.id for r in b.blast_radius("SRC-001")} | {"CLM-001-BIS"}
+    assert b.stats().nodes["Claim"] == a.stats().nodes["Claim"]  # 22 + one each
+    b.propose_retraction("CLM-001", reason="b's own review", by="monitor")
+    assert [r.claim for r in b.reviews()] == ["CLM-001"] and a.reviews() == []
+    b.reject(b.reviews()[0].id, by="bob")
+    assert [r.seq for r in b.receipts()] == [1] and a.verify_receipts().ok and b.verify_receipts().ok
+
+
+def test_deleting_one_graph_leaves_the_other(open_rippl: Callable[..., Rippl]) -> None:
+    a, b = open_rippl(), open_rippl()
+    for handle in (a, b):
+        handle.add_claim("C", "shared id")
+        handle.retract("C", reason="r", by="x")
+    before = snapshot(b)
+    a.drop()
+    assert snapshot(a).nodes == {} and a.receipts() == []
+    assert snapshot(b) == before and b.verify_receipts().ok
+    assert b.redis.get(f"rippl:{b.graph}:version") is not None
+
+
+@pytest.mark.parametrize("names", [("t*", "t1"), ("t?", "tx"), ("t[ab]", "ta"), ("t\\", "t\\\\")])
+def test_graph_names_are_data_not_patterns(backend: dict[str, object], names: tuple[str, str]) -> None:
+    suffix = f"-{abs(hash(names)) % 10**8}"
+    with Rippl.open(graph=names[0] + suffix, **backend) as odd, \
+            Rippl.open(graph=names[1] + suffix, **backend) as plain:
+        try:
+            odd.add_claim("C", "in the odd graph")
+            plain.add_claim("C", "in the plain graph")
+            plain.retract("C", reason="r", by="x")
+            odd.drop()
+            assert plain.get("C").text == "in the plain graph" and plain.get("C").state is State.OUT
+            assert plain.redis.get(f"rippl:{plain.graph}:version") is not None
+            assert plain.verify_receipts().ok and len(plain.receipts()) == 1
+            assert snapshot(odd).nodes == {}
+        finally:
+            odd.drop()
+            plain.drop()
+            for handle in (odd, plain):
+                handle.redis.delete(handle.graph)
+                for key in (f"rippl:{handle.graph}:version", f"rippl:{handle.graph}:schema"):
+                    handle.redis.delete(key)
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(ids=st.lists(st.text(min_size=1, max_size=40).filter(lambda s: s.isprintable() and s == s.strip()),
+                    min_size=1, max_size=6, unique=True),
+       retract=st.data())
+def test_whatever_ids_they_share_graphs_never_mix(backend: dict[str, object], ids: list[str],
+                                                  retract: st.DataObject) -> None:
+    with fresh(backend) as a, fresh(backend) as b:
+        for node in ids:
+            a.add_claim(node, f"a says {node}")
+            b.add_claim(node, f"b says {node}")
+        only_a = [f"{node}~a" for node in ids]
+        for node, own in zip(ids, only_a, strict=True):
+            a.add_decision(own, "a's decision", premises=[node])
+        gone = retract.draw(st.lists(st.sampled_from(ids), max_size=len(ids), unique=True))
+        for node in gone:
+            a.retract(node, reason="only in a", by="x")
+        snap_a, snap_b = snapshot(a), snapshot(b)
+        assert set(snap_a.nodes) == set(ids) | set(only_a) and set(snap_b.nodes) == set(ids)
+        assert all(b.get(node).text == f"b says {node}" and b.get(node).state is State.IN for node in ids)
+        assert all(a.get(node).text == f"a says {node}" for node in ids)
+        assert snap_b.edges == set() and len(snap_a.edges) == len(ids)
+        assert {n for n, s in snap_a.states().items() if s == "OUT"} == \
+            set(gone) | {f"{n}~a" for n in gone}
+        assert len(a.receipts()) == len(gone) and b.receipts() == []
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_async_handles_on_two_graphs(backend: dict[str, object],
+                                           open_rippl: Callable[..., Rippl]) -> None:
+    sync_a, sync_b = open_rippl(), open_rippl()
+    a = await AsyncRippl.open(graph=sync_a.graph, **backend)
+    b = await AsyncRippl.open(graph=sync_b.graph, **backend)
+    try:
+        await a.load(INCIDENT)
+        await b.load(INCIDENT)
+        await a.retract("CLM-001", reason="disk errors", by="telemetry")
+        assert not (await a.check("ACT-001")).allowed and (await b.check("ACT-001")).allowed
+        assert (await b.get("CLM-001")).state is State.IN
+        assert await b.receipts() == []
+    finally:
+        await a.close()
+        await b.close()
+
+
+def test_two_database_files_in_one_folder_are_independent(tmp_path: Path) -> None:
+    with Rippl.open(tmp_path / "one.db") as one, Rippl.open(tmp_path / "two.db") as two:
+        assert one._server is not None and two._server is not None
+        assert one._server.pid != two._server.pid
+        one.add_claim("C", "in file one")
+        two.add_claim("C", "in file two")
+        one.retract("C", reason="r", by="x")
+        assert two.get("C").state is State.IN and two.get("C").text == "in file two"
+    with Rippl.open(tmp_path / "two.db") as two:
+        assert two.get("C").text == "in file two" and two.get("C").state is State.IN
+        assert two.receipts() == []

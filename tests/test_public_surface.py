@@ -1,0 +1,133 @@
+"""The public surface: `Rippl` and `AsyncRippl` are twins (same methods, same signatures), every
+public method says what it does, and every type that appears in a public signature can be
+imported from `rippl_core`."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+import typing
+from collections.abc import Iterator
+
+import pydantic
+import pytest
+
+import rippl_core
+from rippl_core import (
+    AsyncEventStream,
+    AsyncRecordStore,
+    AsyncRippl,
+    EventStream,
+    RecordStore,
+    Rippl,
+)
+
+TWINS = [(Rippl, AsyncRippl), (RecordStore, AsyncRecordStore), (EventStream, AsyncEventStream)]
+# An asyncio subscription is started by awaiting it; a sync one subscribes when created.
+ASYNC_ONLY = {"start"}
+
+
+def public_methods(cls: type) -> dict[str, object]:
+    return {name: member for name, member in vars(cls).items()
+            if not name.startswith("_") and (callable(member) or isinstance(member, classmethod | property))}
+
+
+def normalised(signature: inspect.Signature) -> str:
+    """A signature with the sync/async naming differences taken out (AsyncRippl -> Rippl...)."""
+    return str(signature).replace("Async", "").replace("redis.asyncio.Redis", "redis.Redis")
+
+
+@pytest.mark.parametrize(("sync", "asynchronous"), TWINS, ids=lambda c: c.__name__)
+def test_the_twins_have_the_same_methods_and_signatures(sync: type, asynchronous: type) -> None:
+    mine = public_methods(sync)
+    theirs = {k: v for k, v in public_methods(asynchronous).items() if k not in ASYNC_ONLY}
+    assert set(mine) == set(theirs), (f"only on {sync.__name__}: {sorted(set(mine) - set(theirs))}; "
+                                      f"only on {asynchronous.__name__}: "
+                                      f"{sorted(set(theirs) - set(mine))}")
+    for name in mine:
+        left, right = getattr(sync, name), getattr(asynchronous, name)
+        if isinstance(left, property):
+            continue
+        assert normalised(inspect.signature(left)) == normalised(inspect.signature(right)), name
+        assert inspect.iscoroutinefunction(right) or name in ("records",) or \
+            not inspect.iscoroutinefunction(left), name
+
+
+@pytest.mark.parametrize("cls", [c for pair in TWINS for c in pair], ids=lambda c: c.__name__)
+def test_every_public_method_has_a_docstring(cls: type) -> None:
+    missing = [name for name, member in public_methods(cls).items()
+               if not inspect.getdoc(member.fget if isinstance(member, property) else member)]
+    assert not missing, f"{cls.__name__} methods without a docstring: {missing}"
+
+
+def _types(hint: object) -> Iterator[object]:
+    """Every class and type alias inside a type hint."""
+    if isinstance(hint, typing.TypeAliasType):
+        yield hint
+        yield from _types(hint.__value__)
+        return
+    origin = typing.get_origin(hint)
+    if origin is not None:
+        if origin is not typing.Literal:
+            yield from _types(origin)
+            for arg in typing.get_args(hint):
+                yield from _types(arg)
+        return
+    if isinstance(hint, types.UnionType):
+        for arg in typing.get_args(hint):
+            yield from _types(arg)
+        return
+    if isinstance(hint, type):
+        yield hint
+
+
+def _from_rippl(thing: object) -> bool:
+    module = getattr(thing, "__module__", "") or ""
+    return module.split(".")[0] == "rippl_core"
+
+
+def signature_types() -> set[object]:
+    """The rippl_core types in the public signatures of the exported classes and functions, and
+    in the fields of the exported models, followed to a fixpoint."""
+    exported = [getattr(rippl_core, name) for name in rippl_core.__all__]
+    todo = [thing for thing in exported if isinstance(thing, type)]
+    seen: set[object] = set()
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        hints: list[object] = []
+        if isinstance(cls, type) and issubclass(cls, pydantic.BaseModel):
+            hints += [f.annotation for f in cls.model_fields.values()]
+        elif dataclasses.is_dataclass(cls):
+            hints += typing.get_type_hints(cls).values()
+        for name, member in vars(cls).items() if isinstance(cls, type) else ():
+            if name.startswith("_"):  # constructors of handles and stores are internal
+                continue
+            function = member.fget if isinstance(member, property) else \
+                member.__func__ if isinstance(member, classmethod | staticmethod) else member
+            if callable(function) and _from_rippl(function):
+                hints += typing.get_type_hints(function).values()
+        for hint in hints:
+            for found in _types(hint):
+                if _from_rippl(found) and found not in seen:
+                    if isinstance(found, type):
+                        todo.append(found)
+                    else:
+                        seen.add(found)
+    return {t for t in seen if _from_rippl(t)}
+
+
+def test_every_type_in_a_public_signature_is_exported() -> None:
+    exported = {id(getattr(rippl_core, name)) for name in rippl_core.__all__}
+    missing = sorted(getattr(t, "__name__", str(t)) for t in signature_types()
+                     if id(t) not in exported and not getattr(t, "__name__", "").startswith("_"))
+    assert not missing, f"types in public signatures that rippl_core does not export: {missing}"
+
+
+def test_the_surface_check_sees_a_missing_export(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rippl_core, "__all__", [n for n in rippl_core.__all__ if n != "Blocker"])
+    with pytest.raises(AssertionError, match="Blocker"):
+        test_every_type_in_a_public_signature_is_exported()
