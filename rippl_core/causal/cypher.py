@@ -30,9 +30,9 @@ def node_state(node_id: str) -> Query:
 
 
 def resolve_call(keys: Sequence[str]) -> Query:
-    """Actions matching a tool call: (id, call_key, kind, state, executed_at)."""
+    """Every declared action matching a tool call: (id, call_key, kind, state, executed_at)."""
     return Query("MATCH (a:Action) WHERE a.call_key IN $keys "
-                 "RETURN a.id, a.call_key, a.kind, a.state, a.executed_at LIMIT 4",
+                 "RETURN a.id, a.call_key, a.kind, a.state, a.executed_at",
                  {"keys": keys}, read_only=True)
 
 

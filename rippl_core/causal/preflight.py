@@ -6,8 +6,6 @@ through the nodes that are not IN, to name every blocking premise and its trail.
 
 from __future__ import annotations
 
-from typing import Any
-
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.validation import call_key, canonical_args, check_id
 from rippl_core.causal import cypher
@@ -16,56 +14,76 @@ from rippl_core.errors import DatabaseError, RipplError
 from rippl_core.models import Blocker, Policy, ToolCall, Verdict
 from rippl_core.vocabulary import Kind, State, public_status
 
+type ActionRow = tuple[str, Kind, State, bool]  # id, kind, state, executed
 
-def _resolve(call: ToolCall) -> Op[tuple[str | list[str] | None, list[tuple[Any, ...]]]]:
-    """Resolve a tool call; also return the state row of the action when the lookup read it."""
-    if call.action_id is not None:
-        return check_id(call.action_id, what="action_id"), []
+
+def declared(call: ToolCall) -> Op[list[ActionRow]]:
+    """Every declared action a tool call matches: those with its tool and exact canonical args,
+    and those declared with its tool and no args (any args). Actions captured from a run are not
+    declared: they carry no call key and match only their own run's calls."""
     check_id(call.name, what="tool name")
     exact = call_key(call.name, canonical_args(call.args))
     rows = yield cypher.resolve_call([exact, call_key(call.name, None)])
-    exact_rows = sorted(r for r in rows if r[1] == exact)
-    candidates = exact_rows or sorted(r for r in rows if r[1] != exact)
-    if len(candidates) == 1:
-        return candidates[0][0], [candidates[0][2:]]
-    return [r[0] for r in candidates] or None, []
+    ordered = sorted(rows, key=lambda r: (r[1] != exact, r[0]))  # exact matches first
+    return [(r[0], Kind(r[2]), State(r[3]), r[4] is not None) for r in ordered]
 
 
 def resolve(call: ToolCall) -> Op[str | list[str] | None]:
-    """The action a tool call executes: its explicit action id, else the one action whose tool and
-    canonical args match (an action declared with a tool and no args matches any args). Returns
-    None when nothing matches and the list of candidates when several do."""
-    resolved, _ = yield from _resolve(call)
-    return resolved
+    """The actions a tool call executes: its explicit action id, else every declared action it
+    matches (one id, or the list when several do; None when none does)."""
+    if call.action_id is not None:
+        return check_id(call.action_id, what="action_id")
+    rows = yield from declared(call)
+    ids = [r[0] for r in rows]
+    return ids[0] if len(ids) == 1 else ids or None
 
 
 def check(target: str | ToolCall, policy: Policy) -> Op[Verdict]:
-    """Allow or deny `target` (an action or decision id, or a tool call), failing closed. A check
-    by id, or by a tool call, is one indexed read when allowed."""
+    """Allow or deny `target` (an action or decision id, or a tool call), failing closed.
+
+    A tool call is allowed only if every declared action matching it is allowed (so declaring one
+    more action can only add a veto, never lift one); with no match, the policy's `unknown`
+    decides. One indexed read when allowed, by id or by tool call."""
     call = target if isinstance(target, ToolCall) else None
-    rows: list[tuple[Any, ...]] = []
-    if call is not None:
-        resolved, rows = yield from _resolve(call)
-        if not isinstance(resolved, str):
-            return _unknown(call, resolved, policy)
-        node_id = resolved
+    if call is not None and call.action_id is None:
+        rows = yield from declared(call)
     else:
-        node_id = check_id(target, what="target")
+        node_id = check_id(call.action_id if call is not None else target,
+                           what="action_id" if call is not None else "target")
+        found = yield cypher.node_state(node_id)
+        rows = [(node_id, Kind(r[0]), State(r[1]), r[2] is not None) for r in found]
+        if not rows:
+            return _unknown(call, node_id, policy)
     if not rows:
-        rows = yield cypher.node_state(node_id)
-    if not rows:
-        return _unknown(call, node_id, policy)
-    kind, state = Kind(rows[0][0]), State(rows[0][1])
-    if state is State.IN:
+        return _unknown(call, None, policy)
+    verdict = yield from judge(rows, policy, call)
+    return verdict
+
+
+def judge(rows: list[ActionRow], policy: Policy, call: ToolCall | None) -> Op[Verdict]:
+    """The verdict on a call that executes every action of `rows`: allowed only if each is (IN,
+    or AT_RISK under at_risk='allow'). When one is not IN, the verdict names every retracted or
+    at-risk premise under it, with its trail."""
+    if all(r[2] is State.IN for r in rows):
+        node_id, kind, state, executed = rows[0]
+        holds = (f"{node_id} is {public_status(kind, state, executed)}" if len(rows) == 1 else
+                 f"{', '.join(r[0] for r in rows)} are {public_status(kind, state)}")
         return Verdict(allowed=True, target=node_id, kind=kind, state=state, tool_call=call,
-                       reason=f"{node_id} is {public_status(kind, state, rows[0][2] is not None)}: "
-                              "every premise under it holds")
-    blockers = yield from find_blockers(node_id)
-    allowed = state is State.AT_RISK and policy.at_risk == "allow"
+                       reason=f"{holds}: every premise under {'it' if len(rows) == 1 else 'each'} "
+                              "holds")
+    shaky = [r for r in rows if r[2] is not State.IN]
+    denying = [r for r in shaky if not (r[2] is State.AT_RISK and policy.at_risk == "allow")]
+    blockers: list[Blocker] = []
+    for node_id, *_ in denying or shaky:
+        found = yield from find_blockers(node_id)
+        blockers += [b for b in found if b not in blockers]
+    allowed = not denying
+    node_id, kind, state, _ = (denying or shaky)[0]
+    others = [r[0] for r in (denying or shaky)[1:]]
     names = ", ".join(f"{b.premise} ({b.status})" for b in blockers) or "unknown premises"
     verb = "allowed despite" if allowed else "denied:"
-    reason = (f"{node_id} {verb} {public_status(kind, state)}; "
-              f"{'it rests on' if allowed else 'premise'} {names}"
+    reason = (f"{node_id}{_also(others)} {verb} "
+              f"{public_status(kind, state)}; {'it rests on' if allowed else 'premise'} {names}"
               + ("" if allowed else _next_step(state)))
     return Verdict(allowed=allowed, target=node_id, kind=kind, state=state, reason=reason,
                    blockers=blockers, tool_call=call)
@@ -123,3 +141,7 @@ def error_verdict(target: str | ToolCall, exc: Exception, policy: Policy) -> Ver
     return Verdict(allowed=allowed, target=None if call else str(target), tool_call=call,
                    reason=f"{outcome}: the premise graph could not be checked for {name}: {exc}")
 
+
+
+def _also(others: list[str]) -> str:
+    return f" (and {', '.join(others)})" if others else ""

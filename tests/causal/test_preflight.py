@@ -202,17 +202,23 @@ def test_unmapped_tool_calls_are_denied_unless_allowed(incident: Rippl, args: di
         incident.guard(call)
 
 
-def test_ambiguous_tool_calls_are_denied(rippl: Rippl) -> None:
-    rippl.add_action("A1", "restart api in eu", tool="restart", args={"svc": "api"})
+def test_a_call_matching_several_actions_needs_every_one_to_allow_it(rippl: Rippl) -> None:
+    rippl.add_claim("EU", "the eu region is healthy")
+    rippl.add_decision("D-EU", "restart in eu", premises=["EU"])
+    rippl.add_action("A1", "restart api in eu", decisions=["D-EU"], tool="restart",
+                     args={"svc": "api"})
     rippl.add_action("A2", "restart api in us", tool="restart", args={"svc": "api"})
-    verdict = rippl.check(ToolCall(name="restart", args={"svc": "api"}))
-    assert not verdict.allowed and "A1" in verdict.reason and "A2" in verdict.reason
-    assert "action_id" in verdict.reason
-    assert rippl.check(ToolCall(name="restart", args={"svc": "api"}), unknown="allow").allowed
-    assert rippl.check(ToolCall(name="restart", args={"svc": "api"}, action_id="A2")).target == "A2"
+    call = ToolCall(name="restart", args={"svc": "api"})
+    verdict = rippl.check(call)
+    assert verdict.allowed and "A1" in verdict.reason and "A2" in verdict.reason
+    rippl.retract("EU", reason="eu is down", by="monitor")
+    denied = rippl.check(call)
+    assert not denied.allowed and denied.target == "A1"
+    assert [b.premise for b in denied.blockers] == ["EU"]
+    assert rippl.check(ToolCall(name="restart", args={"svc": "api"}, action_id="A2")).allowed
 
 
-def test_exact_args_win_over_an_any_args_action(rippl: Rippl) -> None:
+def test_an_any_args_action_vetoes_every_call_of_its_tool(rippl: Rippl) -> None:
     rippl.add_claim("C", "pager works")
     rippl.add_decision("D", "page people", premises=["C"])
     rippl.add_action("ANY", "page anyone", decisions=["D"], tool="page")
@@ -224,7 +230,8 @@ def test_exact_args_win_over_an_any_args_action(rippl: Rippl) -> None:
     assert rippl.check(ToolCall(name="page")).target == "ANY"
     rippl.retract("C", reason="pager down", by="x")
     assert not rippl.check(ToolCall(name="page", args={"who": "cto"})).allowed
-    assert rippl.check(nested).allowed
+    vetoed = rippl.check(nested)  # the any-args action matches every call of the tool: its veto holds
+    assert not vetoed.allowed and vetoed.target == "ANY" and [b.premise for b in vetoed.blockers] == ["C"]
 
 
 def test_check_reads_and_never_writes(incident: Rippl) -> None:
