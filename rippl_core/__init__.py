@@ -13,6 +13,7 @@ importable from here. Framework adapters also use `rippl_core.adapters`, the ada
 from rippl_core._runtime.connection import Location
 from rippl_core._runtime.timeutil import TimeLike
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
+from rippl_core.capture.handle import AsyncRun, Run
 from rippl_core.causal.explain import Antecedent, Explanation, Justification, Standing
 from rippl_core.causal.spec import (
     ActionEntry,
@@ -56,6 +57,7 @@ from rippl_core.ingest.writer import (
 )
 from rippl_core.models import (
     Blocker,
+    Compensation,
     Event,
     LoadReport,
     Node,
@@ -85,11 +87,13 @@ __all__ = [
     "AsyncEventStream",
     "AsyncRecordStore",
     "AsyncRippl",
+    "AsyncRun",
     "Belief",
     "BeliefChange",
     "Blocker",
     "ClaimEntry",
     "ClaimItem",
+    "Compensation",
     "ConflictError",
     "DatabaseError",
     "DecisionEntry",
@@ -133,6 +137,7 @@ __all__ = [
     "ReviewItem",
     "Rippl",
     "RipplError",
+    "Run",
     "ScopeSummary",
     "SigningKey",
     "SourceEntry",

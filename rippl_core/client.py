@@ -8,6 +8,7 @@ every line of logic and differ only in `await`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -26,6 +27,10 @@ from rippl_core._runtime.validation import check_id
 from rippl_core.beliefs import cypher as beliefs_cypher
 from rippl_core.beliefs import memory, subjects, whatif
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
+from rippl_core.capture import cypher as capture_cypher
+from rippl_core.capture import run as capture
+from rippl_core.capture.handle import AsyncRun, Run
+from rippl_core.capture.run import RunRef
 from rippl_core.causal import counterfactual, explain, history, nodes, preflight, write
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal.explain import Explanation
@@ -46,6 +51,7 @@ from rippl_core.ingest.schema import Extraction
 from rippl_core.ingest.validate import OnConflict
 from rippl_core.ingest.writer import DocumentReport, IngestReport
 from rippl_core.models import (
+    Compensation,
     LoadReport,
     Node,
     Policy,
@@ -69,8 +75,11 @@ from rippl_core.review.receipts import SigningKey
 type Target = str | ToolCall
 type PathLike = str | os.PathLike[str]
 
-# Everything a tenant's graph needs: the causal graph, beliefs, reviews and receipts.
-GRAPH_SCHEMA = causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA
+# Everything a tenant's graph needs: the causal graph, beliefs, reviews and receipts, capture.
+# Version 4: capture's indexes.
+GRAPH_SCHEMA = dataclasses.replace(
+    causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA + capture_cypher.SCHEMA,
+    version="4")
 
 
 def _policy(base: Policy, at_risk: str | None, unknown: str | None,
@@ -257,6 +266,33 @@ class Rippl:
         if not verdict.allowed:
             raise PremiseRetractedError(verdict)
         return verdict
+
+    # -- provenance capture ------------------------------------------------------------------
+    def run(self, run_id: str, *, agent: str | None = None, framework: str | None = None,
+            policy: Policy | None = None) -> Run:
+        """A captured run (no I/O until it records something): what the agent observes, each
+        model turn with tool calls, each call and its execution. The same id continues the same
+        trace (a resumed run)."""
+        return Run(self._driver, RunRef(run_id, agent, framework), policy or self.policy)
+
+    def mark_executed(self, action_id: str, *, at: TimeLike | None = None,
+                      output: Any | None = None) -> None:
+        """Mark an action executed (any action, declared or captured): a retraction that later
+        reaches it lists it among the compensations."""
+        self._driver.run(lambda: capture.mark_executed(action_id, at=at, output=output))
+
+    def compensations(self, *, as_of: TimeLike | None = None,
+                      known_at: TimeLike | None = None) -> list[Compensation]:
+        """Actions already executed on a premise since retracted (as of a time, as known then),
+        each with the trail to what failed: what may need undoing."""
+        return self._driver.run(lambda: capture.compensations(as_of=as_of, known_at=known_at))
+
+    def prune_runs(self, *, older_than: TimeLike, include_open: bool = False) -> list[str]:
+        """Remove the capture of runs closed before `older_than` (include_open: also runs idle
+        since before it), keeping receipts and anything retracted or under review. Returns the
+        runs removed."""
+        return self._driver.run(lambda: capture.prune_runs(older_than=older_than,
+                                                           include_open=include_open), write=True)
 
     # -- the review gate and receipts --------------------------------------------------------
     def propose_retraction(self, claim_id: str, *, reason: str, by: str,
@@ -544,6 +580,34 @@ class AsyncRippl:
         if not verdict.allowed:
             raise PremiseRetractedError(verdict)
         return verdict
+
+    # -- provenance capture ------------------------------------------------------------------
+    def run(self, run_id: str, *, agent: str | None = None, framework: str | None = None,
+            policy: Policy | None = None) -> AsyncRun:
+        """A captured run (no I/O until it records something): what the agent observes, each
+        model turn with tool calls, each call and its execution. The same id continues the same
+        trace (a resumed run)."""
+        return AsyncRun(self._driver, RunRef(run_id, agent, framework), policy or self.policy)
+
+    async def mark_executed(self, action_id: str, *, at: TimeLike | None = None,
+                            output: Any | None = None) -> None:
+        """Mark an action executed (any action, declared or captured): a retraction that later
+        reaches it lists it among the compensations."""
+        await self._driver.run(lambda: capture.mark_executed(action_id, at=at, output=output))
+
+    async def compensations(self, *, as_of: TimeLike | None = None,
+                            known_at: TimeLike | None = None) -> list[Compensation]:
+        """Actions already executed on a premise since retracted (as of a time, as known then),
+        each with the trail to what failed: what may need undoing."""
+        return await self._driver.run(lambda: capture.compensations(as_of=as_of,
+                                                                    known_at=known_at))
+
+    async def prune_runs(self, *, older_than: TimeLike, include_open: bool = False) -> list[str]:
+        """Remove the capture of runs closed before `older_than` (include_open: also runs idle
+        since before it), keeping receipts and anything retracted or under review. Returns the
+        runs removed."""
+        return await self._driver.run(lambda: capture.prune_runs(
+            older_than=older_than, include_open=include_open), write=True)
 
     # -- the review gate and receipts --------------------------------------------------------
     async def propose_retraction(self, claim_id: str, *, reason: str, by: str,

@@ -68,10 +68,14 @@ class ToolCall(_Model):
 
 
 class Policy(_Model):
-    """What the pre-flight check does in the grey cases. The defaults fail closed."""
+    """What the pre-flight check does in the grey cases. The defaults fail closed.
+
+    `unknown` judges a call no declared action matches: "deny" (a strict allow-list), "allow"
+    (unprotected), or "record" (the adapters' default: inside a captured run the call is recorded
+    and judged by what the run observed; outside a run there is nothing to judge it by: denied)."""
 
     at_risk: Literal["block", "allow"] = "block"
-    unknown: Literal["deny", "allow"] = "deny"
+    unknown: Literal["deny", "allow", "record"] = "deny"
     on_error: Literal["deny", "allow"] = "deny"
 
 
@@ -197,7 +201,7 @@ class Event(_Model):
     """A status change or review event, as published on the graph's channel."""
 
     type: Literal["node_at_risk", "node_invalidated", "node_restored", "review_proposed",
-                  "review_approved", "review_rejected"]
+                  "review_approved", "review_rejected", "action_executed", "compensation_needed"]
     graph: str | None = None
     node: str | None = None
     kind: str | None = None
@@ -246,3 +250,28 @@ class WhatIfRetracted(_Model):
 
     def changed(self, after: State | None = None) -> list[str]:
         return [t.id for t in self.transitions if after is None or t.after is after]
+
+
+
+class Compensation(_Model):
+    """An action executed on a premise since retracted: it ran, and what it rested on is false.
+    Each blocker is a retracted (or, as of a past time, then retracted) premise with its trail."""
+
+    action: str
+    title: str
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    run: str | None = None
+    call_id: str | None = None
+    executed_at: datetime
+    state: State
+    blockers: list[Blocker] = Field(default_factory=list)
+
+    def explain(self) -> str:
+        """One line per blocker: what failed under this executed action."""
+        call = f" ({self.tool}({self.args or {}}))" if self.tool else ""
+        lines = [f"{self.action}{call} executed {self.executed_at.isoformat()} on a premise since "
+                 "retracted"]
+        lines += [f"  {b.premise} is {b.status}" + (f" ({b.reason})" if b.reason else "")
+                  + ": " + " -> ".join(b.trail) for b in self.blockers]
+        return "\n".join(lines)

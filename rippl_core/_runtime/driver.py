@@ -21,7 +21,7 @@ import redis
 import redis.asyncio
 
 from rippl_core._runtime.keys import events_channel, version_key
-from rippl_core._runtime.op import Command, Commit, Op
+from rippl_core._runtime.op import Batch, Command, Commit, Op
 from rippl_core._runtime.wire import Query, parse
 from rippl_core.errors import ConflictError, DatabaseError, RipplError, UnavailableError
 
@@ -81,15 +81,23 @@ class SyncDriver:
     def __init__(self, client: redis.Redis, graph: str, where: str) -> None:
         self.client, self.graph, self.where = client, graph, where
 
-    def query(self, query: Query) -> list[tuple[Any, ...]]:
-        """One read, isolated from any commit in flight.
+    def query(self, query: Query | Batch) -> Any:
+        """One read (or a batch of reads), isolated from any commit in flight.
 
         FalkorDB runs the statements of a MULTI/EXEC one at a time and lets read-only queries from
         other connections in between; a read sent inside MULTI/EXEC runs after a whole commit or
         before it, never in the middle. It costs no extra round trip."""
+        queries = query.queries if isinstance(query, Batch) else (query,)
         with translated_errors(self.where), self.client.pipeline(transaction=True) as pipe:
-            pipe.execute_command(*_args(self.graph, query))
-            return parse(pipe.execute()[0])
+            for q in queries:
+                pipe.execute_command(*_args(self.graph, q))
+            replies = [parse(r) for r in pipe.execute()]
+        return replies if isinstance(query, Batch) else replies[0]
+
+    def blind(self, commit: Commit) -> list[Any]:
+        """A blind commit, in one round trip (see `Commit`)."""
+        with translated_errors(self.where), self.client.pipeline(transaction=True) as pipe:
+            return self._commit(pipe, commit)
 
     def command(self, command: Command) -> Any:
         with translated_errors(self.where):
@@ -102,7 +110,8 @@ class SyncDriver:
             with translated_errors(self.where), self.client.pipeline() as pipe:
                 try:
                     pipe.watch(version_key(self.graph))
-                    read = lambda q: parse(pipe.execute_command(*_args(self.graph, q)))  # noqa: E731
+                    read = lambda q: _each(q, lambda one: parse(  # noqa: E731
+                        pipe.execute_command(*_args(self.graph, one))))
                     run = lambda c: pipe.execute_command(*c.args)  # noqa: E731
                     return self._drive(make(), read, run, pipe)
                 except redis.WatchError:
@@ -116,7 +125,9 @@ class SyncDriver:
             request = step.value
             try:
                 with translated_errors(self.where):
-                    if isinstance(request, Commit):
+                    if isinstance(request, Commit) and pipe is None:
+                        reply = self.blind(_blind(request))
+                    elif isinstance(request, Commit):
                         reply = self._commit(pipe, request)
                         read, command = self.query, self.command  # the transaction is over
                     elif isinstance(request, Command):
@@ -140,12 +151,22 @@ class AsyncDriver:
     def __init__(self, client: redis.asyncio.Redis, graph: str, where: str) -> None:
         self.client, self.graph, self.where = client, graph, where
 
-    async def query(self, query: Query) -> list[tuple[Any, ...]]:
-        """One read, isolated from any commit in flight (see `SyncDriver.query`)."""
+    async def query(self, query: Query | Batch) -> Any:
+        """One read (or a batch of reads), isolated from any commit in flight (see
+        `SyncDriver.query`)."""
+        queries = query.queries if isinstance(query, Batch) else (query,)
         with translated_errors(self.where):
             async with self.client.pipeline(transaction=True) as pipe:
-                pipe.execute_command(*_args(self.graph, query))
-                return parse((await pipe.execute())[0])
+                for q in queries:
+                    pipe.execute_command(*_args(self.graph, q))
+                replies = [parse(r) for r in await pipe.execute()]
+        return replies if isinstance(query, Batch) else replies[0]
+
+    async def blind(self, commit: Commit) -> list[Any]:
+        """A blind commit, in one round trip (see `Commit`)."""
+        with translated_errors(self.where):
+            async with self.client.pipeline(transaction=True) as pipe:
+                return await self._commit(pipe, commit)
 
     async def command(self, command: Command) -> Any:
         with translated_errors(self.where):
@@ -160,8 +181,10 @@ class AsyncDriver:
                     try:
                         await pipe.watch(version_key(self.graph))
 
-                        async def read(q: Query, pipe: Any = pipe) -> Any:
-                            return parse(await pipe.execute_command(*_args(self.graph, q)))
+                        async def read(q: Query | Batch, pipe: Any = pipe) -> Any:
+                            replies = [parse(await pipe.execute_command(*_args(self.graph, one)))
+                                       for one in (q.queries if isinstance(q, Batch) else (q,))]
+                            return replies if isinstance(q, Batch) else replies[0]
 
                         async def run(c: Command, pipe: Any = pipe) -> Any:
                             return await pipe.execute_command(*c.args)
@@ -178,7 +201,9 @@ class AsyncDriver:
             request = step.value
             try:
                 with translated_errors(self.where):
-                    if isinstance(request, Commit):
+                    if isinstance(request, Commit) and pipe is None:
+                        reply = await self.blind(_blind(request))
+                    elif isinstance(request, Commit):
                         reply = await self._commit(pipe, request)
                         read, command = self.query, self.command  # the transaction is over
                     elif isinstance(request, Command):
@@ -194,6 +219,20 @@ class AsyncDriver:
     async def _commit(self, pipe: Any, commit: Commit) -> list[Any]:
         _queue(pipe, self.graph, commit)
         return _replies(await pipe.execute(), commit)
+
+
+def _each(request: Query | Batch, run: Callable[[Query], Any]) -> Any:
+    """Run a read or each read of a batch (inside a watched transaction, one by one)."""
+    if isinstance(request, Batch):
+        return [run(q) for q in request.queries]
+    return run(request)
+
+
+def _blind(commit: Commit) -> Commit:
+    """A commit sent by a read operation must be blind: nothing was read under WATCH for it."""
+    if not commit.blind:
+        raise TypeError("a read operation sent a commit that is not blind; run it with write=True")
+    return commit
 
 
 def _queue(pipe: Any, graph: str, commit: Commit) -> None:

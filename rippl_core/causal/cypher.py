@@ -43,9 +43,10 @@ def justifications(ids: Sequence[str]) -> Query:
 
 
 def step_down(ids: Sequence[str]) -> Query:
-    """One breadth-first step downstream: (from, to, kind, state, retracted, pending)."""
+    """One breadth-first step downstream: (from, to, kind, state, retracted, pending, executed)."""
     return Query(f"UNWIND $ids AS id MATCH (:Node {{id: id}})-[:{CAUSAL_RELS}]->(m:Node) "
-                 "RETURN id, m.id, m.kind, m.state, m.retracted, m.pending", {"ids": ids},
+                 "RETURN id, m.id, m.kind, m.state, m.retracted, m.pending, "
+                 "m.executed_at IS NOT NULL", {"ids": ids},
                  read_only=True)
 
 

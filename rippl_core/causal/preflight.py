@@ -115,6 +115,10 @@ def find_blockers(node_id: str) -> Op[list[Blocker]]:
 
 def _unknown(call: ToolCall | None, found: str | list[str] | None, policy: Policy) -> Verdict:
     allowed = policy.unknown == "allow"
+    if call is not None and found is None and policy.unknown == "record":
+        return Verdict(allowed=False, target=None, tool_call=call, reason=(
+            f"denied (fail closed): no declared action matches {call.name} and no run records "
+            "it (policy unknown='record' judges calls captured in a run: rippl.run(...))"))
     if isinstance(found, list):
         what = (f"tool call {call.name if call else ''} matches several actions "
                 f"({', '.join(found)}); pass action_id to say which")

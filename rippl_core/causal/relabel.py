@@ -30,6 +30,7 @@ class Change:
     new_justifications: dict[str, list[list[str]]] = field(default_factory=dict)
     replace_support: set[str] = field(default_factory=set)  # existing nodes losing old support
     kinds: dict[str, Kind] = field(default_factory=dict)  # kind of every node referenced
+    executed: set[str] = field(default_factory=set)  # actions of the region that already ran
 
 
 def _premise(props: Mapping[str, Any]) -> Premise:
@@ -47,6 +48,7 @@ def read_region(change: Change, touched: Iterable[str] = ()) -> Op[tuple[Region,
     info: dict[str, dict[str, Any]] = {node: stored[node] for node in roots}
     info.update({v.id: {"kind": v.kind, "state": v.state, "retracted": v.retracted,
                         "pending": v.pending} for v in visits.values()})
+    change.executed |= {v.id for v in visits.values() if v.executed}
     justs, outside_states = yield from fetch_justifications(list(info))
 
     region = Region()
@@ -112,6 +114,9 @@ def commit_labels(change: Change, labels: dict[str, State], old: dict[str, State
     for chunk in cypher.chunks(created):  # each new node's first state (before=null): history
         commit.queries.append(cypher.creation_records(chunk, at=at, now=now, cause=cause, review=review))
     commit.events.extend(_state_event(t, cause, review, now) for t in transitions)
+    commit.events.extend({**_state_event(t, cause, review, now), "type": "compensation_needed"}
+                         for t in transitions
+                         if t["id"] in change.executed and t["after"] == State.OUT.value)
     return commit
 
 

@@ -28,7 +28,8 @@ class Visit:
     state: str
     retracted: bool
     pending: int
-    reason: str | None = None
+    reason: str | None = None  # upstream walks: why a premise was retracted
+    executed: bool = False  # downstream walks: an action that already ran
 
 
 def trail(visits: dict[str, Visit], node: str) -> list[str]:
@@ -55,11 +56,12 @@ def walk(roots: Iterable[str], *, down: bool, max_depth: int | None = None,
         rows = yield step
         frontier = []
         for row in rows:
-            parent, node, kind, state, retracted, pending, *rest = row
+            parent, node, kind, state, retracted, pending, extra = row
             if node in seen:
                 continue
             seen.add(node)
             visits[node] = Visit(node, parent, depth, kind, state, bool(retracted),
-                                 int(pending or 0), rest[0] if rest else None)
+                                 int(pending or 0), None if down else extra,
+                                 bool(extra) if down else False)
             frontier.append(node)
     return visits

@@ -1,0 +1,107 @@
+"""`Run` and `AsyncRun`: a captured run on a handle's graph (`rippl.run(...)`), every method one
+operation of `rippl_core.capture.run`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rippl_core.capture import run as ops
+from rippl_core.capture.run import RunRef
+from rippl_core.models import Policy, ToolCall, Verdict
+
+if TYPE_CHECKING:
+    from rippl_core._runtime.driver import AsyncDriver, SyncDriver
+
+
+class Run:
+    """One run of an agent whose provenance is captured: what it observed, each model turn with
+    tool calls (a decision), each call (an action) and its execution. Cheap to create (no I/O
+    until the first record); the same run id continues the same trace."""
+
+    def __init__(self, driver: SyncDriver, run: RunRef, policy: Policy) -> None:
+        self._driver, self.ref, self.policy = driver, run, policy
+
+    @property
+    def id(self) -> str:
+        """The run's id."""
+        return self.ref.id
+
+    def observe(self, claims: Sequence[str], *, ref: str | None = None) -> list[str]:
+        """The run saw these claims (e.g. a memory read), carried by the message `ref` (None: they
+        stay in context for the rest of the run). Returns the claims recorded."""
+        return self._driver.run(lambda: ops.observe(self.ref, claims, ref=ref, kind="memory"))
+
+    def cite(self, claims: Sequence[str]) -> list[str]:
+        """The model says it relies on these claims: later turns rest on them."""
+        return self._driver.run(lambda: ops.observe(self.ref, claims, ref=None, kind="citation"))
+
+    def decide(self, turn: str, calls: Sequence[ToolCall], *, context: Sequence[str] | None = None,
+               told: Sequence[str] = (), policy: Policy | None = None) -> list[Verdict]:
+        """Record a model turn emitting `calls` as a decision resting on the observations in the
+        model's input (`context`: the call ids of tool results and the handles of memory messages
+        it holds; None: everything the run observed) less those a veto it read (`told`: the call
+        ids of veto messages in it) named. Returns the verdict on each call, in order."""
+        return self._driver.run(lambda: ops.decide(self.ref, turn, calls, context=context,
+                                                   told=told, policy=policy or self.policy))
+
+    def judge(self, call: ToolCall, *, policy: Policy | None = None) -> Verdict:
+        """Re-check a call (with its call id) just before it executes: after a pause, the premises
+        of its turn may have been retracted."""
+        return self._driver.run(lambda: ops.judge(self.ref, call, policy=policy or self.policy))
+
+    def executed(self, call: ToolCall, output: Any, *, ok: bool = True) -> str:
+        """The call ran (ok=False: it ran and failed): mark its action executed, and record its
+        output as an observation of the run. Returns the id of the claim stating the result."""
+        return self._driver.run(lambda: ops.executed(self.ref, call, output, ok=ok))
+
+    def close(self) -> None:
+        """Close the run: `prune_runs` may then remove its capture."""
+        self._driver.run(lambda: ops.close(self.ref))
+
+
+class AsyncRun:
+    """The asyncio twin of `Run`."""
+
+    def __init__(self, driver: AsyncDriver, run: RunRef, policy: Policy) -> None:
+        self._driver, self.ref, self.policy = driver, run, policy
+
+    @property
+    def id(self) -> str:
+        """The run's id."""
+        return self.ref.id
+
+    async def observe(self, claims: Sequence[str], *, ref: str | None = None) -> list[str]:
+        """The run saw these claims (e.g. a memory read), carried by the message `ref` (None: they
+        stay in context for the rest of the run). Returns the claims recorded."""
+        return await self._driver.run(lambda: ops.observe(self.ref, claims, ref=ref, kind="memory"))
+
+    async def cite(self, claims: Sequence[str]) -> list[str]:
+        """The model says it relies on these claims: later turns rest on them."""
+        return await self._driver.run(lambda: ops.observe(self.ref, claims, ref=None,
+                                                          kind="citation"))
+
+    async def decide(self, turn: str, calls: Sequence[ToolCall], *,
+                     context: Sequence[str] | None = None, told: Sequence[str] = (),
+                     policy: Policy | None = None) -> list[Verdict]:
+        """Record a model turn emitting `calls` as a decision resting on the observations in the
+        model's input (`context`: the call ids of tool results and the handles of memory messages
+        it holds; None: everything the run observed) less those a veto it read (`told`: the call
+        ids of veto messages in it) named. Returns the verdict on each call, in order."""
+        return await self._driver.run(lambda: ops.decide(self.ref, turn, calls, context=context,
+                                                         told=told, policy=policy or self.policy))
+
+    async def judge(self, call: ToolCall, *, policy: Policy | None = None) -> Verdict:
+        """Re-check a call (with its call id) just before it executes: after a pause, the premises
+        of its turn may have been retracted."""
+        return await self._driver.run(lambda: ops.judge(self.ref, call,
+                                                        policy=policy or self.policy))
+
+    async def executed(self, call: ToolCall, output: Any, *, ok: bool = True) -> str:
+        """The call ran (ok=False: it ran and failed): mark its action executed, and record its
+        output as an observation of the run. Returns the id of the claim stating the result."""
+        return await self._driver.run(lambda: ops.executed(self.ref, call, output, ok=ok))
+
+    async def close(self) -> None:
+        """Close the run: `prune_runs` may then remove its capture."""
+        await self._driver.run(lambda: ops.close(self.ref))
