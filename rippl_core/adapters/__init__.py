@@ -1,0 +1,101 @@
+"""The adapter kit: what every framework adapter (LangGraph, AutoGen, CrewAI) shares, once.
+
+Modules: `toolguard` (mapping and fail-closed verdicts), `guard` (bound to a graph), `handles`
+(either handle from asyncio), `capture` (recording a run), `search` (belief ranking), `state`
+(framework state in a companion graph).
+
+- **Guarding tool calls**: `ToolGuard` maps a framework's call to an action (`unguarded` names,
+  `only`, a `resolver`, then the core's resolution by tool name and canonical arguments) and gives
+  a fail-closed verdict when it cannot be mapped or checked; `Guard` binds it to a graph handle;
+  `veto_text` is what a model reads instead of the tool's output. A call's arguments are a
+  mapping, None, or the JSON text of an object (as AutoGen's `FunctionCall` and OpenAI-style tool
+  calls carry them). A call that cannot be mapped is judged by the policy's `unknown`; a check that
+  cannot be answered by its `on_error`. `judge`/`ajudge`/`check`/`acheck` never raise.
+- **Either handle**: `acall` runs a method of a `Rippl` (in a worker thread) or an `AsyncRippl`
+  (awaited); `ThreadedRippl` is a sync handle seen through awaitables; `run_calls`/`arun_calls`
+  drive an operation written once as a generator of handle calls.
+- **Belief search**: `rank` orders beliefs by the share of a query's content words they contain.
+- **Framework state**: `StateGraph`/`AsyncStateGraph`, a companion graph of the tenant's graph
+  (e.g. LangGraph checkpoints) with its own schema, running operations written as generators of
+  `Query` and `Commit` (the same protocol as the core's).
+- **Capture**: `Capture` records one run of a framework's agent (its turns, calls, executions)
+  and judges its calls, failing closed.
+- Input helpers the adapters validate with: `check_id`, `check_text`, `normalise_text`,
+  `semantic_id`, `to_ms`, `from_ms`, `now_ms`.
+"""
+
+from rippl_core._runtime.op import Commit, Op
+from rippl_core._runtime.schema import Index, Schema
+from rippl_core._runtime.timeutil import from_ms, now_ms, to_ms
+from rippl_core._runtime.validation import check_id, check_text, normalise_text, semantic_id
+from rippl_core._runtime.wire import Query
+from rippl_core.adapters.capture import Capture, FrameworkCall
+from rippl_core.adapters.guard import Guard, HandleSource
+from rippl_core.adapters.handles import (
+    Call,
+    Calls,
+    Handle,
+    ThreadedRippl,
+    Tick,
+    acall,
+    arun_calls,
+    require_handle,
+    run_calls,
+    sync_handle,
+)
+from rippl_core.adapters.search import content_words, rank, score
+from rippl_core.adapters.state import AsyncStateGraph, StateGraph
+from rippl_core.adapters.toolguard import (
+    VETO_PREFIX,
+    Arguments,
+    Resolver,
+    ResolverResult,
+    ToolGuard,
+    arguments,
+    unanswered,
+    unmappable,
+    veto_text,
+)
+
+__all__ = [
+    "Arguments",
+    "AsyncStateGraph",
+    "Call",
+    "Calls",
+    "Capture",
+    "Commit",
+    "FrameworkCall",
+    "Guard",
+    "Handle",
+    "HandleSource",
+    "Index",
+    "Op",
+    "Query",
+    "Resolver",
+    "ResolverResult",
+    "Schema",
+    "StateGraph",
+    "ThreadedRippl",
+    "Tick",
+    "ToolGuard",
+    "VETO_PREFIX",
+    "acall",
+    "arguments",
+    "arun_calls",
+    "check_id",
+    "check_text",
+    "content_words",
+    "from_ms",
+    "normalise_text",
+    "now_ms",
+    "rank",
+    "require_handle",
+    "run_calls",
+    "score",
+    "semantic_id",
+    "sync_handle",
+    "to_ms",
+    "unanswered",
+    "unmappable",
+    "veto_text",
+]

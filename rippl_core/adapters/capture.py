@@ -1,0 +1,189 @@
+"""Capture for a framework adapter: a `Guard` plus the run it records, failing closed.
+
+An adapter calls, for one run (a LangGraph thread, an AutoGen agent's run, a CrewAI task, an MCP
+session):
+
+- `decide(turn, calls, context=..., told=...)` when a model turn emits tool calls, before any of
+  them runs: the turn is recorded as a decision resting on the observations still in the model's
+  input, each call as an action, and each call gets its verdict (None for a tool the guard leaves
+  unguarded: recorded, never vetoed);
+- `judge(call)` just before a call executes (it may run long after its turn: a pause, a queue);
+- `executed(call, output)` once it ran, which also makes its output an observation.
+
+Each has an async twin (`adecide`, `ajudge`, `aexecuted`); the logic is written once, as a
+generator of calls on the run, driven synchronously or from asyncio. Nothing here raises: a turn
+that cannot be recorded, or a call that cannot be mapped or checked, is denied with the reason; an
+execution that cannot be recorded is kept and recorded before the run's next turn or check, and
+until it is, the run's calls are denied (what the run saw must be on record before it acts on it).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rippl_core._runtime.validation import check_id
+from rippl_core.adapters.guard import Guard
+from rippl_core.adapters.handles import Call, Calls, arun_calls, run_calls
+from rippl_core.adapters.toolguard import Arguments, arguments, logged, safe_call, unmappable
+from rippl_core.capture.handle import AsyncRun, Run
+from rippl_core.client import Rippl
+from rippl_core.models import Policy, ToolCall, Verdict
+
+type FrameworkCall = tuple[str, Arguments, str | None]  # tool name, arguments, call id
+
+
+class Capture:
+    """Records one run of a framework's agent through `guard` and judges its calls."""
+
+    def __init__(self, guard: Guard, run: str, *, agent: str | None = None,
+                 framework: str | None = None) -> None:
+        self.guard = guard
+        self.run_id = check_id(run, what="run id")
+        self.agent, self.framework = agent, framework
+        self._unrecorded: list[tuple[ToolCall, Any, bool]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def policy(self) -> Policy:
+        return self.guard.policy or self.guard.default_policy or Policy()
+
+    # -- sync ---------------------------------------------------------------------------------
+    def decide(self, turn: str, calls: Sequence[FrameworkCall], *,
+               context: Sequence[str] | None = None, told: Sequence[str] = ()) -> list[Verdict | None]:
+        """Record a model turn and judge each of its calls (None: an unguarded tool, allowed)."""
+        mapped = [self._map(call, self.guard.to_call) for call in calls]
+        return self._drive_sync(self._decide(turn, calls, mapped, context, told),
+                                lambda exc: [self._failed(c, exc) for c in calls])
+
+    def judge(self, call: FrameworkCall) -> Verdict | None:
+        """Re-check one call just before it executes."""
+        mapped = self._map(call, self.guard.to_call)
+        return self._drive_sync(self._judge(call, mapped), lambda exc: self._failed(call, exc))
+
+    def executed(self, call: FrameworkCall, output: Any, *, ok: bool = True) -> None:
+        """Record that the call ran, and its output; kept for later if it cannot be recorded now."""
+        self._drive_sync(self._executed(call, output, ok), lambda exc: None)
+
+    # -- asyncio ------------------------------------------------------------------------------
+    async def adecide(self, turn: str, calls: Sequence[FrameworkCall], *,
+                      context: Sequence[str] | None = None,
+                      told: Sequence[str] = ()) -> list[Verdict | None]:
+        """The asyncio twin of `decide` (the resolver may be async)."""
+        mapped = [await self._amap(call) for call in calls]
+        return await self._drive_async(self._decide(turn, calls, mapped, context, told),
+                                       lambda exc: [self._failed(c, exc) for c in calls])
+
+    async def ajudge(self, call: FrameworkCall) -> Verdict | None:
+        """The asyncio twin of `judge`."""
+        mapped = await self._amap(call)
+        return await self._drive_async(self._judge(call, mapped), lambda exc: self._failed(call, exc))
+
+    async def aexecuted(self, call: FrameworkCall, output: Any, *, ok: bool = True) -> None:
+        """The asyncio twin of `executed`."""
+        await self._drive_async(self._executed(call, output, ok), lambda exc: None)
+
+    # -- the logic, once ----------------------------------------------------------------------
+    def _decide(self, turn: str, calls: Sequence[FrameworkCall],
+                mapped: Sequence[ToolCall | Verdict], context: Sequence[str] | None,
+                told: Sequence[str]) -> Calls[list[Verdict | None]]:
+        yield from self._flush()
+        recorded = [m for m in mapped if isinstance(m, ToolCall)]
+        verdicts: list[Verdict] = []
+        if recorded:
+            verdicts = yield Call("decide", (turn, recorded),
+                                  {"context": context, "told": told, "policy": self.policy})
+        answers = iter(verdicts)
+        return [self._shown(call, m if isinstance(m, Verdict) else next(answers))
+                for call, m in zip(calls, mapped, strict=True)]
+
+    def _judge(self, call: FrameworkCall, mapped: ToolCall | Verdict) -> Calls[Verdict | None]:
+        yield from self._flush()
+        if isinstance(mapped, Verdict):
+            return self._shown(call, mapped)
+        verdict = yield Call("judge", (mapped,), {"policy": self.policy})
+        return self._shown(call, verdict)
+
+    def _executed(self, call: FrameworkCall, output: Any, ok: bool) -> Calls[None]:
+        name, args, call_id = call
+        with self._lock:
+            self._unrecorded.append((ToolCall(name=name, args=_args(args), id=call_id), output, ok))
+        yield from self._flush()
+
+    def _flush(self) -> Calls[None]:
+        """Record the executions kept for later (oldest first); raise if one still cannot be."""
+        while True:
+            with self._lock:
+                if not self._unrecorded:
+                    return
+                pending = self._unrecorded[0]
+            yield Call("executed", (pending[0], pending[1]), {"ok": pending[2]})
+            with self._lock:
+                if self._unrecorded and self._unrecorded[0] is pending:
+                    self._unrecorded.pop(0)
+
+    def _shown(self, call: FrameworkCall, verdict: Verdict) -> Verdict | None:
+        name, args, _ = call
+        if self.guard.guards(name) or (not verdict.allowed and verdict.target is None):
+            return logged(verdict, name, args)
+        return None
+
+    # -- mapping and driving ------------------------------------------------------------------
+    def _map(self, call: FrameworkCall, to_call: Callable[..., ToolCall]) -> ToolCall | Verdict:
+        name, args, call_id = call
+        try:
+            return _with_id(to_call(name, args, call_id), call_id)
+        except Exception as exc:
+            return unmappable(name, args, call_id, exc, self.policy)
+
+    async def _amap(self, call: FrameworkCall) -> ToolCall | Verdict:
+        name, args, call_id = call
+        try:
+            return _with_id(await self.guard.ato_call(name, args, call_id), call_id)
+        except Exception as exc:
+            return unmappable(name, args, call_id, exc, self.policy)
+
+    def _failed(self, call: FrameworkCall, exc: Exception) -> Verdict:
+        """A call denied because the run could not be recorded or checked (every call, guarded
+        or not: what is not on record cannot be protected later)."""
+        name, args, call_id = call
+        return logged(Verdict(allowed=False, target=None, tool_call=safe_call(name, args, call_id),
+                              reason=f"denied (fail closed): the run {self.run_id} could not be "
+                                     f"recorded or checked: {type(exc).__name__}: {exc}"), name, args)
+
+    def _sync_run(self) -> Run:
+        handle = self.guard.source
+        if not isinstance(handle, Rippl):
+            raise TypeError("this capture's graph is asyncio-only (an AsyncRippl, or a lazily "
+                            "opened source); use the async methods")
+        return handle.run(self.run_id, agent=self.agent, framework=self.framework,
+                          policy=self.guard.policy)
+
+    async def _async_run(self) -> Run | AsyncRun:
+        handle = await self.guard.ahandle()
+        return handle.run(self.run_id, agent=self.agent, framework=self.framework,
+                          policy=self.guard.policy)
+
+    def _drive_sync[R](self, steps: Calls[R], failed: Callable[[Exception], R]) -> R:
+        try:
+            return run_calls(self._sync_run(), steps)
+        except Exception as exc:
+            return failed(exc)
+
+    async def _drive_async[R](self, steps: Calls[R], failed: Callable[[Exception], R]) -> R:
+        try:
+            return await arun_calls(await self._async_run(), steps)
+        except Exception as exc:
+            return failed(exc)
+
+
+def _with_id(call: ToolCall, call_id: str | None) -> ToolCall:
+    return call if call.id is not None or call_id is None else call.model_copy(update={"id": call_id})
+
+
+def _args(args: Arguments) -> dict[str, Any]:
+    return arguments("", args)
+
+
+__all__ = ["Capture", "FrameworkCall"]
