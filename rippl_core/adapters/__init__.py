@@ -58,6 +58,7 @@ from rippl_core.adapters.toolguard import (
 )
 
 __all__ = [
+    "VETO_PREFIX",
     "Arguments",
     "AsyncStateGraph",
     "Call",
@@ -78,7 +79,6 @@ __all__ = [
     "ThreadedRippl",
     "Tick",
     "ToolGuard",
-    "VETO_PREFIX",
     "acall",
     "arguments",
     "arun_calls",
