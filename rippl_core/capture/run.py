@@ -255,11 +255,12 @@ def mark_executed(action_id: str, *, at: TimeLike | None, output: Any | None) ->
     action_id = check_id(action_id, what="action id")
     when = ms(at, name="at", default=now_ms())
     digest = ids.output_digest(output) if output is not None else None
-    rows = yield Commit([cypher.mark_executed(action_id, when, digest)], blind=True)
-    if not rows[0]:
-        raise NotFoundError(f"no action {action_id}; check the id")
-    if rows[0][0][1] != Kind.ACTION.value:
-        raise InvalidInputError(f"{action_id} is a {rows[0][0][1]}; only actions are executed")
+    found = yield causal_cypher.node_briefs([action_id])
+    if not found:
+        raise NotFoundError(f"no node {action_id}; check the id")
+    if found[0][1] != Kind.ACTION.value:
+        raise InvalidInputError(f"{action_id} is a {found[0][1]}; only actions are executed")
+    yield Commit([cypher.mark_executed(action_id, when, digest)], blind=True)
 
 
 def close(run: RunRef) -> Op[None]:

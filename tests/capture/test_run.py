@@ -1,0 +1,273 @@
+"""Provenance capture in the core: a run's observations, turns, calls and executions, on both
+backends, through the sync and the async handle."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from rippl_core import AsyncRippl, InvalidInputError, NotFoundError, Policy, Rippl, State, ToolCall
+from rippl_core.capture import ids
+
+HEALTH = ToolCall(name="get_shard_health", args={"shard": "09"}, id="c1")
+ANNOUNCE = ToolCall(name="announce_window", args={"shard": "09"}, id="c2")
+MIGRATE = ToolCall(name="migrate_tables", args={"table": "billing", "shard": "09"}, id="c3")
+
+
+def premises_of(rippl: Rippl, action: str) -> set[str]:
+    """The claims the decision driving `action` rests on (its one justification)."""
+    decision = rippl.get(action).justifications[0][0]
+    return set(rippl.get(decision).justifications[0])
+
+
+def story(rippl: Rippl, run_id: str = "thread-1") -> tuple[str, list[str]]:
+    """The agent reads shard health, then announces and migrates on it: (health claim, actions)."""
+    run = rippl.run(run_id, agent="ops", framework="test")
+    [checked] = run.decide("t1", [HEALTH])
+    assert checked.allowed
+    claim = run.executed(HEALTH, "healthy (served from replica r3)")
+    verdicts = run.decide("t2", [ANNOUNCE, MIGRATE], context=["c1"])
+    assert [v.allowed for v in verdicts] == [True, True]
+    return claim, [v.target for v in verdicts]  # type: ignore[misc]
+
+
+def test_a_turn_rests_on_what_the_run_observed(rippl: Rippl) -> None:
+    claim, (announce, migrate) = story(rippl)
+    assert rippl.get(claim).text == ('get_shard_health({"shard":"09"}) returned: healthy (served '
+                                     "from replica r3)")
+    assert premises_of(rippl, migrate) == {claim, ids.run_claim("thread-1")}
+    assert rippl.get(migrate).tool == "migrate_tables"
+    assert rippl.get(migrate).args == {"shard": "09", "table": "billing"}
+
+
+def test_a_retraction_vetoes_later_calls_and_lists_executed_ones(rippl: Rippl) -> None:
+    claim, (announce, migrate) = story(rippl)
+    run = rippl.run("thread-1")
+    run.executed(ANNOUNCE, "maintenance window announced")
+    review = rippl.propose_retraction(claim, reason="served from a stale cache", by="monitor")
+    paused = run.judge(MIGRATE)
+    assert not paused.allowed and paused.state is State.AT_RISK
+    rippl.approve(review.id, by="alice")
+    vetoed = run.judge(MIGRATE)
+    assert not vetoed.allowed and vetoed.target == migrate
+    [blocker] = vetoed.blockers
+    assert blocker.premise == claim and blocker.trail[0] == claim and blocker.trail[-1] == migrate
+    [owed] = rippl.compensations()
+    assert owed.action == announce and owed.tool == "announce_window" and owed.run == "thread-1"
+    assert owed.blockers[0].premise == claim
+    assert "served from a stale cache" in owed.explain()
+
+
+def test_a_replayed_turn_records_nothing_new(rippl: Rippl) -> None:
+    story(rippl)
+    before = rippl.stats()
+    again = rippl.run("thread-1").decide("t2", [ANNOUNCE, MIGRATE], context=["c1"])
+    assert [v.allowed for v in again] == [True, True]
+    assert rippl.stats() == before
+
+
+def test_a_new_run_on_fresh_observations_is_not_blocked_by_an_old_veto(rippl: Rippl) -> None:
+    claim, (_, migrate) = story(rippl, "yesterday")
+    rippl.retract(claim, reason="stale cache", by="monitor")
+    assert not rippl.run("yesterday").judge(MIGRATE).allowed
+    today = rippl.run("today")
+    today.decide("t1", [HEALTH])
+    fresh = today.executed(HEALTH, "healthy (read from the primary)")
+    assert fresh != claim
+    [verdict] = today.decide("t2", [MIGRATE], context=["c1"])
+    assert verdict.allowed and verdict.target != migrate
+
+
+def test_the_same_output_read_again_is_the_same_claim(rippl: Rippl) -> None:
+    claim, _ = story(rippl, "a")
+    other = rippl.run("b")
+    other.decide("t1", [HEALTH])
+    assert other.executed(HEALTH, "healthy (served from replica r3)") == claim
+    rippl.retract(claim, reason="the replica was stale", by="monitor")
+    [verdict] = other.decide("t2", [MIGRATE], context=["c1"])
+    assert not verdict.allowed and verdict.blockers[0].premise == claim
+
+
+def test_a_declared_veto_still_applies_to_a_captured_call(rippl: Rippl) -> None:
+    rippl.add_claim("CLM-FREEZE", "no change freeze is on")
+    rippl.add_decision("DEC-ANY", "migrations are allowed", premises=["CLM-FREEZE"])
+    rippl.add_action("ACT-ANY", "any migration", decisions=["DEC-ANY"], tool="migrate_tables")
+    rippl.retract("CLM-FREEZE", reason="a freeze started", by="release-manager")
+    [verdict] = rippl.run("r").decide("t1", [MIGRATE])
+    assert not verdict.allowed and verdict.target == "ACT-ANY"
+    assert verdict.blockers[0].premise == "CLM-FREEZE"
+
+
+def test_a_captured_action_never_matches_another_runs_call(rippl: Rippl) -> None:
+    claim, _ = story(rippl, "a")
+    rippl.retract(claim, reason="stale", by="monitor")
+    assert rippl.check(MIGRATE, unknown="allow").allowed  # a plain check sees no declared action
+    assert not rippl.check(MIGRATE).allowed  # and the default still fails closed
+    [verdict] = rippl.run("b").decide("t1", [MIGRATE])
+    assert verdict.allowed
+
+
+def test_told_vetoes_leave_the_context_set(rippl: Rippl) -> None:
+    claim, _ = story(rippl)
+    run = rippl.run("thread-1")
+    rippl.retract(claim, reason="stale", by="monitor")
+    assert not run.judge(MIGRATE).allowed  # the veto names the claim; the model reads it
+    moved = ToolCall(name="migrate_tables", args={"table": "billing", "shard": "07"}, id="c4")
+    [replanned] = run.decide("t3", [moved], context=["c1", "c3"], told=["c3"])
+    assert replanned.allowed
+    assert claim not in premises_of(rippl, replanned.target)  # type: ignore[arg-type]
+    [unaware] = run.decide("t4", [moved.model_copy(update={"id": "c5"})], context=["c1"])
+    assert not unaware.allowed  # without the veto in its context, the model still rests on it
+
+
+def test_trimmed_observations_leave_the_context_set(rippl: Rippl) -> None:
+    claim, _ = story(rippl)
+    run = rippl.run("thread-1")
+    [verdict] = run.decide("t3", [MIGRATE.model_copy(update={"id": "c9"})], context=[])
+    assert premises_of(rippl, verdict.target) == {ids.run_claim("thread-1")}  # type: ignore[arg-type]
+    [everything] = run.decide("t4", [MIGRATE.model_copy(update={"id": "c10"})], context=None)
+    assert claim in premises_of(rippl, everything.target)  # type: ignore[arg-type]
+
+
+def test_memory_reads_are_observations_of_the_run(rippl: Rippl) -> None:
+    rippl.add_source("SRC-DASH", "shard dashboard")
+    rippl.add_claim("CLM-IOPS", "billing fits in 16k IOPS", sources=["SRC-DASH"])
+    run = rippl.run("r")
+    assert run.observe(["CLM-IOPS"], ref="mem:1") == ["CLM-IOPS"]
+    run.cite(["CLM-IOPS"])
+    [held] = run.decide("t1", [MIGRATE], context=["mem:1"])
+    assert "CLM-IOPS" in premises_of(rippl, held.target)  # type: ignore[arg-type]
+    with pytest.raises(NotFoundError):
+        run.observe(["CLM-NOPE"])
+    with pytest.raises(InvalidInputError, match="not a claim"):
+        run.observe(["SRC-DASH"])
+
+
+def test_an_edited_call_is_a_new_action_of_the_same_decision(rippl: Rippl) -> None:
+    _, (_, migrate) = story(rippl)
+    run = rippl.run("thread-1")
+    edited = MIGRATE.model_copy(update={"args": {"table": "billing", "shard": "07"}})
+    verdict = run.judge(edited)
+    assert verdict.allowed and verdict.target != migrate
+    decision = rippl.get(migrate).justifications[0]
+    assert rippl.get(verdict.target).justifications[0] == decision  # type: ignore[arg-type]
+
+
+def test_a_call_no_turn_decided_is_decided_on_everything_the_run_saw(rippl: Rippl) -> None:
+    claim, _ = story(rippl)
+    late = ToolCall(name="page_oncall", args={}, id="c7")
+    verdict = rippl.run("thread-1").judge(late)
+    assert verdict.allowed and claim in premises_of(rippl, verdict.target)  # type: ignore[arg-type]
+
+
+def test_executing_an_undecided_call_is_refused(rippl: Rippl) -> None:
+    with pytest.raises(NotFoundError, match="never decided"):
+        rippl.run("r").executed(MIGRATE, "done")
+
+
+def test_bad_input_is_refused_before_anything_is_written(rippl: Rippl) -> None:
+    before = rippl.stats()
+    run = rippl.run("r")
+    with pytest.raises(InvalidInputError):
+        run.decide("t1", [])
+    with pytest.raises(InvalidInputError):
+        run.decide("t1", MIGRATE)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="share a call id"):
+        run.decide("t1", [MIGRATE, MIGRATE])
+    with pytest.raises(InvalidInputError):
+        run.decide(" t1", [MIGRATE])
+    with pytest.raises(InvalidInputError):
+        rippl.run("")
+    assert rippl.stats() == before
+
+
+def test_the_run_claim_stops_a_whole_run(rippl: Rippl) -> None:
+    story(rippl)
+    rippl.retract(ids.run_claim("thread-1"), reason="the agent was compromised", by="security")
+    [verdict] = rippl.run("thread-1").decide("t9", [HEALTH.model_copy(update={"id": "c20"})])
+    assert not verdict.allowed
+
+
+def test_outside_a_run_record_means_deny(rippl: Rippl) -> None:
+    verdict = rippl.check(MIGRATE, policy=Policy(unknown="record"))
+    assert not verdict.allowed and "rippl.run" in verdict.reason
+
+
+def test_concurrent_runs_stay_separate(open_rippl: Callable[..., Rippl]) -> None:
+    first = open_rippl()
+    handles = [first, *(open_rippl(graph=first.graph) for _ in range(3))]
+    errors: list[BaseException] = []
+
+    def agent(handle: Rippl, n: int) -> None:
+        try:
+            run = handle.run(f"run-{n}")
+            for turn in range(5):
+                call = ToolCall(name="get_shard_health", args={"shard": f"{n}"}, id=f"h{turn}")
+                run.decide(f"t{turn}", [call], context=[f"h{turn - 1}"] if turn else [])
+                run.executed(call, f"healthy {n}/{turn}")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=agent, args=(h, n)) for n, h in enumerate(handles)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for n in range(4):
+        last = ToolCall(name="x", args={}, id="final")
+        [verdict] = first.run(f"run-{n}").decide("final", [last], context=["h4"])
+        own = premises_of(first, verdict.target)  # type: ignore[arg-type]
+        assert len(own) == 2 and all(first.get(c).text.endswith(f"healthy {n}/4") or c.startswith("RUN-")
+                                     for c in own)
+
+
+def test_compensations_as_of_a_past_time(rippl: Rippl) -> None:
+    claim, (announce, _) = story(rippl)
+    rippl.run("thread-1").executed(ANNOUNCE, "announced")
+    executed_at = rippl.get(announce).executed_at
+    assert executed_at is not None
+    rippl.retract(claim, reason="stale", by="monitor")
+    assert [c.action for c in rippl.compensations()] == [announce]
+    assert rippl.compensations(as_of=executed_at) == []  # then, it rested on a holding claim
+    [now] = rippl.compensations(as_of="9999-01-01T00:00:00Z")
+    assert now.action == announce
+
+
+def test_prune_removes_closed_runs_and_keeps_what_is_retracted(rippl: Rippl) -> None:
+    claim, _ = story(rippl, "old")
+    kept, _ = story(rippl, "live")
+    rippl.run("old").close()
+    rippl.retract(claim, reason="stale", by="monitor")
+    assert rippl.prune_runs(older_than="9999-01-01T00:00:00Z") == ["old"]
+    with pytest.raises(NotFoundError):
+        rippl.get(ids.run_claim("old"))
+    assert rippl.get(claim).retracted  # retracted: its record is kept
+    assert rippl.get(ids.run_claim("live"))
+    assert rippl.verify_receipts().ok
+
+
+def test_mark_executed_lists_a_declared_action_too(incident: Rippl) -> None:
+    incident.mark_executed("ACT-001")
+    assert incident.get("ACT-001").status == "Executed"
+    incident.retract("CLM-001", reason="disk errors", by="monitor")
+    assert "ACT-001" in [c.action for c in incident.compensations()]
+    with pytest.raises(NotFoundError):
+        incident.mark_executed("ACT-NOPE")
+    with pytest.raises(InvalidInputError):
+        incident.mark_executed("CLM-002")
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_the_async_twin_records_the_same(arippl: AsyncRippl, rippl: Rippl) -> None:
+    run = arippl.run("async-1", agent="ops")
+    [checked] = await run.decide("t1", [HEALTH])
+    claim = await run.executed(HEALTH, "healthy")
+    [migrating] = await run.decide("t2", [MIGRATE], context=["c1"])
+    assert checked.allowed and migrating.allowed
+    await arippl.retract(claim, reason="stale", by="monitor")
+    vetoed = await run.judge(MIGRATE)
+    assert not vetoed.allowed and vetoed.blockers[0].premise == claim
+    assert premises_of(rippl, migrating.target) == {claim, ids.run_claim("async-1")}  # type: ignore[arg-type]
