@@ -34,7 +34,7 @@ def story(rippl: Rippl, run_id: str = "thread-1") -> tuple[str, list[str]]:
 
 
 def test_a_turn_rests_on_what_the_run_observed(rippl: Rippl) -> None:
-    claim, (announce, migrate) = story(rippl)
+    claim, (_, migrate) = story(rippl)
     assert rippl.get(claim).text == ('get_shard_health({"shard":"09"}) returned: healthy (served '
                                      "from replica r3)")
     assert premises_of(rippl, migrate) == {claim, ids.run_claim("thread-1")}
@@ -238,7 +238,7 @@ def test_compensations_as_of_a_past_time(rippl: Rippl) -> None:
 
 def test_prune_removes_closed_runs_and_keeps_what_is_retracted(rippl: Rippl) -> None:
     claim, _ = story(rippl, "old")
-    kept, _ = story(rippl, "live")
+    story(rippl, "live")
     rippl.run("old").close()
     rippl.retract(claim, reason="stale", by="monitor")
     assert rippl.prune_runs(older_than="9999-01-01T00:00:00Z") == ["old"]
