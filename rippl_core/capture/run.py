@@ -160,7 +160,7 @@ def _verdict(own: ActionRow, declared: list[ActionRow], call: ToolCall,
              policy: Policy) -> Op[Verdict]:
     """The verdict on a captured call: its own action and every declared match must allow it.
     A denial records what it named on the captured action, for the turns after it."""
-    verdict = yield from preflight.judge([own, *declared], policy, call)
+    verdict = yield from preflight.judge([*declared, own], policy, call)
     if not verdict.allowed:
         named = sorted({node for b in verdict.blockers for node in b.trail})
         yield Commit([cypher.tell(own[0], named)], blind=True)

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
-from rippl_core.models import Blocker, Node, Reached, ReviewItem, StatusChange, Verdict
+from rippl_core.models import Blocker, Compensation, Node, Reached, ReviewItem, StatusChange, Verdict
 
 
 class _Out(BaseModel):
@@ -46,13 +46,15 @@ class CheckResult(_Out):
     reason: str = Field(description="One sentence saying why, and what to do next when unsafe.")
     explanation: str = Field(description="The reason with every blocking trail, in plain text.")
     blockers: list[BlockerInfo] = Field(default_factory=list)
+    call_id: str | None = Field(default=None, description="With a tool call: the id it was recorded "
+                                                          "under; give it to record_execution.")
 
     @classmethod
-    def of(cls, verdict: Verdict) -> CheckResult:
+    def of(cls, verdict: Verdict, call_id: str | None = None) -> CheckResult:
         return cls(safe=verdict.allowed, status=verdict.status or "Unknown", target=verdict.target,
                    kind=verdict.kind.value if verdict.kind else None, reason=verdict.reason,
                    explanation=verdict.explain(),
-                   blockers=[BlockerInfo.of(b) for b in verdict.blockers])
+                   blockers=[BlockerInfo.of(b) for b in verdict.blockers], call_id=call_id)
 
 
 class NodeInfo(_Out):
@@ -190,3 +192,20 @@ class History(_Out):
     node: str
     count: int
     changes: list[HistoryEntry]
+
+
+class ExecutionRecord(_Out):
+    """What a capture tool recorded for this session's run."""
+
+    run: str = Field(description="The session's run id.")
+    call_id: str | None = None
+    result_claim: str | None = Field(default=None, description="The claim stating the call's "
+                                                               "result (an observation of the run).")
+    cited: list[str] = Field(default_factory=list)
+
+
+class CompensationList(_Out):
+    """Actions executed on a premise since retracted."""
+
+    count: int
+    compensations: list[Compensation]

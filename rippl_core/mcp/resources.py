@@ -5,11 +5,13 @@
 from typing import Annotated, Any
 from urllib.parse import unquote
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from pydantic import Field
 
 from rippl_core.client import AsyncRippl
-from rippl_core.mcp.models import NodeInfo, ReviewList
+from rippl_core.mcp.models import CompensationList, NodeInfo, ReviewList
+from rippl_core.mcp.session import Sessions
+from rippl_core.vocabulary import Kind
 
 PROMPT = """\
 You can call Rippl, a memory of what each of your decisions rests on.
@@ -20,8 +22,9 @@ name and `args` set to exactly the arguments you will pass (or `target` set to t
 - safe=false: do NOT call the tool. Read `explanation`: it names each retracted or at-risk premise
   and the trail from it to the action. Tell the user what changed, and pick an alternative that does
   not rest on the failed premise (check that one too). Never retry the same call hoping it passes.
-- A status of Unknown means the call is not recorded in the graph, or the graph could not be
-  read: treat it as unsafe until the action is recorded with add_action or the graph is reachable.
+- After the call ran, call `record_execution` with its output (and the `call_id` check_premises
+  returned): later calls rest on it, and it is listed for compensation if a premise fails later.
+- A status of Unknown means the graph could not be read: treat the call as unsafe.
 
 When you learn that something you relied on is false, call `propose_retraction` with the claim id
 and the reason; a human reviews it. Use `explain` to see why a node holds or not, and
@@ -29,14 +32,24 @@ and the reason; a human reviews it. Use `explain` to see why a node holds or not
 add_action so that it is protected too."""
 
 
-def register(server: FastMCP[Any], rippl: AsyncRippl) -> None:
+def register(server: FastMCP[Any], rippl: AsyncRippl, sessions: Sessions) -> None:
     """Register the resources and the prompt on `server`."""
 
     @server.resource("rippl://node/{node_id}", name="node", mime_type="application/json",
                      description="One node of the causal graph with its status and justifications "
                                  "(percent-encode ids with reserved characters).")
-    async def node_resource(node_id: str) -> str:
-        return NodeInfo.of(await rippl.get(unquote(node_id))).model_dump_json(indent=2)
+    async def node_resource(node_id: str, ctx: Context) -> str:
+        node = await rippl.get(unquote(node_id))
+        if node.kind is Kind.CLAIM:  # the session read it: an observation of its run
+            await sessions.of(ctx).run.observe([node.id])
+        return NodeInfo.of(node).model_dump_json(indent=2)
+
+    @server.resource("rippl://compensations", name="compensations", mime_type="application/json",
+                     description="Actions executed on a premise since retracted, with the trail "
+                                 "to what failed: what may need undoing.")
+    async def compensations() -> str:
+        found = await rippl.compensations()
+        return CompensationList(count=len(found), compensations=found).model_dump_json(indent=2)
 
     @server.resource("rippl://reviews/pending", name="pending_reviews", mime_type="application/json",
                      description="Proposed retractions awaiting a human decision.")

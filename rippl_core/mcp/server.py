@@ -27,7 +27,8 @@ from rippl_core.client import AsyncRippl
 from rippl_core.errors import InvalidInputError
 from rippl_core.mcp import resources
 from rippl_core.mcp.common import keep_text, registrar
-from rippl_core.mcp.tools import beliefs, reasoning, review, safety
+from rippl_core.mcp.session import Sessions
+from rippl_core.mcp.tools import beliefs, capture, reasoning, review, safety
 from rippl_core.models import Policy
 
 REVIEW_TOOLS = ("approve_review", "reject_review")
@@ -42,14 +43,16 @@ class Transport(StrEnum):
 INSTRUCTIONS = """\
 Rippl is a causal memory: it records what each decision and action rests on (sources -> claims ->
 decisions -> actions) and vetoes an action when a premise under it has been retracted.
-Before any high-risk or irreversible tool call (deleting, migrating, deploying, paying, notifying
-people), call check_premises with the tool name and the exact arguments you will pass (or the
-action id). If it answers safe=false, do not make the call: read `explanation`, tell the user which
-premise failed, and choose an action that does not rest on it. If you learn that a claim is false,
-call propose_retraction; a human approves or rejects it. Record your own reasoning with add_claim,
-add_decision and add_action so later checks can protect it. explain says why a node holds or not;
-blast_radius says what rests on a node. record_belief / ask_belief / timeline / why_changed / what_if
-keep what an agent believed about a topic and when (times are ISO-8601 with a time zone)."""
+Before any tool call that changes something (deleting, migrating, deploying, paying, notifying
+people), call check_premises with the tool name and the exact arguments you will pass: Rippl records
+the call as resting on what this session read through it and judges it. If it answers safe=false, do
+not make the call: read `explanation`, tell the user which premise failed, and choose an action that
+does not rest on it. After a checked call ran, call record_execution with its output: later calls
+rest on it, and if it is found false they are vetoed. If you learn that a claim is false, call
+propose_retraction; a human approves or rejects it. explain says why a node holds or not;
+blast_radius says what rests on a node; cite_claims names what your plan relies on. record_belief /
+ask_belief / timeline / why_changed / what_if keep what an agent believed about a topic and when
+(times are ISO-8601 with a time zone)."""
 
 
 class RipplMCP(FastMCP[Any]):
@@ -102,12 +105,13 @@ def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str
     server = RipplMCP(name="rippl", instructions=INSTRUCTIONS, **settings)
     server.review_enabled = allow_review
     server._mcp_server.version = _rippl_version()  # FastMCP would report the SDK's version
-    tool = registrar(server)
-    safety.register(rippl, tool)
+    tool, sessions = registrar(server), Sessions(rippl)
+    safety.register(rippl, tool, sessions)
     review.register(rippl, tool, allow_review=allow_review, reviewer=reviewer)
-    beliefs.register(rippl, tool)
+    beliefs.register(rippl, tool, sessions)
     reasoning.register(rippl, tool)
-    resources.register(server, rippl)
+    capture.register(rippl, tool, sessions)
+    resources.register(server, rippl, sessions)
     keep_text(server)
     return server
 

@@ -5,6 +5,7 @@ node's status history."""
 
 from typing import Annotated
 
+from mcp.server.fastmcp import Context
 from pydantic import Field
 
 from rippl_core.beliefs.models import Belief
@@ -19,9 +20,10 @@ from rippl_core.mcp.models import (
     WhatIfAnswer,
     WhyChanged,
 )
+from rippl_core.mcp.session import Sessions
 
 
-def register(rippl: AsyncRippl, tool: Registrar) -> None:
+def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
     """Register this family's tools on the server `tool` belongs to."""
 
     def describe(belief: Belief | None, none: str) -> str:
@@ -56,6 +58,7 @@ def register(rippl: AsyncRippl, tool: Registrar) -> None:
 
     @tool(read_only=True, idempotent=True, title="Ask what an agent believed")
     async def ask_belief(
+        ctx: Context,
         agent: Annotated[Id, Field(description="The agent.")],
         topic: Annotated[Id, Field(description="The topic.")],
         as_of: Annotated[Time | None, Field(description="Valid time: believed at this moment; "
@@ -66,6 +69,8 @@ def register(rippl: AsyncRippl, tool: Registrar) -> None:
         """What the agent believed about a topic at a time (as_of), as recorded at a time
         (known_at), with whether that claim has since been retracted."""
         belief = await rippl.ask(agent, topic, as_of=as_of, known_at=known_at)
+        if belief is not None:  # the session read it: an observation of its run
+            await sessions.of(ctx).run.observe([belief.claim])
         return BeliefAnswer(found=belief is not None, belief=belief,
                             summary=describe(belief, f"{agent} held no belief about {topic} then"))
 

@@ -5,21 +5,26 @@
 from collections import Counter
 from typing import Annotated, Any
 
+from mcp.server.fastmcp import Context
 from pydantic import Field
 
 from rippl_core.causal.explain import Explanation
+from rippl_core.causal.preflight import error_verdict
 from rippl_core.client import AsyncRippl
-from rippl_core.errors import InvalidInputError
+from rippl_core.errors import DatabaseError, InvalidInputError
 from rippl_core.mcp.common import Id, Registrar, Time
 from rippl_core.mcp.models import BlastRadius, CheckResult, ReachedInfo
+from rippl_core.mcp.session import Sessions
 from rippl_core.models import ToolCall
+from rippl_core.vocabulary import Kind
 
 
-def register(rippl: AsyncRippl, tool: Registrar) -> None:
+def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
     """Register this family's tools on the server `tool` belongs to."""
 
-    @tool(read_only=True, idempotent=True, title="Check the premises of an action")
+    @tool(read_only=False, idempotent=True, title="Check the premises of an action")
     async def check_premises(
+        ctx: Context,
         target: Annotated[Id | None, Field(description="An action or decision id, e.g. ACT-001.")] = None,
         tool: Annotated[Id | None, Field(description="Instead of target: the name of the tool you "
                                                      "are about to call.")] = None,
@@ -29,17 +34,33 @@ def register(rippl: AsyncRippl, tool: Registrar) -> None:
                                                         "Leave empty before acting.")] = None,
         known_at: Annotated[Time | None, Field(description="Audits only: as Rippl knew it at this "
                                                            "time.")] = None,
+        call_id: Annotated[Id | None, Field(description="With tool: your id for this call (default: "
+                                                        "one is made); pass it to record_execution "
+                                                        "after the call ran.")] = None,
     ) -> CheckResult:
-        """Pre-flight check before a high-risk tool call: is every premise under it still valid?
-        Give an action or decision id as `target`, or the `tool` name and its `args`. Fails closed:
-        an unknown action, or a graph that cannot be read, is unsafe."""
+        """Pre-flight check before a tool call: is every premise under it still valid? Give the
+        `tool` name and its `args`: the call is recorded as resting on what this session read
+        through Rippl, and judged (by that, and by any action declared for it); report it with
+        record_execution once it ran. Or give an action or decision id as `target`. Fails closed:
+        a graph that cannot be read is unsafe."""
         if (target is None) == (tool is None):
             raise InvalidInputError("give either target (an action or decision id) or tool (with its "
                                     "args), exactly one of them")
         if args is not None and tool is None:
             raise InvalidInputError("args go with tool; to check an action by id pass only target")
-        subject: str | ToolCall = ToolCall(name=tool, args=args or {}) if tool is not None else target  # type: ignore[assignment]
-        return CheckResult.of(await rippl.check(subject, as_of=as_of, known_at=known_at))
+        if tool is None or as_of is not None or known_at is not None:  # an action by id, or an audit
+            subject: str | ToolCall = target if tool is None else ToolCall(name=tool, args=args or {})
+            return CheckResult.of(await rippl.check(subject, as_of=as_of, known_at=known_at))
+        session = sessions.of(ctx)
+        call = ToolCall(name=tool, args=args or {}, id=call_id or session.next_call_id())
+        try:
+            [verdict] = await session.run.decide(call.id, [call], context=None, told=session.told)  # type: ignore[arg-type]
+        except DatabaseError as exc:
+            return CheckResult.of(error_verdict(call, exc, rippl.policy))
+        session.remember(tool, args, call.id)  # type: ignore[arg-type]
+        if not verdict.allowed:
+            session.told.append(call.id)  # type: ignore[arg-type]
+        return CheckResult.of(verdict, call_id=call.id)
 
     @tool(read_only=True, idempotent=True, title="Blast radius of a node")
     async def blast_radius(
@@ -59,7 +80,13 @@ def register(rippl: AsyncRippl, tool: Registrar) -> None:
     @tool(read_only=True, idempotent=True, title="Explain a node's status")
     async def explain(
         node_id: Annotated[Id, Field(description="The node to explain.")],
+        ctx: Context,
     ) -> Explanation:
         """Why a node is valid or not: each of its justifications with every antecedent's status,
         which one holds, and the retracted or at-risk premises underneath with their trails."""
-        return await rippl.explain(node_id)
+        explanation = await rippl.explain(node_id)
+        claims = [a.id for j in explanation.justifications for a in j.antecedents
+                  if a.kind is Kind.CLAIM] + ([node_id] if explanation.kind is Kind.CLAIM else [])
+        if claims:  # what the session read through Rippl is an observation of its run
+            await sessions.of(ctx).run.observe(sorted(set(claims)))
+        return explanation

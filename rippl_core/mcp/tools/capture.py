@@ -1,0 +1,62 @@
+"""Capture tools: report that a checked call ran (its output becomes an observation of the
+session's run), cite the claims a plan relies on, and list the calls executed on premises since
+retracted."""
+
+# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+
+from typing import Annotated, Any
+
+from mcp.server.fastmcp import Context
+from pydantic import Field
+
+from rippl_core.client import AsyncRippl
+from rippl_core.errors import NotFoundError
+from rippl_core.mcp.common import Id, Ids, Registrar, Text
+from rippl_core.mcp.models import CompensationList, ExecutionRecord
+from rippl_core.mcp.session import Sessions
+from rippl_core.models import ToolCall
+
+
+def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
+    """Register the capture tools."""
+
+    @tool(read_only=False, title="Record that a checked call ran")
+    async def record_execution(
+        ctx: Context,
+        tool: Annotated[Id, Field(description="The tool that ran (as given to check_premises).")],
+        output: Annotated[Text, Field(description="What it returned (its text, or a summary).")],
+        args: Annotated[dict[str, Any] | None, Field(description="Its arguments, as checked.")] = None,
+        call_id: Annotated[Id | None, Field(description="The call_id check_premises returned "
+                                                        "(default: the last check of this tool "
+                                                        "and args in this session).")] = None,
+        ok: Annotated[bool, Field(description="False if the call ran and failed.")] = True,
+    ) -> ExecutionRecord:
+        """Report that a call you checked with check_premises has run, with its output. Its action
+        is marked executed (listed for compensation if a premise is later retracted), and the
+        output becomes something this session observed: later calls rest on it."""
+        session = sessions.of(ctx)
+        chosen = call_id or session.last_call(tool, args)
+        if chosen is None:
+            raise NotFoundError(f"no check of {tool} with these args in this session; call "
+                                "check_premises first and pass its call_id")
+        claim = await session.run.executed(ToolCall(name=tool, args=args or {}, id=chosen), output,
+                                           ok=ok)
+        return ExecutionRecord(call_id=chosen, result_claim=claim, run=session.run.id)
+
+    @tool(read_only=False, idempotent=True, title="Cite the claims a plan relies on")
+    async def cite_claims(
+        ctx: Context,
+        claims: Annotated[Ids, Field(min_length=1, description="Claim ids you rely on.")],
+    ) -> ExecutionRecord:
+        """Say which claims your next calls rely on: they become premises of the calls this
+        session checks from now on, so a retraction of any of them vetoes those calls."""
+        session = sessions.of(ctx)
+        cited = await session.run.cite(claims)
+        return ExecutionRecord(call_id=None, result_claim=None, run=session.run.id, cited=cited)
+
+    @tool(read_only=True, idempotent=True, title="Calls executed on retracted premises")
+    async def list_compensations() -> CompensationList:
+        """Actions that already ran on a premise since retracted (what may need undoing), each
+        with the trail to the premise that failed."""
+        found = await rippl.compensations()
+        return CompensationList(count=len(found), compensations=found)
