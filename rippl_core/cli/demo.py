@@ -1,21 +1,32 @@
-"""`rippl demo`: the incident story and the belief-time story, offline, in seconds."""
+"""`rippl demo`: the incident story, the belief-time story and the capture story, offline, in
+seconds."""
 
 from __future__ import annotations
+
+from typing import Annotated, Literal
 
 import typer
 
 from rippl_core.cli.app import command, connection, console
 from rippl_core.cli.stories import incident
 
+type Story = Literal["all", "incident", "beliefs", "capture"]
+
 
 @command("demo")
 def demo_cmd(ctx: typer.Context,
              temporal: bool | None = typer.Option(None, "--temporal/--causal",
                                                   help="Only the belief-time story, or only the "
-                                                       "incident story (default: both).")) -> None:
-    """Run the demo: a vetoed tool call, its blast radius and receipt, then belief time travel."""
+                                                       "incident story."),
+             story: Annotated[str, typer.Option(help="Which story: all, incident, beliefs or "
+                                                     "capture.")] = "all") -> None:
+    """Run the demo: a vetoed tool call, its blast radius and receipt; belief time travel; and a
+    run captured as it happens, its call vetoed after a pause, with what to compensate."""
+    if story not in ("all", "incident", "beliefs", "capture"):
+        raise typer.BadParameter("story must be all, incident, beliefs or capture", param_hint="--story")
+    chosen = {None: story, True: "beliefs", False: "incident"}[temporal]
     conn = connection(ctx)
     if conn.graph == "rippl":
         conn.graph = "rippl-demo"  # never touch the default graph's data
     with conn.open() as rippl:
-        incident.run(rippl, console, temporal=temporal)
+        incident.run(rippl, console, story=chosen)  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from rippl_core.cli import render
 from rippl_core.cli.app import EXIT_DENIED, command, connection, console
+from rippl_core.cli.capture import compensation_lines
 from rippl_core.cli.render import STATE_STYLE
 from rippl_core.models import Verdict, Wave
 
@@ -32,6 +33,8 @@ def show_cmd(ctx: typer.Context, node_id: str,
     """Show one node: its status and what supports it."""
     with connection(ctx).open() as rippl:
         node = rippl.get(node_id)
+        owed = [c for c in rippl.compensations() if c.action == node.id
+                or any(node.id in b.trail for b in c.blockers)]
     if json_out:
         console.print_json(node.model_dump_json())
         return
@@ -47,6 +50,10 @@ def show_cmd(ctx: typer.Context, node_id: str,
         console.print(f"  justification {i}: {' + '.join(justification)}")
     if not node.justifications:
         console.print("  (a premise: nothing supports it but itself)")
+    if owed:
+        console.print("  [bold]executed on a premise since retracted (compensate):[/bold]")
+        for line in compensation_lines(owed):
+            console.print(f"    {line}", highlight=False)
 
 
 @command("blast-radius")

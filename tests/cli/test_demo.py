@@ -18,8 +18,29 @@ def test_rippl_demo_tells_the_story(tmp_path: Path) -> None:
     out = done.stdout
     story = ["-> allowed", "review REV-", "VETOED", "CLM-001 -> DEC-001 -> ACT-001",
              "shard=07) -> allowed", "chain intact", "nodes restored",
-             "without SRC-CO-05", "knowing what we know now: denied"]
-    positions = [out.find(line) for line in story]
-    assert all(p >= 0 for p in positions), [s for s, p in zip(story, positions, strict=True) if p < 0]
-    assert positions == sorted(positions), "the story is told in order"
+             "without SRC-CO-05", "knowing what we know now: denied",
+             "get_shard_health(shard=09) -> allowed", "migrate_tables(table=billing, shard=09) -> allowed",
+             "approved by alice@oncall", "shard=09) -> VETOED before it runs",
+             "(served from a stale cache", "migrate_tables(table=billing, shard=07) -> allowed",
+             "announce_window", "now Premise Retracted"]
+    at, missing = 0, []
+    for line in story:  # each line after the one before it: the story is told in order
+        found = out.find(line, at)
+        if found < 0:
+            missing.append(line)
+        else:
+            at = found + len(line)
+    assert not missing, f"not told (in this order): {missing}"
     assert (tmp_path / ".rippl" / "rippl.db.lock").exists()  # the default embedded database
+
+
+def test_rippl_demo_tells_one_story_when_asked(tmp_path: Path) -> None:
+    env = {**os.environ, "COLUMNS": "200"}
+    done = subprocess.run([sys.executable, "-m", "rippl_core.cli", "--db", str(tmp_path / "d.db"),
+                           "demo", "--story", "capture"], capture_output=True, text=True, timeout=240,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    assert "VETOED" in done.stdout and "CLM-001" not in done.stdout  # only the capture story
+    wrong = subprocess.run([sys.executable, "-m", "rippl_core.cli", "--db", str(tmp_path / "d.db"),
+                            "demo", "--story", "sequel"], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and "story must be" in wrong.stderr

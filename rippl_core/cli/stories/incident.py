@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.panel import Panel
 
 from rippl_core.cli import render
-from rippl_core.cli.stories import beliefs
+from rippl_core.cli.stories import beliefs, capture
 from rippl_core.client import Rippl
 from rippl_core.errors import PremiseRetractedError
 from rippl_core.models import ToolCall
@@ -105,24 +105,24 @@ def tell_incident_story(rippl: Rippl, console: Console) -> None:
     agent_tries(console, rippl, MIGRATE_09)
 
 
-def run(rippl: Rippl, console: Console, *, temporal: bool | None) -> None:
-    """Tell the incident story (unless temporal only) and the belief-time story (unless causal
-    only)."""
+def run(rippl: Rippl, console: Console, *, story: str = "all") -> None:
+    """Tell the stories (`story`: all, incident, beliefs or capture)."""
     console.print(Panel.fit("Rippl demo: an agent's tool call is vetoed because the premise under "
                             "it was found false", style="bold"))
-    rippl.drop()  # the demo graph starts empty; both stories then live in it side by side
-    if temporal is not True:
+    rippl.drop()  # the demo graph starts empty; the stories then live in it side by side
+    if story in ("all", "incident"):
         tell_incident_story(rippl, console)
-    if temporal is not False:
-
+    if story in ("all", "beliefs"):
         beliefs.tell_story(rippl, console)
+    if story in ("all", "capture"):
+        capture.tell_story(rippl, console)
     graph = f"rippl --graph {rippl.graph}"
     console.print("\n[bold green]Done.[/bold green] Explore it yourself:", highlight=False)
-    if temporal is not True:
+    if story in ("all", "incident"):
         console.print(f"  {graph} show ACT-001 | {graph} blast-radius CLM-001 | {graph} receipts list",
                       highlight=False)
-    if temporal is not False:
-        from rippl_core.cli.stories.beliefs import AGENT, TOPIC
-
-        console.print(f"  {graph} timeline {AGENT} {TOPIC} | {graph} ask {AGENT} {TOPIC} "
-                      "--as-of 2026-10-08T00:00:00Z", highlight=False)
+    if story in ("all", "beliefs"):
+        console.print(f"  {graph} timeline {beliefs.AGENT} {beliefs.TOPIC} | {graph} ask "
+                      f"{beliefs.AGENT} {beliefs.TOPIC} --as-of 2026-10-08T00:00:00Z", highlight=False)
+    if story in ("all", "capture"):
+        console.print(f"  {graph} compensations", highlight=False)
