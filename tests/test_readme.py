@@ -19,3 +19,24 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     out = capsys.readouterr().out
     assert "CLM-1 is Retracted (disk errors): CLM-1 -> DEC-1 -> ACT-1" in out
     assert (tmp_path / ".rippl" / "rippl.db").parent.is_dir()
+
+
+def test_readme_capture_example_runs(tmp_path: Path) -> None:
+    """The capture snippet, with its elided pause filled in (a monitor and a human)."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    [snippet] = [b for b in blocks if "rippl.run(" in b]
+    pause = ('review = rippl.propose_retraction(seen, reason="stale cache", by="monitor")\n'
+             'rippl.approve(review.id, by="alice")\n')
+    code = snippet.replace("# ... the run pauses; the health read is found stale; a human approves "
+                           "its retraction ...\n", pause)
+    assert pause in code
+    code = code.replace("run.judge(migrate).allowed", "verdict = run.judge(migrate)")
+    code = code.replace("rippl.compensations()", "owed = rippl.compensations()")
+    from rippl_core import Rippl, ToolCall
+
+    with Rippl.open(tmp_path / "r.db") as rippl:
+        scope = {"rippl": rippl, "ToolCall": ToolCall}
+        exec(compile(code, "README.md", "exec"), scope)
+        assert not scope["verdict"].allowed
+        assert scope["verdict"].blockers[0].trail[0] == scope["seen"]
+        assert scope["owed"] == []  # nothing in the snippet ran on the stale read
