@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+from rippl_core._runtime.steps import adrive, drive
 from rippl_core._runtime.timeutil import now_ms
 from rippl_core.capture.handle import AsyncRun
 from rippl_core.client import AsyncRippl, Rippl
@@ -89,22 +90,15 @@ type Calls[R] = Generator[Call | Tick, Any, R]
 def run_calls[R](target: Any, steps: Calls[R]) -> R:
     """Drive an operation of calls with a sync target (a `Rippl`, or a `Run` of one). An exception
     of a call is raised inside the operation, at the step that made it."""
-    reply: Any = None
-    failure: Exception | None = None
-    while True:
-        try:
-            step = steps.throw(failure) if failure is not None else steps.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        reply, failure = None, None
-        try:
-            if isinstance(step, Tick):
-                while now_ms() <= step.after:
-                    time.sleep(0.0002)
-            else:
-                reply = getattr(target, step.method)(*step.args, **step.kwargs)
-        except Exception as exc:
-            failure = exc
+
+    def do(step: Call | Tick) -> Any:
+        if isinstance(step, Tick):
+            while now_ms() <= step.after:
+                time.sleep(0.0002)
+            return None
+        return getattr(target, step.method)(*step.args, **step.kwargs)
+
+    return drive(steps, do)
 
 
 async def arun_calls[R](target: Any, steps: Calls[R]) -> R:
@@ -112,22 +106,15 @@ async def arun_calls[R](target: Any, steps: Calls[R]) -> R:
     or an `AsyncRun` of one); with a sync target the whole operation runs in one worker thread."""
     if not _awaits(target):
         return await asyncio.to_thread(run_calls, target, steps)
-    reply: Any = None
-    failure: Exception | None = None
-    while True:
-        try:
-            step = steps.throw(failure) if failure is not None else steps.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        reply, failure = None, None
-        try:
-            if isinstance(step, Tick):
-                while now_ms() <= step.after:
-                    await asyncio.sleep(0.0002)
-            else:
-                reply = await getattr(target, step.method)(*step.args, **step.kwargs)
-        except Exception as exc:
-            failure = exc
+
+    async def do(step: Call | Tick) -> Any:
+        if isinstance(step, Tick):
+            while now_ms() <= step.after:
+                await asyncio.sleep(0.0002)
+            return None
+        return await getattr(target, step.method)(*step.args, **step.kwargs)
+
+    return await adrive(steps, do)
 
 
 def _awaits(target: Any) -> bool:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rippl_core._runtime.op import Op
+from rippl_core._runtime.steps import adrive as steps_adrive
+from rippl_core._runtime.steps import drive as steps_drive
 from rippl_core._runtime.timeutil import now_ms
 from rippl_core.errors import InvalidInputError
 from rippl_core.ingest.document import Document
@@ -150,33 +152,16 @@ def extraction_steps(extraction: Extraction | dict[str, Any], *, document: Docum
 
 def drive[T](steps: Steps[T], extractor: Extractor, run: Callable[..., Any]) -> T:
     """Run the steps with a sync extractor and a sync driver's `run`."""
-    reply: Any = None
-    failure: BaseException | None = None
-    while True:
-        try:
-            step = steps.throw(failure) if failure is not None else steps.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        failure = None
-        try:
-            reply = (extractor.extract(step.document) if isinstance(step, Extract)
-                     else run(step.make, write=step.write))
-        except Exception as exc:
-            failure = exc
+    return steps_drive(steps, lambda step: extractor.extract(step.document)
+                       if isinstance(step, Extract) else run(step.make, write=step.write))
 
 
 async def adrive[T](steps: Steps[T], extractor: Extractor, run: Callable[..., Any]) -> T:
     """Run the steps with an async extractor (or a sync one in a thread) and an async `run`."""
-    reply: Any = None
-    failure: BaseException | None = None
-    while True:
-        try:
-            step = steps.throw(failure) if failure is not None else steps.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        failure = None
-        try:
-            reply = (await aextract(extractor, step.document) if isinstance(step, Extract)
-                     else await run(step.make, write=step.write))
-        except Exception as exc:
-            failure = exc
+
+    async def do(step: Extract | Write) -> Any:
+        if isinstance(step, Extract):
+            return await aextract(extractor, step.document)
+        return await run(step.make, write=step.write)
+
+    return await steps_adrive(steps, do)
