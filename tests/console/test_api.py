@@ -133,7 +133,8 @@ async def test_propose_preview_approve_with_the_signed_in_reviewer(rippl: AsyncR
         assert receipt["actor"] == "alice" and receipt["body"]["note"] == "confirmed on the host"
         assert (await http.get("/api/nodes/ACT-001")).json()["state"] == "OUT"
         assert (await http.get("/api/reviews")).json() == []
-        assert [r["id"] for r in (await http.get("/api/reviews", params={"status": "approved"})).json()] == [item["id"]]
+        approved_ids = [r["id"] for r in (await http.get("/api/reviews", params={"status": "approved"})).json()]
+        assert approved_ids == [item["id"]]
         assert len((await http.get("/api/reviews", params={"status": "all"})).json()) == 1
         assert (await http.get("/api/reviews", params={"status": "maybe"})).status_code == 422
         again = await http.post(f"/api/reviews/{item['id']}/reject", headers={"x-csrf-token": csrf},
@@ -298,8 +299,10 @@ async def test_belief_reads(rippl: AsyncRippl) -> None:
         assert then["claim"] == "CLM-B1"
         before = (await http.get("/api/beliefs/ask", params={**topic, "as_of": "2026-10-01T00:00:00Z"}))
         assert before.status_code == 200 and before.json() is None
-        why = (await http.get("/api/beliefs/why-changed", params={**topic, "at": "2026-10-07T09:00:00Z"})).json()
-        assert (why["before"]["claim"], why["after"]["claim"], why["new_evidence"]) == ("CLM-B1", "CLM-B2", ["SRC-B2"])
+        at = "2026-10-07T09:00:00Z"
+        why = (await http.get("/api/beliefs/why-changed", params={**topic, "at": at})).json()
+        assert (why["before"]["claim"], why["after"]["claim"]) == ("CLM-B1", "CLM-B2")
+        assert why["new_evidence"] == ["SRC-B2"]
         what = (await http.get("/api/beliefs/what-if", params={**topic, "without": ["SRC-B2"]})).json()
         assert what["actual"]["claim"] == "CLM-B2" and what["counterfactual"]["claim"] == "CLM-B1"
         assert (await http.get("/api/beliefs/what-if", params=topic)).status_code == 422

@@ -32,8 +32,8 @@ from rippl_core.console.auth import (
 
 ALICE = "alice-token-0123456789"
 BOB = "bob-token-9876543210ab"
-REVIEWERS = parse_reviewers([f"alice: {ALICE}", f"bob@example.com: sha256:{hashlib.sha256(BOB.encode()).hexdigest()}"],
-                            where="test")
+BOB_HASH = hashlib.sha256(BOB.encode()).hexdigest()
+REVIEWERS = parse_reviewers([f"alice: {ALICE}", f"bob@example.com: sha256:{BOB_HASH}"], where="test")
 
 
 # -- reviewer tokens ---------------------------------------------------------------------------
@@ -175,7 +175,8 @@ def test_origin_check(origin: str | None, allowed: bool) -> None:
     ("GET", None, True), ("HEAD", "text/plain", True), ("OPTIONS", None, True),
     ("POST", "application/json", True), ("POST", "Application/JSON; charset=utf-8", True),
     ("DELETE", "application/json", True), ("put", "application/json", True),
-    ("POST", None, False), ("POST", "text/plain", False), ("PATCH", "application/x-www-form-urlencoded", False),
+    ("POST", None, False), ("POST", "text/plain", False),
+    ("PATCH", "application/x-www-form-urlencoded", False),
     ("DELETE", "multipart/form-data", False), ("POST", "application/jsonp", False),
 ])
 def test_state_changes_must_be_json(method: str, content_type: str | None, allowed: bool) -> None:
