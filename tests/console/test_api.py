@@ -133,7 +133,8 @@ async def test_propose_preview_approve_with_the_signed_in_reviewer(rippl: AsyncR
         assert receipt["actor"] == "alice" and receipt["body"]["note"] == "confirmed on the host"
         assert (await http.get("/api/nodes/ACT-001")).json()["state"] == "OUT"
         assert (await http.get("/api/reviews")).json() == []
-        approved_ids = [r["id"] for r in (await http.get("/api/reviews", params={"status": "approved"})).json()]
+        approved = (await http.get("/api/reviews", params={"status": "approved"})).json()
+        approved_ids = [r["id"] for r in approved]
         assert approved_ids == [item["id"]]
         assert len((await http.get("/api/reviews", params={"status": "all"})).json()) == 1
         assert (await http.get("/api/reviews", params={"status": "maybe"})).status_code == 422
