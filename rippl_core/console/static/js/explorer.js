@@ -399,7 +399,9 @@ async function find(nodeId) {
 function nodeAt(nodeId) {
   const i = geo ? geo.index.get(nodeId) : undefined;
   if (i === undefined) return null;
+  // the centre, and a point inside the box that no label covers (its top-right corner)
   return { x: view.x + (geo.xs[i] + NODE_W / 2) * view.k, y: view.y + (geo.ys[i] + NODE_H / 2) * view.k,
+    fillX: view.x + (geo.xs[i] + NODE_W) * view.k - 2, fillY: view.y + geo.ys[i] * view.k + 2,
     state: graph.nodes[i].state };
 }
 
