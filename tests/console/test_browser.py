@@ -123,7 +123,7 @@ def test_the_review_gate_in_the_browser(browser: Any, console_url: str, graph: R
     reviewer = Page(browser, console_url + "#queue")
     watcher = Page(browser, console_url + "#explorer")
     watcher.page.evaluate("window.__sameDocument = true")
-    watcher.page.wait_for_function("document.querySelector('#count-IN').textContent === '71'")
+    watcher.page.wait_for_function("() => document.querySelector('#count-IN').textContent === '71'")
     watcher.wait_colour("CLM-001", "IN")
 
     # the reviewer signs in with a token (exchanged for a session cookie)

@@ -75,7 +75,7 @@ async function focusOn(nodeId, keepView = false) {
 function setGraph(data, keepView) {
   const previous = selected >= 0 ? graph.nodes[selected].id : null;
   graph = data;
-  if (graph.truncated) {
+  if (graph.truncated && !graph.focus) {  // the first nodes of a big graph mean nothing: focus instead
     graph = { ...graph, nodes: [], edges: [] };
   }
   geo = layout(graph.nodes, graph.edges);
@@ -83,7 +83,8 @@ function setGraph(data, keepView) {
   const ids = $("#node-ids");
   if (graph.nodes.length <= 5000) clear(ids, graph.nodes.map((n) => h("option", { value: n.id })));
   const scope = graph.focus
-    ? `neighbourhood of ${graph.focus} (depth ${depth}): ${graph.nodes.length} nodes`
+    ? `neighbourhood of ${graph.focus} (depth ${depth}): ${graph.nodes.length}` +
+      (graph.truncated ? ` of ${graph.total} nodes (the nearest)` : " nodes")
     : graph.truncated
       ? `${graph.total} nodes: too many to draw at once; find a node and focus on its neighbourhood`
       : `whole graph: ${graph.nodes.length} nodes, ${graph.edges.length} edges`;
@@ -125,7 +126,7 @@ export function events(batch, seq) {
     }
   }
   ticker(batch, moves);
-  if (unknown && !graph.truncated) reloadSoon();
+  if (unknown && !graph.truncated && !graph.focus) reloadSoon();  // new nodes: redraw the whole graph
   document.dispatchEvent(new CustomEvent("rippl:applied", { detail: { seq, changed, at: performance.now() } }));
 }
 
@@ -207,18 +208,32 @@ function draw(now = performance.now()) {
   const { xs, ys } = geo;
   const nodes = graph.nodes;
   const visible = (i) => xs[i] + NODE_W >= left && xs[i] <= right && ys[i] + NODE_H >= top && ys[i] <= bottom;
-  const paths = { IN: new Path2D(), AT_RISK: new Path2D(), OUT: new Path2D() };
+  // Edges are stroked in small batches: one stroke of thousands of overlapping curves (a hub with
+  // thousands of dependents) costs the rasteriser far more than many strokes of a few.
+  ctx.lineWidth = 1.2 / k;
+  const batches = { IN: [new Path2D(), 0], AT_RISK: [new Path2D(), 0], OUT: [new Path2D(), 0] };
+  const flush = (state) => {
+    ctx.strokeStyle = EDGE_COLOURS[state];
+    ctx.stroke(batches[state][0]);
+    batches[state] = [new Path2D(), 0];
+  };
+  // zoomed far out, many nodes share a screen pixel: draw one edge (and one ring) per pixel pair
+  const cell = (i) => `${Math.round(xs[i] * k)}:${Math.round(ys[i] * k)}`;
+  const dense = NODE_H * k < 2;
+  const drawn = new Set();
   for (const e of graph.edges) {
     const s = geo.index.get(e.source), t = geo.index.get(e.target);
     if (s === undefined || t === undefined || (!visible(s) && !visible(t))) continue;
-    const path = paths[nodes[s].state] || paths.IN;
-    const x1 = xs[s] + NODE_W, y1 = ys[s] + NODE_H / 2, x2 = xs[t], y2 = ys[t] + NODE_H / 2;
-    const mid = (x1 + x2) / 2;
-    path.moveTo(x1, y1);
-    path.bezierCurveTo(mid, y1, mid, y2, x2, y2);
+    const state = batches[nodes[s].state] ? nodes[s].state : "IN";
+    if (dense) {
+      const key = `${cell(s)}>${cell(t)}|${state}`;
+      if (drawn.has(key)) continue;
+      drawn.add(key);
+    }
+    link(batches[state][0], s, t);
+    if (++batches[state][1] >= 64) flush(state);
   }
-  ctx.lineWidth = Math.max(1, 1.2 / k);
-  for (const state of ["IN", "AT_RISK", "OUT"]) { ctx.strokeStyle = EDGE_COLOURS[state]; ctx.stroke(paths[state]); }
+  for (const state of Object.keys(batches)) if (batches[state][1]) flush(state);
   if (selected >= 0) {
     ctx.strokeStyle = "#1c5fd4";
     ctx.lineWidth = Math.max(2, 2.5 / k);
@@ -230,6 +245,11 @@ function draw(now = performance.now()) {
   for (let i = 0; i < nodes.length; i++) {
     if (!visible(i)) continue;
     const n = nodes[i];
+    if (dense) {
+      const key = `${cell(i)}#${n.state}`;
+      if (drawn.has(key)) continue;
+      drawn.add(key);
+    }
     ctx.fillStyle = COLOURS[n.state] || "#888";
     ctx.fillRect(xs[i], ys[i], NODE_W, NODE_H);
     if (n.executed) { ctx.fillStyle = "rgba(255,255,255,0.35)"; ctx.fillRect(xs[i], ys[i], 6, NODE_H); }
@@ -239,15 +259,31 @@ function draw(now = performance.now()) {
     ctx.lineWidth = Math.max(3, 3 / k);
     ctx.strokeRect(xs[selected] - 3, ys[selected] - 3, NODE_W + 6, NODE_H + 6);
   }
+  // the wave: rings that grow and fade, in batches of 32 (like the edges)
+  ctx.lineWidth = 4 / Math.max(k, 0.3);
+  let ring = new Path2D(), inRing = 0, style = "";
+  const strokeRing = () => { if (inRing) ctx.stroke(ring); ring = new Path2D(); inRing = 0; };
   for (const p of pulses) {
     const age = (now - p.t0) / PULSE_MS;
-    if (age < 0 || age > 1) continue;
-    const grow = 4 + age * 18;
-    ctx.globalAlpha = 1 - age;
-    ctx.strokeStyle = p.colour;
-    ctx.lineWidth = 4 / Math.max(k, 0.3);
-    ctx.strokeRect(xs[p.i] - grow, ys[p.i] - grow, NODE_W + 2 * grow, NODE_H + 2 * grow);
+    if (age < 0 || age > 1 || !visible(p.i)) continue;
+    const step = Math.min(9, Math.floor(age * 10));
+    const key = `${p.colour}|${step}`;
+    if (dense) {
+      const spot = `${cell(p.i)}|${key}`;
+      if (drawn.has(spot)) continue;
+      drawn.add(spot);
+    }
+    if (key !== style || inRing >= 32) {
+      strokeRing();
+      style = key;
+      ctx.globalAlpha = 1 - step / 10;
+      ctx.strokeStyle = p.colour;
+    }
+    const grow = 4 + (step / 10) * 18;
+    ring.rect(xs[p.i] - grow, ys[p.i] - grow, NODE_W + 2 * grow, NODE_H + 2 * grow);
+    inRing += 1;
   }
+  strokeRing();
   ctx.globalAlpha = 1;
   ctx.restore();
   labels(visible);
