@@ -110,8 +110,9 @@ class Page:
         return int(self.page.inner_text(f"#count-{state}"))
 
     def wait_count(self, state: str, value: int) -> None:
-        self.page.wait_for_function("([s, v]) => document.querySelector('#count-' + s).textContent === String(v)",
-                                    arg=[state, value], timeout=15_000)
+        self.page.wait_for_function(
+            "([s, v]) => document.querySelector('#count-' + s).textContent === String(v)",
+            arg=[state, value], timeout=15_000)
 
 
 def close_to(actual: tuple[int, int, int] | None, expected: tuple[int, int, int]) -> bool:
@@ -134,8 +135,8 @@ def test_the_review_gate_in_the_browser(browser: Any, console_url: str, graph: R
     assert reviewer.page.is_visible("#sod")  # separation of duties is on, and said so
 
     # a monitor proposes a retraction: it arrives live in the queue, with its blast radius
-    item = graph.propose_retraction("CLM-001", reason="SMART errors on shard 09", by="monitor:disk-health",
-                                    evidence="grafana: io errors")
+    item = graph.propose_retraction("CLM-001", reason="SMART errors on shard 09",
+                                    by="monitor:disk-health", evidence="grafana: io errors")
     reviewer.page.wait_for_selector(f"[data-review='{item.id}']", timeout=15_000)
     reviewer.page.wait_for_selector("#preview-out li", timeout=15_000)
     assert reviewer.page.inner_text("#queue-count") == "1"
@@ -173,7 +174,8 @@ def test_the_review_gate_in_the_browser(browser: Any, console_url: str, graph: R
     watcher.page.wait_for_timeout(200)
     watcher.page.screenshot(path=str(IMG / "console-explorer.png"))
     receipt = graph.receipts()[-1]
-    assert (receipt.actor, receipt.review, receipt.body["note"]) == ("alice", item.id, "confirmed on the host")
+    assert (receipt.actor, receipt.review) == ("alice", item.id)
+    assert receipt.body["note"] == "confirmed on the host"
 
     # receipts: the chain verifies, and names the authenticated reviewer
     reviewer.page.click("#tab-receipts")
