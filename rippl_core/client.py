@@ -70,7 +70,7 @@ from rippl_core.records.store import AsyncRecordStore, RecordStore
 from rippl_core.review import cypher as review_cypher
 from rippl_core.review import gate
 from rippl_core.review.events import AsyncEventStream, EventStream
-from rippl_core.review.receipts import SigningKey
+from rippl_core.review.receipts import SigningKey, export_line
 
 type Target = str | ToolCall
 type PathLike = str | os.PathLike[str]
@@ -243,6 +243,11 @@ class Rippl:
         """Counts of nodes by kind and by public status, and of edges."""
         return self._driver.run(nodes.stats)
 
+    def nodes(self, ids: Sequence[str] | None = None, *, limit: int | None = None) -> list[Node]:
+        """Nodes with their justifications (the edges into them): these `ids` (those that exist,
+        in order), or every node in creation order; at most `limit` of them."""
+        return self._driver.run(lambda: nodes.list_nodes(ids, limit=limit))
+
     def explain(self, node_id: str) -> Explanation:
         """Why a node is IN, AT_RISK or OUT: its justifications and the premises underneath."""
         return self._driver.run(lambda: explain.explain(node_id))
@@ -326,6 +331,11 @@ class Rippl:
     def receipts(self) -> list[Receipt]:
         """The receipt chain, in order."""
         return self._driver.run(gate.list_receipts)
+
+    def export_receipts(self) -> list[str]:
+        """The receipt chain as JSON Lines, one line per receipt (no newlines): the format
+        `rippl receipts verify FILE` checks."""
+        return [export_line(r) for r in self.receipts()]
 
     def verify_receipts(self, public_keys: Mapping[str, Any] | None = None) -> ReceiptCheck:
         """Re-walk the chain; report every edited, deleted, inserted or reordered receipt."""
@@ -556,6 +566,12 @@ class AsyncRippl:
         """Counts of nodes by kind and by public status, and of edges."""
         return await self._driver.run(nodes.stats)
 
+    async def nodes(self, ids: Sequence[str] | None = None, *,
+                    limit: int | None = None) -> list[Node]:
+        """Nodes with their justifications (the edges into them): these `ids` (those that exist,
+        in order), or every node in creation order; at most `limit` of them."""
+        return await self._driver.run(lambda: nodes.list_nodes(ids, limit=limit))
+
     async def explain(self, node_id: str) -> Explanation:
         """Why a node is IN, AT_RISK or OUT: its justifications and the premises underneath."""
         return await self._driver.run(lambda: explain.explain(node_id))
@@ -641,6 +657,11 @@ class AsyncRippl:
     async def receipts(self) -> list[Receipt]:
         """The receipt chain, in order."""
         return await self._driver.run(gate.list_receipts)
+
+    async def export_receipts(self) -> list[str]:
+        """The receipt chain as JSON Lines, one line per receipt (no newlines): the format
+        `rippl receipts verify FILE` checks."""
+        return [export_line(r) for r in await self.receipts()]
 
     async def verify_receipts(self, public_keys: Mapping[str, Any] | None = None) -> ReceiptCheck:
         """Re-walk the chain; report every edited, deleted, inserted or reordered receipt."""

@@ -198,10 +198,15 @@ class ReceiptCheck(_Model):
 
 
 class Event(_Model):
-    """A status change or review event, as published on the graph's channel."""
+    """A status change, review or belief event, as published on the graph's channel.
+
+    Belief events (`belief_recorded`, `belief_retracted`, `belief_revised`) name the `agent`, the
+    `topic`, the `claim` and the valid interval [`valid_from`, `valid_to`) the write recorded
+    (`valid_to` None: still open); `at` is when it was recorded."""
 
     type: Literal["node_at_risk", "node_invalidated", "node_restored", "review_proposed",
-                  "review_approved", "review_rejected", "action_executed", "compensation_needed"]
+                  "review_approved", "review_rejected", "action_executed", "compensation_needed",
+                  "belief_recorded", "belief_retracted", "belief_revised"]
     graph: str | None = None
     node: str | None = None
     kind: str | None = None
@@ -212,6 +217,10 @@ class Event(_Model):
     claim: str | None = None
     by: str | None = None
     at: datetime | None = None
+    agent: str | None = None
+    topic: str | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
 
 
 class StatusChange(_Model):

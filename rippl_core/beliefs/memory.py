@@ -199,9 +199,18 @@ def _covering_current(key: str, t: int) -> Op[Row | None]:
     return row
 
 
+def belief_event(kind: str, row: Row, tx: int) -> dict[str, Any]:
+    """The live event a belief write publishes with its commit (`belief_recorded`,
+    `belief_retracted` or `belief_revised`): whose belief, about what, over which valid time."""
+    return {"type": kind, "agent": row.agent, "topic": row.topic, "claim": row.claim,
+            "valid_from": iso(row.valid_from),
+            "valid_to": None if row.valid_to >= cypher.OPEN else iso(row.valid_to),
+            "at": iso(tx)}
+
+
 def _write(agent: str, topic: str, claim: str | None, key: str, superseded: Sequence[Row],
-           inserted: Sequence[Row], tx: int) -> Commit:
-    commit = Commit()
+           inserted: Sequence[Row], tx: int, event: dict[str, Any]) -> Commit:
+    commit = Commit(events=[event])
     if claim is not None:
         commit.queries.append(cypher.ensure_subjects(agent, topic, claim))
     if superseded:
@@ -248,7 +257,8 @@ def believe(agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | Non
         if covering.valid_from < start:
             inserted.append(replace(covering, valid_to=start, recorded_at=tx, reason=None))
     inserted.append(new)
-    yield _write(agent, topic, claim_id, key, superseded, inserted, tx)
+    yield _write(agent, topic, claim_id, key, superseded, inserted, tx,
+                 belief_event("belief_recorded", new, tx))
     return belief_model(new, states)
 
 
@@ -268,7 +278,8 @@ def retract_belief(agent: str, topic: str, *, at: TimeLike | None, reason: str |
     closed = replace(covering, valid_to=end, recorded_at=tx, reason=reason)
     withdrawn = covering.valid_from >= end  # it had only just started: the whole interval goes
     states = yield from evidence_states([covering])
-    yield _write(agent, topic, None, key, [covering], [] if withdrawn else [closed], tx)
+    yield _write(agent, topic, None, key, [covering], [] if withdrawn else [closed], tx,
+                 belief_event("belief_retracted", closed, tx))
     return belief_model(replace(covering, superseded_at=tx) if withdrawn else closed, states)
 
 
@@ -303,7 +314,8 @@ def revise(agent: str, topic: str, claim_id: str, *, valid_from: TimeLike | None
         if row.valid_to > end:
             inserted.append(replace(row, valid_from=end, recorded_at=tx))
     inserted.append(new)
-    yield _write(agent, topic, claim_id, key, overlapping, inserted, tx)
+    yield _write(agent, topic, claim_id, key, overlapping, inserted, tx,
+                 belief_event("belief_revised", new, tx))
     return belief_model(new, states)
 
 

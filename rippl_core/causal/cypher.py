@@ -161,6 +161,12 @@ def nodes_in_id_range(low: int, high: int) -> Query:
                  {"low": low, "high": high}, read_only=True)
 
 
+def node_props_in_id_range(low: int, high: int) -> Query:
+    """(internal id, properties) of the causal nodes with internal ids in [low, high)."""
+    return Query("MATCH (n:Node) WHERE id(n) >= $low AND id(n) < $high RETURN id(n), properties(n)",
+                 {"low": low, "high": high}, read_only=True)
+
+
 def edges_in_id_range(low: int, high: int) -> Query:
     """(antecedent, consequent, justification) of the causal edges leaving nodes with internal
     ids in [low, high)."""

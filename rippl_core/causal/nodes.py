@@ -9,7 +9,7 @@ from typing import Any
 
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.timeutil import from_ms
-from rippl_core._runtime.validation import check_id
+from rippl_core._runtime.validation import check_id, check_ids
 from rippl_core.causal import cypher
 from rippl_core.causal.walk import trail, walk
 from rippl_core.errors import InvalidInputError, NotFoundError
@@ -86,6 +86,34 @@ def reach(node_id: str, *, down: bool, max_depth: int | None) -> Op[list[Reached
         for v in visits.values()
     ]
     return sorted(reached, key=lambda r: (r.depth, r.id))
+
+
+SCAN_CHUNK = 25_000  # internal node ids per query of a scan of the whole graph
+
+
+def list_nodes(ids: Sequence[str] | None, *, limit: int | None) -> Op[list[Node]]:
+    """The causal nodes with their justifications: these `ids` (those that exist, in that order),
+    or every node in creation order; at most `limit` of them."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidInputError("limit must be a non-negative integer (or None for no limit)")
+    if ids is not None:
+        wanted = check_ids(ids, what="node ids")
+        found = yield from fetch_nodes(wanted)
+        props = [found[i] for i in wanted if i in found][:limit]
+    else:
+        top = (yield cypher.MAX_NODE_ID)[0][0]
+        props = []
+        for low in range(0, (top if top is not None else -1) + 1, SCAN_CHUNK):
+            if limit is not None and len(props) >= limit:
+                break
+            rows = yield cypher.node_props_in_id_range(low, low + SCAN_CHUNK)
+            props += [row[1] for row in sorted(rows, key=lambda r: r[0])]
+        props = props[:limit]
+    justs: dict[str, list[list[str]]] = {}
+    for start in range(0, len(props), SCAN_CHUNK):
+        more, _ = yield from fetch_justifications([p["id"] for p in props[start:start + SCAN_CHUNK]])
+        justs.update(more)
+    return [node_model(p, justs.get(p["id"])) for p in props]
 
 
 def stats() -> Op[Stats]:

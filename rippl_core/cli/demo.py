@@ -1,5 +1,5 @@
 """`rippl demo`: the incident story, the belief-time story and the capture story, offline, in
-seconds."""
+seconds; with `--serve`, then the review console on the demo graph."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from typing import Annotated, Literal
 import typer
 
 from rippl_core.cli.app import command, connection, console
+from rippl_core.cli.serve import run_console
 from rippl_core.cli.stories import incident
 
 type Story = Literal["all", "incident", "beliefs", "capture"]
+DEMO_REVIEWER = "demo-reviewer"
 
 
 @command("demo")
@@ -19,7 +21,11 @@ def demo_cmd(ctx: typer.Context,
                                                   help="Only the belief-time story, or only the "
                                                        "incident story."),
              story: Annotated[str, typer.Option(help="Which story: all, incident, beliefs or "
-                                                     "capture.")] = "all") -> None:
+                                                     "capture.")] = "all",
+             serve: bool = typer.Option(False, "--serve",
+                                        help="Then open the demo graph in the review console, "
+                                             "with a pending proposal and a one-off reviewer."),
+             port: int = typer.Option(8765, help="With --serve: the console's port.")) -> None:
     """Run the demo: a vetoed tool call, its blast radius and receipt; belief time travel; and a
     run captured as it happens, its call vetoed after a pause, with what to compensate."""
     if story not in ("all", "incident", "beliefs", "capture"):
@@ -30,3 +36,10 @@ def demo_cmd(ctx: typer.Context,
         conn.graph = "rippl-demo"  # never touch the default graph's data
     with conn.open() as rippl:
         incident.run(rippl, console, story=chosen)  # type: ignore[arg-type]
+        if serve and chosen in ("all", "incident"):
+            item = incident.propose_again(rippl)
+            console.print(f"\nA monitor proposes retracting {item.claim} again ({item.id}): decide "
+                          "it in the console.", highlight=False)
+    if serve:
+        run_console(conn, host="127.0.0.1", port=port, reviewers=None, reviewer=DEMO_REVIEWER,
+                    allow_remote=False, allowed_host=[], distinct_approver=True, log_level="warning")

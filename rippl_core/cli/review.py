@@ -155,7 +155,7 @@ def watch_cmd(ctx: typer.Context,
         seen = 0
         try:
             for event in stream:
-                what = event.node or event.review
+                what = event.node or event.review or f"{event.agent} on {event.topic}"
                 change = f"{event.before} -> {event.after}" if event.before else (event.claim or "")
                 console.print(f"{event.at:%H:%M:%S} {event.type:<17} {what} {change}", highlight=False)
                 seen += 1

@@ -135,14 +135,19 @@ def receipt_model(props: Mapping[str, Any]) -> Receipt:
                    public_key=props.get("public_key"))
 
 
+def export_line(r: Receipt) -> str:
+    """One stored receipt as a line of an exported chain (JSON, no newline)."""
+    record = {"seq": r.seq, "id": r.id, "body": canonical(r.body).decode(), "hash": r.hash,
+              "signature": r.signature, "public_key": r.public_key}
+    return json.dumps({k: v for k, v in record.items() if v is not None})
+
+
 def export_jsonl(receipts: Iterable[Receipt], path: Path) -> int:
     """Write a chain as JSON Lines (one stored receipt per line); returns how many."""
     count = 0
     with path.open("w", encoding="utf-8") as out:
         for r in receipts:
-            record = {"seq": r.seq, "id": r.id, "body": canonical(r.body).decode(), "hash": r.hash,
-                      "signature": r.signature, "public_key": r.public_key}
-            out.write(json.dumps({k: v for k, v in record.items() if v is not None}) + "\n")
+            out.write(export_line(r) + "\n")
             count += 1
     return count
 

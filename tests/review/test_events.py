@@ -176,3 +176,38 @@ async def test_async_subscribe(incident: Rippl, arippl: AsyncRippl) -> None:
         incident.retract("CLM-022", reason="sync write, async reader", by="x")
         event = await again.get(timeout=30)
         assert event is not None and event.node == "CLM-022" and event.type == "node_invalidated"
+
+
+def test_belief_writes_publish_events(rippl: Rippl) -> None:
+    rippl.add_source("S1", "dashboard")
+    rippl.add_source("S2", "ticket")
+    rippl.add_claim("C1", "cache misconfiguration", sources=["S1"])
+    rippl.add_claim("C2", "pool exhaustion", sources=["S2"])
+    with rippl.subscribe() as stream:
+        rippl.believe("agent-1", "C1", topic="outage", valid_from="2026-10-04T09:00:00Z",
+                      evidence=["S1"])
+        recorded = stream.get(timeout=30)
+        assert recorded is not None and recorded.type == "belief_recorded"
+        assert (recorded.agent, recorded.topic, recorded.claim, recorded.graph) == \
+            ("agent-1", "outage", "C1", rippl.graph)
+        assert recorded.valid_from is not None and recorded.valid_from.isoformat() == \
+            "2026-10-04T09:00:00+00:00"
+        assert recorded.valid_to is None and recorded.at is not None
+        # believing the same thing again writes nothing, so publishes nothing
+        rippl.believe("agent-1", "C1", topic="outage", valid_from="2026-10-04T09:00:00Z",
+                      evidence=["S1"])
+        assert stream.get(timeout=0.3) is None
+        rippl.revise("agent-1", "outage", "C2", valid_from="2026-10-05T00:00:00Z",
+                     valid_to="2026-10-06T00:00:00Z", evidence=["S2"])
+        revised = stream.get(timeout=30)
+        assert revised is not None and revised.type == "belief_revised"
+        assert (revised.claim, revised.valid_to.isoformat() if revised.valid_to else None) == \
+            ("C2", "2026-10-06T00:00:00+00:00")
+        rippl.retract_belief("agent-1", "outage", at="2026-10-07T00:00:00Z", reason="wrong")
+        retracted = stream.get(timeout=30)
+        assert retracted is not None and retracted.type == "belief_retracted"
+        assert (retracted.claim, retracted.valid_to.isoformat() if retracted.valid_to else None) \
+            == ("C1", "2026-10-07T00:00:00+00:00")
+        # nothing believed then: no write, no event
+        assert rippl.retract_belief("agent-1", "outage", at="2026-10-08T00:00:00Z") is None
+        assert stream.get(timeout=0.3) is None

@@ -17,7 +17,7 @@ from rippl_core.cli import render
 from rippl_core.cli.stories import beliefs, capture
 from rippl_core.client import Rippl
 from rippl_core.errors import PremiseRetractedError
-from rippl_core.models import ToolCall
+from rippl_core.models import ReviewItem, ToolCall
 
 INCIDENT = Path(__file__).resolve().parents[3] / "examples" / "incident.yaml"
 MIGRATE_09 = ToolCall(name="migrate_tables", args={"table": "billing", "shard": "09"})
@@ -103,6 +103,12 @@ def tell_incident_story(rippl: Rippl, console: Console) -> None:
                            by="alice@oncall")
     console.print(f"   {len(wave.transitions)} nodes restored.", highlight=False)
     agent_tries(console, rippl, MIGRATE_09)
+
+
+def propose_again(rippl: Rippl) -> ReviewItem:
+    """For the console: the disk errors come back; a monitor proposes retracting CLM-001 again."""
+    return rippl.propose_retraction("CLM-001", reason="disk errors again on shard 09 after the swap",
+                                    by="monitor:disk-health", evidence="grafana: shard-09 io errors")
 
 
 def run(rippl: Rippl, console: Console, *, story: str = "all") -> None:

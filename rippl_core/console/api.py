@@ -1,0 +1,344 @@
+"""The console's JSON API: one route per core operation, over the app's `AsyncRippl` handle.
+
+Reads go through `reader` (open on loopback), state changes through `reviewer` (an authenticated
+reviewer, whose name is the only identity a receipt or a proposal ever records)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
+from rippl_core.causal.explain import Explanation
+from rippl_core.console import views
+from rippl_core.console.auth import Decision, Session, authorize_read, authorize_write
+from rippl_core.models import (
+    Node,
+    Reached,
+    Receipt,
+    ReceiptCheck,
+    ReviewItem,
+    Stats,
+    StatusChange,
+    Verdict,
+    WhatIfRetracted,
+)
+
+if TYPE_CHECKING:
+    from rippl_core.console.app import ConsoleState
+
+COOKIE = "rippl_session"
+CSRF_HEADER = "x-csrf-token"
+GRAPH_LIMIT = 2_500  # nodes the explorer draws at once; beyond, it focuses on a neighbourhood
+
+router = APIRouter(prefix="/api")
+
+
+def console(request: Request) -> ConsoleState:
+    return request.app.state.console  # type: ignore[no-any-return]
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _session(request: Request) -> Session | None:
+    return console(request).sessions.get(request.cookies.get(COOKIE))
+
+
+def _enforce(decision: Decision) -> str | None:
+    if not decision.allowed:
+        raise HTTPException(decision.status, decision.reason)
+    return decision.reviewer
+
+
+def reader(request: Request) -> str | None:
+    state = console(request)
+    return _enforce(authorize_read(state.read_open, state.reviewers, _session(request),
+                                   _bearer(request)))
+
+
+def reviewer(request: Request) -> str:
+    state = console(request)
+    name = _enforce(authorize_write(state.reviewers, _session(request), _bearer(request),
+                                    request.headers.get(CSRF_HEADER)))
+    assert name is not None
+    return name
+
+
+Read = Depends(reader)
+Reviewer = Annotated[str, Depends(reviewer)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Login(_Body):
+    token: str = Field(min_length=1, max_length=512)
+
+
+class Proposal(_Body):
+    claim: str = Field(description="The claim (or source) found false.")
+    reason: str = Field(description="Why it is false, for the reviewer who decides.")
+    evidence: str | None = None
+
+
+class Ruling(_Body):
+    note: str = Field(description="Why the reviewer decided so; recorded in the receipt.")
+
+
+class SessionInfo(BaseModel):
+    reviewer: str | None = Field(description="The signed-in reviewer, or null.")
+    csrf: str | None = Field(description="Send it back as X-CSRF-Token on every change.")
+
+
+class Info(BaseModel):
+    graph: str
+    distinct_approver: bool = Field(description="Whoever proposed a retraction may not approve it.")
+    read_open: bool
+    reviewers: bool = Field(description="Whether any reviewer may sign in (else read-only).")
+    graph_limit: int
+
+
+# -- session -----------------------------------------------------------------------------------
+@router.get("/session", response_model=SessionInfo, tags=["session"])
+def get_session(request: Request) -> SessionInfo:
+    """The signed-in reviewer and the CSRF token of this session."""
+    session = _session(request)
+    return SessionInfo(reviewer=session.reviewer if session else None,
+                       csrf=session.csrf if session else None)
+
+
+@router.post("/session", response_model=SessionInfo, tags=["session"])
+def sign_in(body: Login, request: Request, response: Response) -> SessionInfo:
+    """Exchange a reviewer token for a session cookie (HttpOnly, SameSite=Strict)."""
+    state = console(request)
+    name = state.reviewers.identify(body.token)
+    if name is None:
+        raise HTTPException(401, "unknown reviewer token")
+    session = state.sessions.open(name)
+    response.set_cookie(COOKIE, session.id, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https",
+                        path=(request.scope.get("root_path") or "") + "/",
+                        max_age=int(state.sessions.ttl))
+    return SessionInfo(reviewer=name, csrf=session.csrf)
+
+
+@router.delete("/session", response_model=SessionInfo, tags=["session"])
+def sign_out(request: Request, response: Response, _: Reviewer) -> SessionInfo:
+    """End this session."""
+    console(request).sessions.close(request.cookies.get(COOKIE))
+    response.delete_cookie(COOKIE, path=(request.scope.get("root_path") or "") + "/")
+    return SessionInfo(reviewer=None, csrf=None)
+
+
+# -- the graph ---------------------------------------------------------------------------------
+@router.get("/info", response_model=Info, dependencies=[Read], tags=["graph"])
+def info(request: Request) -> Info:
+    """Which graph this console serves and how it is configured."""
+    state = console(request)
+    return Info(graph=state.rippl.graph, distinct_approver=state.rippl.distinct_approver,
+                read_open=state.read_open, reviewers=bool(state.reviewers), graph_limit=GRAPH_LIMIT)
+
+
+@router.get("/stats", response_model=Stats, dependencies=[Read], tags=["graph"])
+async def stats(request: Request) -> Stats:
+    """Counts of nodes by kind and status, and of edges."""
+    return await console(request).rippl.stats()
+
+
+@router.get("/graph", response_model=views.GraphView, dependencies=[Read], tags=["graph"])
+async def graph(request: Request,
+                limit: Annotated[int, Query(ge=1, le=20_000)] = GRAPH_LIMIT) -> views.GraphView:
+    """Every node and edge, up to `limit` nodes (then `truncated`: focus on a node instead)."""
+    return await views.whole_graph(console(request).rippl, limit)
+
+
+@router.get("/graph/focus", response_model=views.GraphView, dependencies=[Read], tags=["graph"])
+async def focus(request: Request, node: str, depth: Annotated[int, Query(ge=1, le=50)] = 3,
+                limit: Annotated[int, Query(ge=1, le=20_000)] = GRAPH_LIMIT) -> views.GraphView:
+    """A node's neighbourhood: what it rests on and what rests on it, `depth` steps each way."""
+    return await views.neighbourhood(console(request).rippl, node, depth, limit)
+
+
+@router.get("/nodes/{node_id:path}/blast-radius", response_model=list[Reached],
+            dependencies=[Read], tags=["graph"])
+async def blast_radius(request: Request, node_id: str,
+                       max_depth: Annotated[int | None, Query(ge=1)] = None) -> list[Reached]:
+    """Everything downstream of a node, each with one trail from it."""
+    return await console(request).rippl.blast_radius(node_id, max_depth=max_depth)
+
+
+@router.get("/nodes/{node_id:path}/premises", response_model=list[Reached], dependencies=[Read],
+            tags=["graph"])
+async def premises(request: Request, node_id: str,
+                   max_depth: Annotated[int | None, Query(ge=1)] = None) -> list[Reached]:
+    """Everything upstream of a node: what it rests on, each with one trail to it."""
+    return await console(request).rippl.premises(node_id, max_depth=max_depth)
+
+
+@router.get("/nodes/{node_id:path}/explain", response_model=Explanation, dependencies=[Read],
+            tags=["graph"])
+async def explain(request: Request, node_id: str) -> Explanation:
+    """Why a node is IN, AT_RISK or OUT: its justifications and the premises underneath."""
+    return await console(request).rippl.explain(node_id)
+
+
+@router.get("/nodes/{node_id:path}/history", response_model=list[StatusChange],
+            dependencies=[Read], tags=["graph"])
+async def history(request: Request, node_id: str, known_at: str | None = None) -> list[StatusChange]:
+    """Every status change of a node, with valid and transaction times."""
+    return await console(request).rippl.history(node_id, known_at=known_at)
+
+
+@router.get("/nodes/{node_id:path}/check", response_model=Verdict, dependencies=[Read],
+            tags=["graph"])
+async def check(request: Request, node_id: str) -> Verdict:
+    """The pre-flight check of an action or decision (fails closed)."""
+    return await console(request).rippl.check(node_id)
+
+
+@router.get("/nodes/{node_id:path}", response_model=Node, dependencies=[Read], tags=["graph"])
+async def node(request: Request, node_id: str) -> Node:
+    """One node as stored, with its status and justifications."""
+    return await console(request).rippl.get(node_id)
+
+
+@router.get("/what-if-retracted", response_model=WhatIfRetracted, dependencies=[Read],
+            tags=["graph"])
+async def what_if_retracted(request: Request,
+                            claim: Annotated[list[str], Query(min_length=1)]) -> WhatIfRetracted:
+    """What would be blocked were these claims retracted (nothing is written)."""
+    return await console(request).rippl.what_if_retracted(claim)
+
+
+# -- reviews -----------------------------------------------------------------------------------
+@router.get("/reviews", response_model=list[ReviewItem], dependencies=[Read], tags=["reviews"])
+async def reviews(request: Request, status: Literal["pending", "approved", "rejected", "all"] = "pending"
+                  ) -> list[ReviewItem]:
+    """The review queue (pending by default), oldest first."""
+    return await console(request).rippl.reviews(None if status == "all" else status)
+
+
+@router.post("/reviews", response_model=ReviewItem, status_code=201, tags=["reviews"])
+async def propose(request: Request, body: Proposal, who: Reviewer) -> ReviewItem:
+    """Propose retracting a claim, as the signed-in reviewer."""
+    return await console(request).rippl.propose_retraction(body.claim, reason=body.reason, by=who,
+                                                           evidence=body.evidence)
+
+
+@router.get("/reviews/{review_id}", response_model=ReviewItem, dependencies=[Read], tags=["reviews"])
+async def review(request: Request, review_id: str) -> ReviewItem:
+    """One review, pending or decided."""
+    return await console(request).rippl.review(review_id)
+
+
+@router.get("/reviews/{review_id}/preview", response_model=views.Preview, dependencies=[Read],
+            tags=["reviews"])
+async def preview(request: Request, review_id: str) -> views.Preview:
+    """The blast radius of approving: what would go OUT, what survives by another justification."""
+    return await views.preview(console(request).rippl, review_id)
+
+
+@router.post("/reviews/{review_id}/approve", response_model=Receipt, tags=["reviews"])
+async def approve(request: Request, review_id: str, body: Ruling, who: Reviewer) -> Receipt:
+    """Approve: the wave commits; the receipt names the signed-in reviewer."""
+    return await console(request).rippl.approve(review_id, by=who, note=_note(body))
+
+
+@router.post("/reviews/{review_id}/reject", response_model=Receipt, tags=["reviews"])
+async def reject(request: Request, review_id: str, body: Ruling, who: Reviewer) -> Receipt:
+    """Reject: the at-risk nodes recover; the receipt names the signed-in reviewer."""
+    return await console(request).rippl.reject(review_id, by=who, note=_note(body))
+
+
+def _note(body: Ruling) -> str:
+    if not body.note.strip():
+        raise HTTPException(422, "say why: a decision needs a note for its receipt")
+    return body.note
+
+
+# -- receipts ----------------------------------------------------------------------------------
+@router.get("/receipts", response_model=list[Receipt], dependencies=[Read], tags=["receipts"])
+async def receipts(request: Request) -> list[Receipt]:
+    """The receipt chain, in order."""
+    return await console(request).rippl.receipts()
+
+
+@router.get("/receipts/verify", response_model=ReceiptCheck, dependencies=[Read], tags=["receipts"])
+async def verify(request: Request) -> ReceiptCheck:
+    """Re-walk the chain: every edited, deleted, inserted or reordered receipt is reported."""
+    return await console(request).rippl.verify_receipts()
+
+
+@router.get("/receipts/export", dependencies=[Read], tags=["receipts"],
+            response_class=Response, responses={200: {"content": {"application/x-ndjson": {}}}})
+async def export(request: Request) -> Response:
+    """The chain as JSON Lines, to keep and check elsewhere (`rippl receipts verify FILE`)."""
+    state = console(request)
+    lines = await state.rippl.export_receipts()
+    return Response("".join(f"{line}\n" for line in lines), media_type="application/x-ndjson",
+                    headers={"content-disposition":
+                             f'attachment; filename="{state.rippl.graph}-receipts.jsonl"'})
+
+
+# -- beliefs -----------------------------------------------------------------------------------
+@router.get("/agents", response_model=list[str], dependencies=[Read], tags=["beliefs"])
+async def agents(request: Request) -> list[str]:
+    """Every agent that recorded a belief."""
+    return await console(request).rippl.agents()
+
+
+@router.get("/topics", response_model=list[str], dependencies=[Read], tags=["beliefs"])
+async def topics(request: Request, agent: str) -> list[str]:
+    """Every topic the agent recorded a belief about."""
+    return await console(request).rippl.topics(agent)
+
+
+@router.get("/beliefs/ask", response_model=Belief | None, dependencies=[Read], tags=["beliefs"])
+async def ask(request: Request, agent: str, topic: str, as_of: str | None = None,
+              known_at: str | None = None) -> Belief | None:
+    """What the agent believed about the topic at `as_of`, as recorded at `known_at`."""
+    return await console(request).rippl.ask(agent, topic, as_of=as_of, known_at=known_at)
+
+
+@router.get("/beliefs/timeline", response_model=list[Belief], dependencies=[Read], tags=["beliefs"])
+async def timeline(request: Request, agent: str, topic: str,
+                   known_at: str | None = None) -> list[Belief]:
+    """Every interval of the agent's belief about the topic, oldest first."""
+    return await console(request).rippl.timeline(agent, topic, known_at=known_at)
+
+
+@router.get("/beliefs/why-changed", response_model=BeliefChange, dependencies=[Read],
+            tags=["beliefs"])
+async def why_changed(request: Request, agent: str, topic: str, at: str,
+                      known_at: str | None = None) -> BeliefChange:
+    """The change of belief nearest `at`, with the evidence that arrived."""
+    return await console(request).rippl.why_changed(agent, topic, at, known_at=known_at)
+
+
+@router.get("/beliefs/what-if", response_model=WhatIf, dependencies=[Read], tags=["beliefs"])
+async def what_if(request: Request, agent: str, topic: str,
+                  without: Annotated[list[str], Query(min_length=1)], as_of: str | None = None,
+                  known_at: str | None = None) -> WhatIf:
+    """What the agent would believe had these evidence sources never existed."""
+    return await console(request).rippl.what_if(agent, topic, without=without, as_of=as_of,
+                                                known_at=known_at)
+
+
+# -- live events -------------------------------------------------------------------------------
+@router.get("/events", dependencies=[Read], tags=["events"], response_class=StreamingResponse,
+            responses={200: {"content": {"text/event-stream": {}}}})
+async def events(request: Request) -> StreamingResponse:
+    """Server-Sent Events: `hello` (the stream's position), `events` (the events of one commit, in
+    order), `reset` (reload: events were missed). Resumable with Last-Event-ID; comment lines
+    keep it alive."""
+    hub = console(request).hub
+    return StreamingResponse(hub.frames(request.headers.get("last-event-id")),
+                             media_type="text/event-stream",
+                             headers={"cache-control": "no-cache", "x-accel-buffering": "no"})

@@ -1,0 +1,80 @@
+"""`rippl serve`: open the graph and serve the console with uvicorn, bound to 127.0.0.1 unless
+told otherwise (and then only with reviewer authentication)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import uvicorn
+
+from rippl_core.client import AsyncRippl
+from rippl_core.console.app import create_app
+from rippl_core.console.auth import (
+    ENV_VAR,
+    AuthConfigError,
+    Reviewers,
+    check_bind,
+    is_loopback,
+    load_reviewers,
+    new_token,
+    parse_reviewers,
+)
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+def reviewers_for(file: Path | None, one_off: str | None,
+                  env: Mapping[str, str]) -> tuple[Reviewers, str | None]:
+    """The reviewers of a run: from the file, from RIPPL_REVIEWERS, and a one-off reviewer with a
+    fresh token (returned, to print once)."""
+    reviewers = load_reviewers(file, env.get(ENV_VAR))
+    if one_off is None:
+        return reviewers, None
+    token = new_token()
+    return reviewers.merged(parse_reviewers([f"{one_off}: {token}"], where="--reviewer")), token
+
+
+def url_of(host: str, port: int, token: str | None = None) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/" + (f"#token={token}" if token else "")
+
+
+async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | None = None,
+                      graph: str = "rippl", host: str = "127.0.0.1", port: int = 8765,
+                      reviewers_file: Path | None = None, reviewer: str | None = None,
+                      allow_remote: bool = False, allowed_hosts: Sequence[str] = (),
+                      distinct_approver: bool = False, log_level: str = "warning",
+                      announce: Callable[[str, Reviewers], None] | None = None,
+                      env: Mapping[str, str] | None = None) -> None:
+    """Serve until stopped. Refuses (AuthConfigError) a non-loopback `host` without
+    `allow_remote` and reviewers. `announce(url, reviewers)` is called once listening; with a
+    one-off `reviewer`, the URL carries its token (in the fragment, which is never sent)."""
+    if log_level.lower() not in LOG_LEVELS:
+        raise AuthConfigError(f"log level must be one of {', '.join(LOG_LEVELS)}")
+    reviewers, token = reviewers_for(reviewers_file, reviewer, os.environ if env is None else env)
+    allowed = check_bind(host, allow_remote=allow_remote, reviewers=reviewers,
+                         extra_hosts=allowed_hosts)
+    rippl = await AsyncRippl.open(Path(db) if db is not None else None, url=url, graph=graph,
+                                  distinct_approver=distinct_approver)
+    try:
+        app = create_app(rippl, reviewers=reviewers, read_open=is_loopback(host),
+                         allowed_hosts=allowed)
+        config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower(),
+                                lifespan="on", server_header=False, timeout_graceful_shutdown=2)
+        server = uvicorn.Server(config)
+        serving = asyncio.create_task(server.serve())
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.02)
+        if server.started and announce is not None:
+            announce(url_of(host, port, token), reviewers)
+        await serving
+    finally:
+        await rippl.close()
+
+
+def serve(**options: object) -> None:
+    """Blocking `serve_async` (see there for the options)."""
+    asyncio.run(serve_async(**options))  # type: ignore[arg-type]

@@ -1,0 +1,57 @@
+// The JSON API, relative to the page (so the console works when mounted under a prefix). Changes
+// carry the session's CSRF token; errors become ApiError with the server's message.
+
+export class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+export const session = { reviewer: null, csrf: null };
+
+async function call(method, path, body) {
+  const headers = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method !== "GET" && session.csrf) headers["X-CSRF-Token"] = session.csrf;
+  const response = await fetch(path, {
+    method, headers, credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!response.ok) {
+    const detail = data && data.detail;
+    const message = typeof detail === "string" ? detail
+      : Array.isArray(detail) ? detail.map((d) => d.msg).join("; ") : response.statusText;
+    throw new ApiError(response.status, message);
+  }
+  return data;
+}
+
+export function query(params) {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined || value === null || value === "") continue;
+    for (const v of Array.isArray(value) ? value : [value]) search.append(key, v);
+  }
+  const text = search.toString();
+  return text ? `?${text}` : "";
+}
+
+export const id = (value) => encodeURIComponent(value);
+export const get = (path) => call("GET", path);
+export const post = (path, body = {}) => call("POST", path, body);
+export const del = (path) => call("DELETE", path, {});
+
+export async function loadSession() {
+  Object.assign(session, await get("api/session"));
+  return session;
+}
+
+export async function signIn(token) {
+  Object.assign(session, await post("api/session", { token }));
+  return session;
+}
+
+export async function signOut() {
+  Object.assign(session, await del("api/session"));
+  return session;
+}

@@ -1,0 +1,123 @@
+// The console's entry point: views as tabs, the reviewer session, the live stream.
+
+import { get, loadSession, session, signIn, signOut } from "./api.js";
+import { $, toast } from "./dom.js";
+import { connect, onEvents, onReset } from "./live.js";
+import * as queue from "./queue.js";
+import * as explorer from "./explorer.js";
+import * as receipts from "./receipts.js";
+import * as beliefs from "./beliefs.js";
+
+const VIEWS = { queue, explorer, receipts, beliefs };
+export const info = { graph: "", distinct_approver: false, reviewers: false, graph_limit: 2500 };
+let current = null;
+
+function show(name, focus = false) {
+  if (!VIEWS[name]) name = "queue";
+  for (const key of Object.keys(VIEWS)) {
+    const selected = key === name;
+    $(`#view-${key}`).hidden = !selected;
+    const tab = $(`#tab-${key}`);
+    tab.setAttribute("aria-selected", String(selected));
+    tab.tabIndex = selected ? 0 : -1;
+  }
+  if (focus) $(`#tab-${name}`).focus();
+  if (current !== name) {
+    current = name;
+    if (location.hash !== `#${name}`) history.replaceState(null, "", `#${name}`);
+    VIEWS[name].shown();
+  }
+}
+
+function renderSession() {
+  const signedIn = Boolean(session.reviewer);
+  $("#who").textContent = signedIn ? `reviewer: ${session.reviewer}` : "read-only";
+  $("#sign-in").hidden = signedIn || !info.reviewers;
+  $("#sign-out").hidden = !signedIn;
+  queue.sessionChanged();
+  explorer.sessionChanged();
+}
+
+async function exchange(token) {
+  try {
+    await signIn(token);
+    toast(`Signed in as ${session.reviewer}`);
+    return true;
+  } catch (error) {
+    $("#sign-in-error").textContent = error.message;
+    return false;
+  } finally {
+    renderSession();
+  }
+}
+
+function setupSession() {
+  const dialog = $("#sign-in-dialog");
+  $("#sign-in").addEventListener("click", () => {
+    $("#sign-in-error").textContent = "";
+    dialog.showModal();
+    $("#token").focus();
+  });
+  $("#sign-in-cancel").addEventListener("click", () => dialog.close());
+  $("#sign-in-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (await exchange($("#token").value.trim())) {
+      $("#token").value = "";
+      dialog.close();
+    }
+  });
+  $("#sign-out").addEventListener("click", async () => {
+    await signOut();
+    renderSession();
+    toast("Signed out");
+  });
+}
+
+function setupTabs() {
+  const names = Object.keys(VIEWS);
+  for (const name of names) {
+    const tab = $(`#tab-${name}`);
+    tab.addEventListener("click", () => show(name));
+    tab.addEventListener("keydown", (event) => {
+      const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+      if (step) show(names[(names.indexOf(name) + step + names.length) % names.length], true);
+    });
+  }
+  document.addEventListener("keydown", (event) => {
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement?.tagName || "");
+    if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
+    const index = "1234".indexOf(event.key);
+    if (index >= 0) show(names[index], true);
+  });
+  window.addEventListener("hashchange", () => show(location.hash.slice(1)));
+}
+
+async function start() {
+  setupTabs();
+  setupSession();
+  Object.assign(info, await get("api/info"));
+  $("#graph-name").textContent = info.graph;
+  // A one-off sign-in link carries the token in the fragment (never sent to the server): use it
+  // once, then drop it from the address bar and the history.
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const token = fragment.get("token");
+  if (token) history.replaceState(null, "", location.pathname + location.search);
+  await loadSession();
+  if (token && !session.reviewer) await exchange(token);
+  renderSession();
+  for (const view of Object.values(VIEWS)) view.init(info);
+  onEvents((events, seq) => { for (const view of Object.values(VIEWS)) view.events(events, seq); });
+  onReset(() => { for (const view of Object.values(VIEWS)) view.reset(); });
+  connect((on) => {
+    const el = $("#live");
+    el.textContent = on ? "live" : "reconnecting…";
+    el.className = `live ${on ? "on" : "off"}`;
+  });
+  show(location.hash.slice(1) || "queue");
+}
+
+window.rippl = { views: VIEWS, session };
+start().catch((error) => {
+  $("#live").textContent = `error: ${error.message}`;
+  console.error(error);
+});

@@ -1,0 +1,63 @@
+// Receipts: the tamper-evident chain, its verification, and the JSON Lines export.
+
+import { get } from "./api.js";
+import { $, clear, debounce, h, when } from "./dom.js";
+
+let visible = false;
+let stale = true;
+
+export function init() {
+  $("#verify-btn").addEventListener("click", () => load());
+}
+
+export function shown() {
+  visible = true;
+  if (stale) load();
+}
+
+export function reset() { stale = true; if (isShown()) load(); }
+
+export function sessionChanged() {}
+
+const loadSoon = debounce(() => load(), 200);
+
+export function events(batch) {
+  const receipted = batch.some((e) => e.type === "review_approved" || e.type === "review_rejected"
+    || e.cause === "retract" || e.cause === "reinstate");
+  if (!receipted) return;
+  stale = true;
+  if (isShown()) loadSoon();
+}
+
+function isShown() { return visible && !$("#view-receipts").hidden; }
+
+async function load() {
+  stale = false;
+  const status = $("#verify");
+  status.textContent = "Verifying…";
+  status.className = "verify";
+  const [chain, check] = await Promise.all([get("api/receipts"), get("api/receipts/verify")]);
+  status.textContent = check.ok
+    ? `Chain intact: ${check.count} receipts verified`
+    : `Chain broken: ${check.problems.join("; ")}`;
+  status.className = `verify ${check.ok ? "ok" : "bad"}`;
+  const body = $("#receipts tbody");
+  clear(body, [...chain].reverse().map((r) => {
+    const row = h("tr", { tabindex: "0", "aria-selected": "false" },
+      h("td", {}, String(r.seq)), h("td", {}, r.kind), h("td", { class: "mono" }, r.claim),
+      h("td", { class: "mono" }, r.review || "—"), h("td", {}, r.actor), h("td", {}, when(r.at)),
+      h("td", {}, String((r.body.affected || []).length)),
+      h("td", { class: "mono", title: r.hash }, r.hash.slice(0, 12)),
+      h("td", { class: "mono", title: r.prev_hash }, r.prev_hash.slice(0, 12)));
+    const open = () => {
+      for (const other of body.children) other.setAttribute("aria-selected", "false");
+      row.setAttribute("aria-selected", "true");
+      clear($("#receipt-detail"), h("h2", {}, `Receipt ${r.id}`),
+        h("p", {}, `${r.kind} of ${r.claim} by ${r.actor}` + (r.signature ? " (signed)" : " (unsigned)")),
+        h("pre", {}, JSON.stringify(r.body, null, 2)));
+    };
+    row.addEventListener("click", open);
+    row.addEventListener("keydown", (event) => { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); open(); } });
+    return row;
+  }));
+}

@@ -1,0 +1,213 @@
+"""End to end in a real browser: headless Debian chromium (driven by Playwright, never a downloaded
+browser) against `rippl serve` on a loopback port and a real FalkorDB server.
+
+A reviewer opens the queue and sees a proposal arrive live; an unauthenticated approve is refused;
+the reviewer approves, and a second page's explorer recolours with the cascade without a reload;
+a rejection restores it. Screenshots go to docs/img/ (the README shows one)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_console import ALICE, INCIDENT, REPO
+from helpers_mcp import wait_for_port
+
+from rippl_core import Rippl
+from rippl_core.testing import FalkorDBServer, free_port
+
+CHROMIUM = Path("/usr/bin/chromium")
+playwright_api = pytest.importorskip("playwright.sync_api")
+if not CHROMIUM.exists() and shutil.which("chromium") is None:
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
+
+IMG = REPO / "docs" / "img"
+COLOURS = {"IN": (0x2B, 0x8A, 0x3E), "AT_RISK": (0xE6, 0x77, 0x00), "OUT": (0xC9, 0x2A, 0x2A)}
+WAVE = 18
+
+
+@pytest.fixture(scope="module")
+def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
+    handle = Rippl.open(url=falkordb_server.url, graph=f"browser-{uuid.uuid4().hex[:8]}")
+    handle.load(INCIDENT)
+    yield handle
+    handle.drop()
+    handle.close()
+
+
+@pytest.fixture(scope="module")
+def console_url(falkordb_server: FalkorDBServer, graph: Rippl,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`rippl --url URL --graph G serve --port P --reviewers FILE --distinct-approver`."""
+    folder = tmp_path_factory.mktemp("console")
+    reviewers = folder / "reviewers"
+    reviewers.write_text(f"# who may decide\nalice: {ALICE}\n", encoding="utf-8")
+    port = free_port()
+    log = folder / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rippl_core.cli", "--url", falkordb_server.url, "--graph",
+             graph.graph, "serve", "--port", str(port), "--reviewers", str(reviewers),
+             "--distinct-approver"], stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        try:
+            wait_for_port(port, process, log)
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        yield launched
+        launched.close()
+
+
+class Page:
+    """A browser page that records every console error and uncaught exception."""
+
+    def __init__(self, browser: Any, url: str) -> None:
+        self.context = browser.new_context(viewport={"width": 1440, "height": 900})
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.goto(url)
+        self.page.wait_for_selector("#live.on")
+
+    def pixel(self, node: str) -> tuple[int, int, int] | None:
+        """The colour the explorer's canvas shows inside a node's box (off its label)."""
+        rgba = self.page.evaluate("""(id) => {
+            const at = window.rippl.explorer.nodeAt(id);
+            if (!at) return null;
+            const canvas = document.querySelector('#graph'), dpr = window.devicePixelRatio || 1;
+            return Array.from(canvas.getContext('2d').getImageData(
+                Math.round(at.fillX * dpr), Math.round(at.fillY * dpr), 1, 1).data); }""", node)
+        return None if rgba is None else (rgba[0], rgba[1], rgba[2])
+
+    def wait_colour(self, node: str, state: str) -> None:
+        """Wait until the node's state changed and the canvas draws it in its status colour."""
+        self.page.wait_for_function("""([id, state]) => window.rippl.explorer.stateOf(id) === state""",
+                                    arg=[node, state], timeout=15_000)
+        self.page.wait_for_timeout(50)
+        assert close_to(self.pixel(node), COLOURS[state]), (node, state, self.pixel(node))
+
+    def count(self, state: str) -> int:
+        return int(self.page.inner_text(f"#count-{state}"))
+
+    def wait_count(self, state: str, value: int) -> None:
+        self.page.wait_for_function(
+            "([s, v]) => document.querySelector('#count-' + s).textContent === String(v)",
+            arg=[state, value], timeout=15_000)
+
+
+def close_to(actual: tuple[int, int, int] | None, expected: tuple[int, int, int]) -> bool:
+    return actual is not None and all(abs(a - e) <= 40 for a, e in zip(actual, expected, strict=True))
+
+
+def test_the_review_gate_in_the_browser(browser: Any, console_url: str, graph: Rippl) -> None:
+    IMG.mkdir(parents=True, exist_ok=True)
+    reviewer = Page(browser, console_url + "#queue")
+    watcher = Page(browser, console_url + "#explorer")
+    watcher.page.evaluate("window.__sameDocument = true")
+    watcher.page.wait_for_function("() => document.querySelector('#count-IN').textContent === '71'")
+    watcher.wait_colour("CLM-001", "IN")
+
+    # the reviewer signs in with a token (exchanged for a session cookie)
+    reviewer.page.click("#sign-in")
+    reviewer.page.fill("#token", ALICE)
+    reviewer.page.click("#sign-in-form button[type=submit]")
+    reviewer.page.wait_for_selector("#who:has-text('reviewer: alice')")
+    assert reviewer.page.is_visible("#sod")  # separation of duties is on, and said so
+
+    # a monitor proposes a retraction: it arrives live in the queue, with its blast radius
+    item = graph.propose_retraction("CLM-001", reason="SMART errors on shard 09",
+                                    by="monitor:disk-health", evidence="grafana: io errors")
+    reviewer.page.wait_for_selector(f"[data-review='{item.id}']", timeout=15_000)
+    reviewer.page.wait_for_selector("#preview-out li", timeout=15_000)
+    assert reviewer.page.inner_text("#queue-count") == "1"
+    out = reviewer.page.inner_text("#preview-out")
+    survives = reviewer.page.inner_text("#preview-survives")
+    assert "ACT-001" in out and "CLM-001" in out and "DEC-012" not in out
+    assert "DEC-012" in survives and "still holds through CLM-006 + CLM-016" in survives
+    assert reviewer.page.inner_text("#proposer") == "monitor:disk-health"
+    # ... and the amber wave reaches the second page
+    watcher.wait_count("AT_RISK", WAVE)
+    watcher.wait_colour("CLM-001", "AT_RISK")
+    watcher.wait_colour("ACT-001", "AT_RISK")
+    reviewer.page.screenshot(path=str(IMG / "console-queue.png"))
+
+    # an unauthenticated approve is refused (the watcher never signed in)
+    refused = watcher.page.evaluate("""async (id) => {
+        const r = await fetch('api/reviews/' + id + '/approve', {method: 'POST',
+            headers: {'Content-Type': 'application/json'}, body: JSON.stringify({note: 'sneaky'})});
+        return [r.status, (await r.json()).detail]; }""", item.id)
+    assert refused[0] == 401 and "sign in" in refused[1]
+    assert [e for e in watcher.errors if "401" in e] == [
+        "Failed to load resource: the server responded with a status of 401 (Unauthorized)"]
+    watcher.errors.clear()  # that one was ours
+    assert graph.review(item.id).status == "pending"
+
+    # the reviewer approves with a reason; the red cascade recolours the other page, no reload
+    reviewer.page.fill("#decision-note", "confirmed on the host")
+    reviewer.page.click("#approve")
+    reviewer.page.wait_for_selector("#toast:has-text('names alice')", timeout=15_000)
+    watcher.wait_count("OUT", WAVE)
+    watcher.wait_count("AT_RISK", 0)
+    watcher.wait_colour("ACT-001", "OUT")
+    watcher.wait_colour("DEC-012", "IN")  # survives through its other justification
+    assert watcher.page.evaluate("window.__sameDocument") is True
+    watcher.page.wait_for_timeout(200)
+    watcher.page.screenshot(path=str(IMG / "console-explorer.png"))
+    receipt = graph.receipts()[-1]
+    assert (receipt.actor, receipt.review) == ("alice", item.id)
+    assert receipt.body["note"] == "confirmed on the host"
+
+    # receipts: the chain verifies, and names the authenticated reviewer
+    reviewer.page.click("#tab-receipts")
+    reviewer.page.wait_for_selector("#verify.ok")
+    assert "alice" in reviewer.page.inner_text("#receipts tbody")
+
+    # a second proposal, rejected: the at-risk region recovers on the other page
+    graph.reinstate("CLM-001", reason="disk replaced", by="alice")
+    watcher.wait_count("OUT", 0)
+    second = graph.propose_retraction("CLM-001", reason="flapping again", by="monitor:disk-health")
+    reviewer.page.click("#tab-queue")
+    reviewer.page.wait_for_selector(f"[data-review='{second.id}']", timeout=15_000)
+    watcher.wait_count("AT_RISK", WAVE)
+    watcher.wait_colour("ACT-001", "AT_RISK")
+    reviewer.page.wait_for_selector("#decision-note")
+    reviewer.page.fill("#decision-note", "a one-off blip")
+    reviewer.page.click("#reject")
+    watcher.wait_count("AT_RISK", 0)
+    watcher.wait_colour("ACT-001", "IN")
+    watcher.wait_colour("CLM-001", "IN")
+    reviewer.page.wait_for_selector("#queue-empty:not([hidden])")
+    assert graph.review(second.id).decided_by == "alice"
+
+    # the explorer's side panel explains a node on click (keyboard: arrows and Enter work too)
+    watcher.page.focus("#graph")
+    watcher.page.keyboard.press("ArrowDown")
+    watcher.page.wait_for_selector("#node-detail h2")
+    watcher.page.fill("#find", "DEC-012")
+    watcher.page.press("#find", "Enter")
+    watcher.page.wait_for_selector("#node-detail h2:has-text('DEC-012')")
+    assert "justification 2" in watcher.page.inner_text("#node-detail")
+
+    reviewer.page.click("#tab-beliefs")
+    reviewer.page.wait_for_timeout(200)
+    assert reviewer.errors == [] and watcher.errors == []
