@@ -3,13 +3,16 @@ browser) against `rippl serve` on a loopback port and a real FalkorDB server.
 
 A reviewer opens the queue and sees a proposal arrive live; an unauthenticated approve is refused;
 the reviewer approves, and a second page's explorer recolours with the cascade without a reload;
-a rejection restores it. Screenshots go to docs/img/ (the README shows one)."""
+a rejection restores it. Screenshots go to a temporary folder, or to docs/img/ (which the README
+shows) when RIPPL_SCREENSHOTS=docs/img is set: a test run leaves the tree as it was."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +30,9 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 if not CHROMIUM.exists() and shutil.which("chromium") is None:
     pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
 
-IMG = REPO / "docs" / "img"
+IMG = Path(os.environ.get("RIPPL_SCREENSHOTS") or tempfile.mkdtemp(prefix="rippl-shots-"))
+if not IMG.is_absolute():
+    IMG = REPO / IMG
 COLOURS = {"IN": (0x2B, 0x8A, 0x3E), "AT_RISK": (0xE6, 0x77, 0x00), "OUT": (0xC9, 0x2A, 0x2A)}
 WAVE = 18
 
