@@ -16,6 +16,7 @@ from rippl_core.causal.explain import Explanation
 from rippl_core.console import views
 from rippl_core.console.auth import Decision, Session, authorize_read, authorize_write
 from rippl_core.models import (
+    Compensation,
     Node,
     Reached,
     Receipt,
@@ -285,6 +286,16 @@ async def export(request: Request) -> Response:
     return Response("".join(f"{line}\n" for line in lines), media_type="application/x-ndjson",
                     headers={"content-disposition":
                              f'attachment; filename="{state.rippl.graph}-receipts.jsonl"'})
+
+
+# -- compensations -----------------------------------------------------------------------------
+@router.get("/compensations", response_model=list[Compensation], dependencies=[Read],
+            tags=["graph"])
+async def compensations(request: Request, as_of: str | None = None,
+                        known_at: str | None = None) -> list[Compensation]:
+    """Actions executed on a premise since retracted (as of a time, as known then), each with
+    the trail to what failed: what may need undoing."""
+    return await console(request).rippl.compensations(as_of=as_of, known_at=known_at)
 
 
 # -- beliefs -----------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ import pytest
 import pytest_asyncio
 from helpers_console import ALICE, BOB, INCIDENT, add_beliefs, client, sign_in
 
-from rippl_core import AsyncRippl
+from rippl_core import AsyncRippl, ToolCall
+from rippl_core.capture import ids
 from rippl_core.console.auth import Reviewers
 from rippl_core.review.receipts import verify_chain
 from rippl_core.testing import FalkorDBServer, start_falkordb_server
@@ -312,3 +313,18 @@ async def test_belief_reads(rippl: AsyncRippl) -> None:
         nothing = await http.get("/api/beliefs/why-changed", params={"agent": "nobody", "topic": "t",
                                                                        "at": "2026-10-07T09:00:00Z"})
         assert nothing.status_code == 404
+
+
+async def test_compensations_lists_what_ran_on_a_retracted_premise(rippl: AsyncRippl) -> None:
+    run = rippl.run("console-run")
+    call = ToolCall(name="announce_window", args={"shard": "09"}, id="c1")
+    [allowed] = await run.decide("t1", [call])
+    await run.executed(call, "announced")
+    await rippl.retract("CLM-001", reason="disk errors", by="monitor")  # unrelated: nothing owed
+    async with client(rippl) as http:
+        assert (await http.get("/api/compensations")).json() == []
+        await rippl.retract(ids.run_claim("console-run"), reason="the run was compromised", by="sec")
+        owed = (await http.get("/api/compensations")).json()
+        assert [c["action"] for c in owed] == [allowed.target]
+        assert owed[0]["blockers"][0]["premise"] == ids.run_claim("console-run")
+        assert (await http.get("/api/compensations", params={"as_of": "2000-01-01T00:00:00Z"})).json() == []
