@@ -141,3 +141,56 @@ def test_judge_never_raises_and_denies_what_it_cannot_map(incident: Rippl, args:
     assert (verdict.allowed, verdict.target) == (expected.allowed, expected.target)
     assert verdict.allowed == (values in ({"table": "billing", "shard": "09"},
                                           {"table": "billing", "shard": "07"}))
+
+
+# -- every branch that decides allow or deny, on both paths ---------------------------------------
+
+
+async def test_unguarded_and_only_decide_the_async_path_too() -> None:
+    guard = ToolGuard(unguarded=["lookup"], only=["migrate_tables", "lookup"])
+
+    async def never(call: ToolCall):  # type: ignore[no-untyped-def]
+        pytest.fail("must not be checked")
+
+    assert await guard.ajudge("lookup", {}, never) is None
+    assert await guard.ajudge("other", {}, never) is None  # outside `only`
+
+    async def deny(call: ToolCall):  # type: ignore[no-untyped-def]
+        raise ConnectionError("down")
+
+    checked = await guard.ajudge("migrate_tables", MIGRATE_09, deny)
+    assert checked is not None and not checked.allowed
+
+
+@pytest.mark.parametrize("bad", [" padded", "", "x" * 200, "tab\there"])
+def test_a_bad_id_from_the_check_is_judged_by_unknown(bad: str) -> None:
+    def check(call: ToolCall):  # type: ignore[no-untyped-def]
+        raise InvalidInputError(f"id {bad!r} is not usable")
+
+    denied = ToolGuard().judge("migrate_tables", MIGRATE_09, check, call_id="c9")
+    assert denied is not None and not denied.allowed
+    assert denied.reason.startswith("denied (fail closed): the call to migrate_tables could not be "
+                                    "mapped to an action")
+    assert denied.tool_call is not None and denied.tool_call.id == "c9"
+    allowed = ToolGuard(policy=Policy(unknown="allow")).judge("migrate_tables", MIGRATE_09, check)
+    assert allowed is not None and allowed.allowed
+    assert allowed.reason.startswith("allowed (policy unknown='allow')")
+    lenient_on_errors = ToolGuard(policy=Policy(on_error="allow")).judge("migrate_tables",
+                                                                          MIGRATE_09, check)
+    assert lenient_on_errors is not None and not lenient_on_errors.allowed  # a bad id is no outage
+
+
+@pytest.mark.parametrize("policy", [{"unknown": "allow"}, "allow", 3, Policy])
+def test_a_policy_that_is_not_a_policy_is_refused(policy: Any) -> None:
+    with pytest.raises(InvalidInputError, match=r"policy must be a rippl_core\.Policy"):
+        ToolGuard(policy=policy)
+
+
+def test_an_unmappable_verdict_carries_the_call_when_it_can() -> None:
+    from rippl_core.adapters import unmappable
+
+    mapped = unmappable("migrate_tables", '{"shard": "09"}', "c1", ValueError("x"), Policy())
+    assert mapped.tool_call == ToolCall(name="migrate_tables", args={"shard": "09"}, id="c1")
+    assert mapped.target is None and not mapped.allowed
+    garbage = unmappable("migrate_tables", "not json", "c2", ValueError("x"), Policy())
+    assert garbage.tool_call is None and not garbage.allowed

@@ -34,6 +34,13 @@ class Model:
                 if refs is None or ref is None or ref in refs for claim in claims} - false
 
 
+@given(ref=st.one_of(st.none(), st.text(min_size=1, max_size=3)),
+       refs=st.one_of(st.none(), st.sets(st.text(min_size=1, max_size=3), max_size=4)))
+def test_an_observation_is_present_when_its_ref_is_or_it_has_none(ref: str | None,
+                                                                  refs: set[str] | None) -> None:
+    assert present(Observed(ref, ("C",)), refs) == (refs is None or ref is None or ref in refs)
+
+
 steps = st.lists(st.one_of(
     st.tuples(st.just("tool"), st.integers(0, 3)),            # a call of tool t, its result seen
     st.tuples(st.just("memory"), st.integers(0, 2)),          # a memory read of claim m
@@ -89,10 +96,3 @@ def test_decisions_rest_exactly_on_the_context_set(open_rippl: Callable[..., Rip
             assert rests_on == model.expected(context, told_present) | {ids.run_claim("prop")}
             assert set(context_set([Observed(r, tuple(c)) for r, c in model.observed], context,
                                    told_present, model.named)) == model.expected(context, told_present)
-
-
-@given(ref=st.one_of(st.none(), st.text(min_size=1, max_size=3)),
-       refs=st.one_of(st.none(), st.sets(st.text(min_size=1, max_size=3), max_size=4)))
-def test_an_observation_is_present_when_its_ref_is_or_it_has_none(ref: str | None,
-                                                                  refs: set[str] | None) -> None:
-    assert present(Observed(ref, ("C",)), refs) == (refs is None or ref is None or ref in refs)
