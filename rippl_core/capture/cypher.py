@@ -50,11 +50,12 @@ def captured(run: str, refs: Sequence[str]) -> Query:
                  "ORDER BY a.created_at DESC", {"run": run, "refs": list(refs)}, read_only=True)
 
 
-def declared(keys: Sequence[str]) -> Query:
-    """Declared actions matching any of these call keys: (id, call_key, kind, state, executed_at)."""
-    return Query("MATCH (a:Action) WHERE a.call_key IN $keys "
+def declared(keys: Sequence[str], pinned: Sequence[str] = ()) -> Query:
+    """Declared actions matching any of these call keys, and the actions of these ids (calls
+    mapped to them explicitly): (id, call_key, kind, state, executed_at)."""
+    return Query("MATCH (a:Action) WHERE a.call_key IN $keys OR a.id IN $pinned "
                  "RETURN a.id, a.call_key, a.kind, a.state, a.executed_at",
-                 {"keys": list(keys)}, read_only=True)
+                 {"keys": list(keys), "pinned": list(pinned)}, read_only=True)
 
 
 def _run_root(run: Mapping[str, Any]) -> str:

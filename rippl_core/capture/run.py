@@ -116,7 +116,8 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     decision_id = ids.decision(run.id, turn, named)
     seen, vetoed, declared = yield Batch(cypher.observations(run.id), cypher.vetoes(run.id, told_ids),
                                          cypher.declared(sorted({k for c in named for k in (
-                                             c.key, call_key(c.tool, None))})))
+                                             c.key, call_key(c.tool, None))}),
+                                             _pinned(calls)))
     premises = context_set([Observed(ref, tuple(claims)) for ref, claims in seen], refs, told_ids,
                            {call: tuple(named_ids or ()) for call, named_ids in vetoed})
     now = now_ms()
@@ -133,15 +134,26 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     verdicts = []
     for call, named_call, props in zip(calls, named, actions, strict=True):
         own = (props["id"], Kind.ACTION, *states[props["id"]])
-        matches = [r for r in _rows(declared) if r[0] != own[0] and _matches(r, named_call, declared)]
-        verdict = yield from _verdict(own, matches, call, policy)
+        verdict = yield from _verdict(own, _matching(declared, call, named_call, own[0]), call,
+                                      policy)
         verdicts.append(verdict)
     return verdicts
 
 
-def _matches(row: ActionRow, call: ids.Call, declared: Sequence[tuple[Any, ...]]) -> bool:
-    key = next(r[1] for r in declared if r[0] == row[0])
-    return key in (call.key, call_key(call.tool, None))
+def _pinned(calls: Sequence[ToolCall]) -> list[str]:
+    """The action ids calls were mapped to explicitly (e.g. by an adapter's resolver)."""
+    return sorted({check_id(c.action_id, what="action_id") for c in calls if c.action_id})
+
+
+def _matching(declared: Sequence[tuple[Any, ...]], call: ToolCall, named: ids.Call,
+              own: str) -> list[ActionRow] | None:
+    """The declared actions a call matches: its explicit action id, and those of its tool with
+    its exact args or any args. None when its explicit action id is not in the graph."""
+    keys = (named.key, call_key(named.tool, None))
+    rows = [r for r in declared if r[0] != own and (r[1] in keys or r[0] == call.action_id)]
+    if call.action_id is not None and not any(r[0] == call.action_id for r in rows):
+        return None
+    return _rows(rows)
 
 
 def _action_props(run: RunRef, call: ids.Call, now: int) -> dict[str, Any]:
@@ -156,10 +168,15 @@ def _decision_text(run: RunRef, turn: str, calls: Sequence[ids.Call]) -> str:
     return f"{who} calls {', '.join(c.tool for c in calls)} (turn {turn} of run {run.id})"
 
 
-def _verdict(own: ActionRow, declared: list[ActionRow], call: ToolCall,
+def _verdict(own: ActionRow, declared: list[ActionRow] | None, call: ToolCall,
              policy: Policy) -> Op[Verdict]:
-    """The verdict on a captured call: its own action and every declared match must allow it.
-    A denial records what it named on the captured action, for the turns after it."""
+    """The verdict on a captured call: its own action and every declared match must allow it
+    (None: the action it was mapped to explicitly is not in the graph). A denial records what it
+    named on the captured action, for the turns after it."""
+    if declared is None:
+        return Verdict(allowed=False, target=call.action_id, tool_call=call, reason=(
+            f"denied (fail closed): {call.action_id}, the action {call.name} is mapped to, is not "
+            "in the graph; add it or check the id"))
     verdict = yield from preflight.judge([*declared, own], policy, call)
     if not verdict.allowed:
         named = sorted({node for b in verdict.blockers for node in b.trail})
@@ -180,7 +197,8 @@ def judge(run: RunRef, call: ToolCall, *, policy: Policy) -> Op[Verdict]:
                                 "with the call instead")
     named = ids.Call.of(call, call.id, 0)
     found, declared = yield Batch(cypher.captured(run.id, [named.ref]),
-                                  cypher.declared([named.key, call_key(named.tool, None)]))
+                                  cypher.declared([named.key, call_key(named.tool, None)],
+                                                  _pinned([call])))
     same = [r for r in found if r[2] == named.args]
     if not found:
         verdicts = yield from decide(run, f"call:{named.ref}", [call], context=None, told=(),
@@ -190,7 +208,7 @@ def judge(run: RunRef, call: ToolCall, *, policy: Policy) -> Op[Verdict]:
         verdicts = yield from _edited(run, call, named, decision=found[0][6], policy=policy)
         return verdicts
     own = (same[0][1], Kind(same[0][3]), State(same[0][4]), same[0][5] is not None)
-    verdict = yield from _verdict(own, _rows(declared), call, policy)
+    verdict = yield from _verdict(own, _matching(declared, call, named, own[0]), call, policy)
     return verdict
 
 
@@ -203,9 +221,9 @@ def _edited(run: RunRef, call: ToolCall, named: ids.Call, *, decision: str | Non
     replies = yield Commit([cypher.decide(run.props(now), {"id": decision}, (), [action], now)],
                            blind=True)
     row = replies[0][0]
-    found = yield cypher.declared([named.key, call_key(named.tool, None)])
+    found = yield cypher.declared([named.key, call_key(named.tool, None)], _pinned([call]))
     verdict = yield from _verdict((row[0], Kind.ACTION, State(row[1]), row[2] is not None),
-                                  _rows(found), call, policy)
+                                  _matching(found, call, named, row[0]), call, policy)
     return verdict
 
 

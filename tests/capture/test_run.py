@@ -100,6 +100,25 @@ def test_a_declared_veto_still_applies_to_a_captured_call(rippl: Rippl) -> None:
     assert verdict.blockers[0].premise == "CLM-FREEZE"
 
 
+def test_a_call_mapped_to_an_action_is_judged_by_it_too(rippl: Rippl) -> None:
+    rippl.add_claim("CLM-WINDOW", "the change window is open")
+    rippl.add_decision("DEC-CHANGE", "changes go ahead", premises=["CLM-WINDOW"])
+    rippl.add_action("ACT-CHANGE", "a change", decisions=["DEC-CHANGE"])  # no tool: only by id
+    run = rippl.run("r")
+    pinned = MIGRATE.model_copy(update={"action_id": "ACT-CHANGE"})
+    [allowed] = run.decide("t1", [pinned])
+    assert allowed.allowed
+    rippl.retract("CLM-WINDOW", reason="the window closed", by="release-manager")
+    vetoed = run.judge(pinned)
+    assert not vetoed.allowed and vetoed.target == "ACT-CHANGE"
+    assert vetoed.blockers[0].premise == "CLM-WINDOW"
+    [again] = run.decide("t2", [pinned.model_copy(update={"id": "c30"})])
+    assert not again.allowed and again.target == "ACT-CHANGE"
+    assert run.decide("t2", [MIGRATE.model_copy(update={"id": "c31"})])[0].allowed  # unmapped
+    [missing] = run.decide("t3", [MIGRATE.model_copy(update={"id": "c32", "action_id": "ACT-NOPE"})])
+    assert not missing.allowed and "ACT-NOPE" in missing.reason and "not in the graph" in missing.reason
+
+
 def test_a_captured_action_never_matches_another_runs_call(rippl: Rippl) -> None:
     claim, _ = story(rippl, "a")
     rippl.retract(claim, reason="stale", by="monitor")
