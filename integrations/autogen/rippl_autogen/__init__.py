@@ -1,18 +1,26 @@
-"""Rippl for AutoGen 0.7: veto tool calls whose premises were retracted, and give agents a memory
-of what they believe, when, and why.
+"""Rippl for AutoGen 0.7: record what every agent call rests on as it happens (provenance
+capture), veto tool calls whose premises were retracted, and give agents a memory of what they
+believe, when, and why.
 
-- `RipplWorkbench(inner, rippl)`: AgentChat, wraps any Workbench (`AssistantAgent(workbench=...)`).
+- `RipplModelClient(client, rippl)`: wraps an agent's model client; records each model turn with
+  tool calls as a decision resting on exactly what the model saw.
+- `RipplWorkbench(inner, rippl)`: AgentChat, wraps any Workbench (`AssistantAgent(workbench=...)`);
+  judges each call as it runs and records its execution and output.
 - `guard_tools(tools, rippl)` / `GuardedTool`: for code passing `tools=[...]`.
-- `RipplInterventionHandler(rippl)`: Core API, vetoes `FunctionCall`s sent to tool agents.
-- `RipplMemory(rippl, agent=...)`: an `autogen_core.memory.Memory` over the belief graph.
-- `register_rippl(agent_or_team, rippl)`: all of the above on existing agents, in one line.
+- `RipplInterventionHandler(rippl)`: Core API, for `FunctionCall`s sent to tool agents.
+- `RipplMemory(rippl, agent=...)`: an `autogen_core.memory.Memory` over the belief graph; what it
+  injects is an observation of the run.
+- `register_rippl(agent_or_team, rippl, run=...)`: all of the above on existing agents, in one line.
+- `RunScope`: how a run is named (`rippl_autogen.runs`).
 """
 
 from rippl_autogen.connection import RipplConnection
 from rippl_autogen.guard import Guard, GuardConfig
 from rippl_autogen.intervention import RipplInterventionHandler, ToolVetoedException
 from rippl_autogen.memory import RipplMemory, RipplMemoryConfig
+from rippl_autogen.model import RipplModelClient, RipplModelClientConfig
 from rippl_autogen.register import assistant_agents, register_rippl
+from rippl_autogen.runs import RunScope
 from rippl_autogen.tools import GuardedStreamTool, GuardedTool, ToolVetoedError, guard_tools
 from rippl_autogen.workbench import RipplStreamWorkbench, RipplWorkbench
 
@@ -25,8 +33,11 @@ __all__ = [
     "RipplInterventionHandler",
     "RipplMemory",
     "RipplMemoryConfig",
+    "RipplModelClient",
+    "RipplModelClientConfig",
     "RipplStreamWorkbench",
     "RipplWorkbench",
+    "RunScope",
     "ToolVetoedError",
     "ToolVetoedException",
     "assistant_agents",

@@ -1,29 +1,47 @@
-"""The check every hook shares: an AutoGen tool call (name, arguments, call id) judged by the core's
-`ToolGuard` (unguarded tools, resolver, fail-closed verdicts) against the graph behind a `Link`.
+"""The check every hook shares: an AutoGen tool call (name, arguments, call id) judged against the
+graph behind a `Link`, and by default recorded as part of the agent's run (provenance capture).
 
-A call resolves through `unguarded` (tool names never checked, e.g. read-only lookups), the
-`resolver` (a mapping of tool name to action id, or a function of the call), then the core's own
-resolution by tool name and canonical arguments. What cannot be mapped is judged by the policy's
-`unknown`, what cannot be checked (a graph that cannot be opened included) by its `on_error`.
+With capture (the default) each call is an action of its run, driven by the model turn that
+emitted it (the model-client wrapper records the turn; without it, a call is its own turn, resting
+on everything the run observed). At execution the call is judged again (its premises may have been
+retracted since its turn), and once it ran, its execution and its output (a new observation of the
+run) are recorded. A call is allowed only if its captured action and every declared action matching
+it allow it. Without a declared action a call is judged by what its run observed (policy
+`unknown="record"`, the default here); `Policy(unknown="deny")` keeps a strict allow-list (calls are
+still recorded, and one no declared action matches is denied); `capture=False` checks declared
+actions only, as before capture.
+
+A call resolves through `unguarded` (tool names never vetoed, e.g. read-only lookups: still
+recorded, so their results are observations), the `resolver` (a mapping of tool name to action id,
+or a function of the call), then the core's own resolution by tool name and canonical arguments.
+What cannot be mapped is judged by the policy's `unknown`, what cannot be checked or recorded (a
+graph that cannot be opened included) is denied unless `on_error="allow"` (recording failures always
+deny).
 """
 
 from __future__ import annotations
 
+import uuid
+from collections import OrderedDict
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_autogen.connection import Link, RipplConnection, Target
-from rippl_core import InvalidInputError, Policy
-from rippl_core.adapters import VETO_PREFIX, Resolver, veto_text
+from rippl_autogen.runs import FRAMEWORK, RunScope, current_turn
+from rippl_core import InvalidInputError, Policy, Verdict
+from rippl_core.adapters import VETO_PREFIX, Capture, FrameworkCall, Resolver, veto_text
 from rippl_core.adapters import Guard as KitGuard
 
-__all__ = ["VETO_PREFIX", "Guard", "GuardConfig", "Resolver", "veto_text"]
+__all__ = ["VETO_PREFIX", "Guard", "GuardConfig", "Judged", "Resolver", "veto_text"]
 
 
 class GuardConfig(BaseModel):
-    """The serialisable part of a guard: where the graph is, the policy, the tool-to-action map
-    and the tools that are never checked."""
+    """The serialisable part of a guard: where the graph is, the policy, the tool-to-action map,
+    the tools that are never vetoed, and the capture settings (on or off, the agent's name, the
+    application's run id)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -31,18 +49,125 @@ class GuardConfig(BaseModel):
     policy: Policy | None = None
     actions: dict[str, str] = Field(default_factory=dict)
     unguarded: list[str] = Field(default_factory=list)
+    capture: bool = True
+    agent: str | None = None
+    run: str | None = None
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A call about to run: its verdict (None: an unguarded tool, allowed), the call as recorded
+    (its id minted when the framework gave none), and the run's capture that records its
+    execution (None without capture)."""
+
+    verdict: Verdict | None
+    call: FrameworkCall
+    capture: Capture | None
+
+    @property
+    def allowed(self) -> bool:
+        return self.verdict is None or self.verdict.allowed
 
 
 class Guard(KitGuard):
-    """Checks tool calls against the premise graph (AutoGen's path is async: `acheck`). Shared by
-    the workbench, the tool wrapper and the intervention handler. The graph is reached through a
-    `Link`: a borrowed handle, or connection options opened on first use."""
+    """Checks, and by default captures, tool calls (AutoGen's path is async). Shared by the
+    workbench, the tool wrapper, the model-client wrapper and the intervention handler; hooks that
+    share one guard share its runs (`register_rippl` gives each agent one). The graph is reached
+    through a `Link`: a borrowed handle, or connection options opened on first use.
+
+    Args:
+        rippl: an `AsyncRippl` or `Rippl` handle, `RipplConnection` options, or a `Link`.
+        resolver, policy, unguarded: see the module docstring.
+        capture: record the run (default) or check declared actions only.
+        agent: the agent's name in run ids (default: the AutoGen agent whose handler runs).
+        run: the application's conversation id (see `rippl_autogen.runs`).
+    """
+
+    CAPTURES = 1024  # runs whose capture a guard keeps (the least recently used are let go)
 
     def __init__(self, rippl: Target | Link, *, resolver: Resolver | None = None,
-                 policy: Policy | None = None, unguarded: Collection[str] = ()) -> None:
+                 policy: Policy | None = None, unguarded: Collection[str] = (),
+                 capture: bool = True, agent: str | None = None, run: str | None = None) -> None:
         link = rippl if isinstance(rippl, Link) else Link(rippl)
-        super().__init__(link, policy=policy, resolver=resolver, unguarded=unguarded)
+        if not isinstance(capture, bool):
+            raise InvalidInputError("capture must be True or False")
+        self.capturing = capture
+        super().__init__(link, policy=self._recording(policy), resolver=resolver,
+                         unguarded=unguarded)
         self.link = link
+        self.scope = RunScope(agent, run)
+        self._captures: OrderedDict[str, Capture] = OrderedDict()
+
+    def _recording(self, policy: Policy | None) -> Policy | None:
+        """Under capture, a policy that does not say what to do with undeclared calls judges them
+        by the run (unknown="record")."""
+        if self.capturing and policy is not None and "unknown" not in policy.model_fields_set:
+            return policy.model_copy(update={"unknown": "record"})
+        return policy
+
+    @property
+    def default_policy(self) -> Policy | None:
+        """The handle's policy (under capture, with unknown="record" unless it says otherwise)."""
+        base = self.source.policy
+        return self._recording(base or Policy()) if self.capturing else base
+
+    @property
+    def effective_policy(self) -> Policy:
+        return self.policy or self.default_policy or Policy()
+
+    @property
+    def strict(self) -> bool:
+        """Whether only declared actions are allowed (capture with unknown="deny")."""
+        return self.capturing and self.effective_policy.unknown == "deny"
+
+    # -- runs -------------------------------------------------------------------------------
+    def capture(self, run: str, agent: str | None) -> Capture:
+        """The capture of one run through this guard (the same object for the same run, so an
+        execution that could not be recorded blocks the run's later calls until it is)."""
+        found = self._captures.get(run)
+        if found is None:
+            found = self._captures[run] = Capture(self, run, agent=agent, framework=FRAMEWORK)
+            while len(self._captures) > self.CAPTURES:
+                self._captures.popitem(last=False)
+        self._captures.move_to_end(run)
+        return found
+
+    async def before(self, name: str, args: Mapping[str, Any] | str | None,
+                     call_id: str | None) -> Judged:
+        """Judge a call just before it runs. Under capture: in the run whose model turn decided
+        it (else this guard's run, as a turn of its own); a turn that could not be recorded denies
+        its calls as it decided them."""
+        if not self.capturing:
+            return Judged(await self.acheck(name, args, call_id), (name, args, call_id), None)
+        turn = current_turn.get()
+        if turn is None or call_id not in turn.verdicts:
+            run, agent = self.scope.resolve()
+            return await self.before_in(run, agent, name, args, call_id)
+        decided = turn.verdicts[call_id]
+        if decided is not None and not decided.allowed and decided.target is None:
+            return Judged(decided, (name, args, call_id), None)  # unrecorded or unmappable
+        return await self.before_in(turn.run, turn.agent, name, args, call_id)
+
+    async def before_in(self, run: str, agent: str | None, name: str,
+                        args: Mapping[str, Any] | str | None, call_id: str | None) -> Judged:
+        """Judge a call just before it runs, in the given run (a call the framework gave no id
+        gets one, and is a turn of its own)."""
+        if not self.capturing:
+            return Judged(await self.acheck(name, args, call_id), (name, args, call_id), None)
+        call: FrameworkCall = (name, args, call_id or f"autogen-{uuid.uuid4().hex[:16]}")
+        capture = self.capture(run, agent)
+        verdict = await capture.ajudge(call)
+        if self.strict and verdict is not None and verdict.allowed:
+            declared = await self.acheck(name, args, call[2])
+            if declared is not None and not declared.allowed:
+                verdict = declared
+        return Judged(verdict, call, capture)
+
+    @staticmethod
+    async def after(judged: Judged, output: Any, *, ok: bool = True) -> None:
+        """Record that an allowed call ran (ok=False: it ran and failed) and its output."""
+        if judged.capture is not None:
+            await judged.capture.aexecuted(judged.call, output, ok=ok)
 
     # -- config -----------------------------------------------------------------------------
     def config(self) -> GuardConfig:
@@ -50,10 +175,29 @@ class Guard(KitGuard):
             raise InvalidInputError(
                 "a resolver function cannot be serialised; pass a mapping of tool name to action "
                 "id (resolver={'migrate_tables': 'ACT-001'}) to dump this component")
-        return GuardConfig(connection=self.link.connection, policy=self.policy or self.link.policy,
-                           actions=dict(self.resolver or {}), unguarded=sorted(self.unguarded))
+        policy = self.policy or (self.default_policy if self.capturing else self.link.policy)
+        return GuardConfig(connection=self.link.connection, policy=policy,
+                           actions=dict(self.resolver or {}), unguarded=sorted(self.unguarded),
+                           capture=self.capturing, agent=self.scope.agent, run=self.scope.run)
 
     @classmethod
     def from_config(cls, config: GuardConfig) -> Guard:
         return cls(config.connection, resolver=config.actions or None, policy=config.policy,
-                   unguarded=config.unguarded)
+                   unguarded=config.unguarded, capture=config.capture, agent=config.agent,
+                   run=config.run)
+
+
+def shared_guard(rippl: Target | Link | Guard, **options: Any) -> Guard:
+    """`rippl` if it is a guard already (then no other option may be given), else a new one."""
+    if isinstance(rippl, Guard):
+        given = [k for k, v in options.items() if not _default(v)]
+        if given:
+            raise InvalidInputError(f"pass either a Guard or guard options, not both "
+                                    f"({', '.join(sorted(given))} given with a Guard)")
+        return rippl
+    return Guard(rippl, **options)
+
+
+def _default(value: Any) -> bool:
+    return value is None or value is True or (isinstance(value, Collection)
+                                              and not isinstance(value, str) and not value)

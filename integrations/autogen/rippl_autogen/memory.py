@@ -11,6 +11,17 @@ proposed for retraction, or rests on a retracted premise is never injected. `add
 (its id derived from its text, so the same statement is one claim) with its evidence sources, then
 the agent's belief in it on a topic; adopting a new claim on a topic closes the previous interval.
 `clear` ends every current belief of the agent (history is kept, never deleted).
+
+What the memory puts in front of the model is an observation of the agent's run (provenance
+capture): `update_context` records the injected message's claims under the message's handle (a
+digest of its text), so a model turn rests on them exactly while the message is in the model's
+input (trimmed away, it no longer counts); `query` records its results as observations of the
+current run, for the rest of the run. The run is the one of the AutoGen agent whose handler is
+running (inside a team), the one `register_rippl` bound for the agent, or, for `query` from a tool,
+the run of the model turn that called it (see `rippl_autogen.runs`). Where no run is known (a solo
+agent whose memory no hook was bound to) nothing is recorded here, and `RipplModelClient` records
+the message for its run when it sees it. A memory read that cannot be recorded raises, like one
+that cannot be read.
 """
 
 from __future__ import annotations
@@ -33,6 +44,15 @@ from autogen_core.models import SystemMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_autogen.connection import Link, RipplConnection, Target
+from rippl_autogen.runs import (
+    RunScope,
+    current_turn,
+    handler_agent,
+    memory_messages,
+    memory_ref,
+    observe,
+    record_memory,
+)
 from rippl_core import InvalidInputError, Kind, NotFoundError, State
 from rippl_core.adapters import (
     check_id,
@@ -100,6 +120,7 @@ class RipplMemory(Memory, Component[RipplMemoryConfig]):
         self._known_at = _iso(known_at, "known_at")
         self._name = name or f"rippl:{self._agent}"
         self._limit = limit
+        self._runs: dict[str, RunScope] = {}
 
     @property
     def name(self) -> str:
@@ -116,6 +137,26 @@ class RipplMemory(Memory, Component[RipplMemoryConfig]):
     @property
     def as_of(self) -> str | None:
         return self._as_of
+
+    def bind(self, scope: RunScope) -> None:
+        """Record this memory's reads in the runs `scope` names, for the agent it names
+        (`register_rippl` binds the scope of every agent it gives this memory to)."""
+        if scope.agent is None:
+            raise InvalidInputError("bind a RunScope that names its agent (RunScope('ops', ...))")
+        self._runs[scope.agent] = scope
+
+    def current_run(self, *, in_turn: bool = False) -> tuple[str, str] | None:
+        """(run id, agent name) a read belongs to now, or None when no run is known. `in_turn`:
+        a model turn running a tool counts (for reads made by tools)."""
+        handler = handler_agent()
+        if handler is not None:
+            return (self._runs.get(handler[0]) or RunScope(handler[0])).resolve()
+        turn = current_turn.get() if in_turn else None
+        if turn is not None:
+            return turn.run, turn.agent
+        if len(self._runs) == 1:
+            return next(iter(self._runs.values())).resolve()
+        return None
 
     # -- reading ----------------------------------------------------------------------------
     async def verified_beliefs(self, *, as_of: TimeLike | None = None,
@@ -142,7 +183,13 @@ class RipplMemory(Memory, Component[RipplMemoryConfig]):
             evidence = f"; evidence: {', '.join(belief.evidence)}" if belief.evidence else ""
             lines.append(f"{i}. [{belief.topic}] {belief.text} (claim {belief.claim}, since "
                          f"{belief.valid_from.isoformat()}{evidence})")
-        await model_context.add_message(SystemMessage(content="\n".join(lines)))
+        text = "\n".join(lines)
+        ref, claims = memory_ref(text), [b.claim for b in beliefs]
+        memory_messages.carried(ref, claims)
+        running = self.current_run()
+        if running is not None:
+            await record_memory(await self._link.handle(), *running, ref, claims)
+        await model_context.add_message(SystemMessage(content=text))
         return UpdateContextResult(memories=MemoryQueryResult(results=[_content(b) for b in beliefs]))
 
     async def query(self, query: str | MemoryContent = "",
@@ -162,8 +209,11 @@ class RipplMemory(Memory, Component[RipplMemoryConfig]):
             beliefs = [b for b in beliefs if b.topic == kwargs["topic"]]
         if content_words(text):
             beliefs = [b for b, score in rank(text, beliefs) if score > 0]
-        limit = kwargs.get("limit")
-        return MemoryQueryResult(results=[_content(b) for b in beliefs[:limit]])
+        found = beliefs[:kwargs.get("limit")]
+        running = self.current_run(in_turn=True)
+        if found and running is not None:
+            await observe(await self._link.handle(), *running, [b.claim for b in found], None)
+        return MemoryQueryResult(results=[_content(b) for b in found])
 
     # -- writing ----------------------------------------------------------------------------
     async def add(self, content: MemoryContent,

@@ -4,12 +4,14 @@
 
 A guarded tool checks the call against the premise graph before the inner tool runs; a vetoed call
 raises `ToolVetoedError`, which the agent's workbench turns into an error result carrying the
-verdict's explanation. A streaming tool (AgentTool, TeamTool...) stays a streaming tool.
+verdict's explanation. A streaming tool (AgentTool, TeamTool...) stays a streaming tool. By default
+each call is captured like the workbench's (see `rippl_autogen.guard`): judged at execution in its
+run, then recorded as executed with its output (a tool that raised counts as executed).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Self
 
 from autogen_core import CancellationToken, Component, ComponentModel
@@ -17,7 +19,7 @@ from autogen_core.tools import BaseStreamTool, BaseTool, FunctionTool, ToolSchem
 from pydantic import BaseModel
 
 from rippl_autogen.connection import Link, Target
-from rippl_autogen.guard import Guard, GuardConfig, Resolver, veto_text
+from rippl_autogen.guard import Guard, GuardConfig, Judged, Resolver, shared_guard, veto_text
 from rippl_core import InvalidInputError, Policy, PremiseRetractedError, Verdict
 
 
@@ -43,10 +45,12 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
 
     Args:
         inner: the tool to guard (a FunctionTool, any BaseTool; a stream tool keeps streaming).
-        rippl: an `AsyncRippl` handle, a sync `Rippl`, or `RipplConnection` options.
+        rippl: an `AsyncRippl` handle, a sync `Rippl`, `RipplConnection` options, or a `Guard`
+            shared with the agent's other tools and hooks.
         resolver: `{tool name: action id}` or a function `(name, args) -> action id | ToolCall |
             None`; by default the call resolves by tool name and canonical args.
-        policy: the pre-flight policy (default: the handle's, which fails closed).
+        policy: the pre-flight policy (see `RipplWorkbench`).
+        capture, agent, run: as for `RipplWorkbench`.
     """
 
     component_type = "tool"
@@ -59,13 +63,15 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
             cls = GuardedStreamTool
         return super().__new__(cls)
 
-    def __init__(self, inner: BaseTool[Any, Any], rippl: Target | Link, *,
-                 resolver: Resolver | None = None, policy: Policy | None = None) -> None:
+    def __init__(self, inner: BaseTool[Any, Any], rippl: Target | Link | Guard, *,
+                 resolver: Resolver | None = None, policy: Policy | None = None,
+                 capture: bool = True, agent: str | None = None, run: str | None = None) -> None:
         if not isinstance(inner, BaseTool):
             raise InvalidInputError(f"inner must be an autogen BaseTool, got {type(inner).__name__}; "
                                     "wrap a function with FunctionTool(fn, description=...) first")
         self._inner = inner
-        self._guard = Guard(rippl, resolver=resolver, policy=policy)
+        self._guard = shared_guard(rippl, resolver=resolver, policy=policy, capture=capture,
+                                   agent=agent, run=run)
         super().__init__(inner.args_type(), inner.return_type(), inner.name, inner.description)
 
     @property
@@ -87,23 +93,36 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
         return self._inner.return_value_as_string(value)
 
     async def check(self, args: Mapping[str, Any], call_id: str | None = None) -> Verdict | None:
-        """The verdict on calling the tool with `args`."""
+        """What the declared actions say of calling the tool with `args` (a dry run: nothing is
+        recorded; a call's captured premises are judged when it runs)."""
         return await self._guard.acheck(self.name, args, call_id)
 
-    async def _require(self, args: Mapping[str, Any], call_id: str | None) -> None:
-        verdict = await self._guard.acheck(self.name, args, call_id)
-        if verdict is not None and not verdict.allowed:
-            raise ToolVetoedError(self.name, verdict)
+    async def _require(self, args: Mapping[str, Any], call_id: str | None) -> Judged:
+        judged = await self._guard.before(self.name, args, call_id)
+        if judged.verdict is not None and not judged.allowed:
+            raise ToolVetoedError(self.name, judged.verdict)
+        return judged
+
+    async def _guarded(self, args: Mapping[str, Any], call_id: str | None,
+                       execute: Callable[[], Awaitable[Any]]) -> Any:
+        judged = await self._require(args, call_id)
+        try:
+            value = await execute()
+        except Exception as exc:
+            await self._guard.after(judged, f"{type(exc).__name__}: {exc}", ok=False)
+            raise
+        await self._guard.after(judged, self._inner.return_value_as_string(value))
+        return value
 
     async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> Any:
         """Run with already-validated args (checked like `run_json`)."""
-        await self._require(args.model_dump(), None)
-        return await self._inner.run(args, cancellation_token)
+        return await self._guarded(args.model_dump(), None,
+                                   lambda: self._inner.run(args, cancellation_token))
 
     async def run_json(self, args: Mapping[str, Any], cancellation_token: CancellationToken,
                        call_id: str | None = None) -> Any:
-        await self._require(args, call_id)
-        return await self._inner.run_json(args, cancellation_token, call_id=call_id)
+        return await self._guarded(args, call_id, lambda: self._inner.run_json(
+            args, cancellation_token, call_id=call_id))
 
     async def save_state_json(self) -> Mapping[str, Any]:
         return await self._inner.save_state_json()
@@ -120,9 +139,7 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
 
     @classmethod
     def _from_config(cls, config: GuardedToolConfig) -> Self:
-        guard = Guard.from_config(config.guard)
-        return cls(BaseTool.load_component(config.tool), guard.link, resolver=guard.resolver,
-                   policy=guard.policy)
+        return cls(BaseTool.load_component(config.tool), Guard.from_config(config.guard))
 
 
 class GuardedStreamTool(GuardedTool, BaseStreamTool[BaseModel, Any, Any]):  # type: ignore[misc]
@@ -143,10 +160,20 @@ class GuardedStreamTool(GuardedTool, BaseStreamTool[BaseModel, Any, Any]):  # ty
 
     async def _stream(self, inner: AsyncGenerator[Any, None], args: Mapping[str, Any],
                       call_id: str | None) -> AsyncGenerator[Any, None]:
+        """The inner stream once the call is allowed; its last event (the tool's return value) is
+        recorded as the output."""
         try:
-            await self._require(args, call_id)
-            async for event in inner:
-                yield event
+            judged = await self._require(args, call_id)
+            last: Any = None
+            try:
+                async for event in inner:
+                    last = event
+                    yield event
+            except Exception as exc:
+                await self._guard.after(judged, f"{type(exc).__name__}: {exc}", ok=False)
+                raise
+            await self._guard.after(judged, "" if last is None else
+                                    self._inner.return_value_as_string(last))
         finally:
             await inner.aclose()
 
@@ -154,13 +181,18 @@ class GuardedStreamTool(GuardedTool, BaseStreamTool[BaseModel, Any, Any]):  # ty
 type ToolLike = BaseTool[Any, Any] | Callable[..., Any]
 
 
-def guard_tools(tools: Sequence[ToolLike], rippl: Target | Link, *, resolver: Resolver | None = None,
-                policy: Policy | None = None, unguarded: Collection[str] = ()) -> list[BaseTool[Any, Any]]:
-    """Guard each tool (plain functions become FunctionTools, as AssistantAgent would make them);
-    tools named in `unguarded` are returned as they are. One graph link is shared by all."""
+def guard_tools(tools: Sequence[ToolLike], rippl: Target | Link | Guard, *,
+                resolver: Resolver | None = None, policy: Policy | None = None,
+                unguarded: Collection[str] = (), capture: bool = True, agent: str | None = None,
+                run: str | None = None) -> list[BaseTool[Any, Any]]:
+    """Guard each tool (plain functions become FunctionTools, as AssistantAgent would make them).
+    One guard is shared by all (so one run, when no model turn names it). Tools named in
+    `unguarded` are never vetoed: without capture they are returned as they are; under capture
+    they are wrapped too, so their results are recorded as observations of the run."""
     if isinstance(unguarded, str):
         raise InvalidInputError("unguarded must be a list of tool names, not a single string")
-    link = rippl if isinstance(rippl, Link) else Link(rippl)
+    guard = shared_guard(rippl, resolver=resolver, policy=policy, unguarded=unguarded,
+                         capture=capture, agent=agent, run=run)
     guarded: list[BaseTool[Any, Any]] = []
     for tool in tools:
         if not isinstance(tool, BaseTool):
@@ -168,7 +200,6 @@ def guard_tools(tools: Sequence[ToolLike], rippl: Target | Link, *, resolver: Re
                 raise InvalidInputError(f"cannot guard {type(tool).__name__}: give BaseTools or "
                                         "functions")
             tool = FunctionTool(tool, description=tool.__doc__ or "")
-        already = isinstance(tool, GuardedTool)
-        guarded.append(tool if already or tool.name in unguarded
-                       else GuardedTool(tool, link, resolver=resolver, policy=policy))
+        skip = isinstance(tool, GuardedTool) or (not guard.capturing and not guard.guards(tool.name))
+        guarded.append(tool if skip else GuardedTool(tool, guard))
     return guarded

@@ -6,7 +6,9 @@ premises before the inner tool runs.
 
 A vetoed call returns `ToolResult(is_error=True)` whose text is the verdict's explanation (the
 reason and the trail to every blocking premise), so the model reads why and can choose another
-action. Allowed calls go to the inner workbench unchanged.
+action. Allowed calls go to the inner workbench unchanged. By default each call is captured: judged
+at execution in the run whose model turn decided it, then recorded as executed with the result's
+text as a new observation of the run (an error result counts as executed: the tool ran).
 
 Streaming: AssistantAgent streams a workbench's events only when the workbench is a
 `StaticStreamWorkbench` (an isinstance check). `RipplWorkbench(inner)` therefore returns a
@@ -30,7 +32,7 @@ from autogen_core.tools import (
 from pydantic import BaseModel
 
 from rippl_autogen.connection import Link, Target
-from rippl_autogen.guard import Guard, GuardConfig, Resolver, veto_text
+from rippl_autogen.guard import Guard, GuardConfig, Judged, Resolver, shared_guard, veto_text
 from rippl_core import InvalidInputError, Policy, Verdict
 
 
@@ -58,12 +60,16 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
     Args:
         inner: the workbench whose tools run (StaticWorkbench, StaticStreamWorkbench, McpWorkbench...).
         rippl: an `AsyncRippl` handle (or a sync `Rippl`, run in a thread, or `RipplConnection`
-            options, opened on first use).
+            options, opened on first use), or a `Guard` shared with other hooks of the agent.
         resolver: maps a call to its action: `{tool name: action id}`, or a function
             `(name, args) -> action id | ToolCall | None` (None: resolve by tool name and args).
-        policy: the pre-flight policy (default: the handle's, which fails closed).
-        unguarded: tool names never checked (read-only lookups). Every other call that maps to no
-            action is denied unless `policy.unknown == "allow"`.
+        policy: the pre-flight policy (default: the handle's; under capture, undeclared calls are
+            judged by the run, unless the policy says `unknown="deny"`).
+        unguarded: tool names never vetoed (read-only lookups; still recorded under capture).
+        capture: record the run's calls and their results (default), or check declared actions
+            only (then a call that maps to no action is denied unless `policy.unknown == "allow"`).
+        agent, run: the run's agent name and the application's conversation id (see
+            `rippl_autogen.runs`).
     """
 
     component_type = "workbench"
@@ -76,12 +82,15 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
             cls = RipplStreamWorkbench
         return super().__new__(cls)
 
-    def __init__(self, inner: Workbench, rippl: Target | Link, *, resolver: Resolver | None = None,
-                 policy: Policy | None = None, unguarded: Collection[str] = ()) -> None:
+    def __init__(self, inner: Workbench, rippl: Target | Link | Guard, *,
+                 resolver: Resolver | None = None, policy: Policy | None = None,
+                 unguarded: Collection[str] = (), capture: bool = True, agent: str | None = None,
+                 run: str | None = None) -> None:
         if not isinstance(inner, Workbench):
             raise InvalidInputError(f"inner must be an autogen Workbench, got {type(inner).__name__}")
         self._inner = inner
-        self._guard = Guard(rippl, resolver=resolver, policy=policy, unguarded=unguarded)
+        self._guard = shared_guard(rippl, resolver=resolver, policy=policy, unguarded=unguarded,
+                                   capture=capture, agent=agent, run=run)
 
     @property
     def inner(self) -> Workbench:
@@ -92,7 +101,8 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
         return self._guard
 
     async def check(self, name: str, arguments: Mapping[str, Any] | None = None) -> Verdict | None:
-        """The verdict the next call of `name` with `arguments` would get (None: unguarded)."""
+        """What the declared actions say of a call of `name` with `arguments` (None: unguarded).
+        A dry run: nothing is recorded, and a call's captured premises are judged when it runs."""
         return await self._guard.acheck(name, arguments)
 
     async def list_tools(self) -> list[ToolSchema]:
@@ -101,26 +111,47 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
                         cancellation_token: CancellationToken | None = None,
                         call_id: str | None = None) -> ToolResult:
-        verdict = await self._guard.acheck(name, arguments, call_id)
-        if verdict is not None and not verdict.allowed:
-            return vetoed_result(name, verdict)
-        return await self._inner.call_tool(name, arguments, cancellation_token, call_id)
+        judged = await self._guard.before(name, arguments, call_id)
+        if judged.verdict is not None and not judged.allowed:
+            return vetoed_result(name, judged.verdict)
+        return await self._run_judged(judged, name, arguments, cancellation_token, call_id)
 
     async def call_tool_stream(self, name: str, arguments: Mapping[str, Any] | None = None,
                                cancellation_token: CancellationToken | None = None,
                                call_id: str | None = None) -> AsyncGenerator[Any | ToolResult, None]:
         """Stream the inner tool's events when allowed; a vetoed call yields one error result."""
-        verdict = await self._guard.acheck(name, arguments, call_id)
-        if verdict is not None and not verdict.allowed:
-            yield vetoed_result(name, verdict)
+        judged = await self._guard.before(name, arguments, call_id)
+        if judged.verdict is not None and not judged.allowed:
+            yield vetoed_result(name, judged.verdict)
             return
-        if streams(self._inner):
-            stream = self._inner.call_tool_stream(name, arguments,  # type: ignore[attr-defined]
-                                                  cancellation_token, call_id)
+        if not streams(self._inner):
+            yield await self._run_judged(judged, name, arguments, cancellation_token, call_id)
+            return
+        stream = self._inner.call_tool_stream(name, arguments,  # type: ignore[attr-defined]
+                                              cancellation_token, call_id)
+        recorded = False
+        try:
             async for event in stream:
+                if isinstance(event, ToolResult) and not recorded:
+                    recorded = True
+                    await self._guard.after(judged, event.to_text(), ok=not event.is_error)
                 yield event
-        else:
-            yield await self._inner.call_tool(name, arguments, cancellation_token, call_id)
+        except Exception as exc:
+            if not recorded:
+                await self._guard.after(judged, f"{type(exc).__name__}: {exc}", ok=False)
+            raise
+
+    async def _run_judged(self, judged: Judged, name: str, arguments: Mapping[str, Any] | None,
+                          cancellation_token: CancellationToken | None,
+                          call_id: str | None) -> ToolResult:
+        """Run an allowed call on the inner workbench and record its execution."""
+        try:
+            result = await self._inner.call_tool(name, arguments, cancellation_token, call_id)
+        except Exception as exc:
+            await self._guard.after(judged, f"{type(exc).__name__}: {exc}", ok=False)
+            raise
+        await self._guard.after(judged, result.to_text(), ok=not result.is_error)
+        return result
 
     async def start(self) -> None:
         await self._inner.start()
@@ -146,9 +177,7 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
 
     @classmethod
     def _from_config(cls, config: RipplWorkbenchConfig) -> Self:
-        guard = Guard.from_config(config.guard)
-        return cls(Workbench.load_component(config.inner), guard.link, resolver=guard.resolver,
-                   policy=guard.policy, unguarded=guard.unguarded)
+        return cls(Workbench.load_component(config.inner), Guard.from_config(config.guard))
 
 
 class RipplStreamWorkbench(RipplWorkbench, StaticStreamWorkbench):  # type: ignore[misc]

@@ -21,7 +21,7 @@ from autogen_core.tool_agent import ToolAgent, ToolException, tool_agent_caller_
 from autogen_helpers import Ops, call, calls, replay, seen_by_model
 from rippl_autogen import RipplConnection, RipplInterventionHandler, ToolVetoedException
 
-from rippl_core import AsyncRippl, Rippl
+from rippl_core import AsyncRippl, Policy, Rippl
 from rippl_core.testing import free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -106,7 +106,8 @@ async def test_other_messages_pass_untouched(incident: Rippl, arippl: AsyncRippl
 
 async def test_direct_send_raises_the_veto(incident: Rippl, arippl: AsyncRippl, ops: Ops,
                                            stop_after: list[SingleThreadedAgentRuntime]) -> None:
-    runtime = await running(RipplInterventionHandler(arippl, unguarded=["shard_health"]), ops)
+    runtime = await running(RipplInterventionHandler(arippl, unguarded=["shard_health"],
+                                                     policy=Policy(unknown="deny")), ops)
     stop_after.append(runtime)
     tools = AgentId("tools", "default")
     health = await runtime.send_message(call("shard_health", shard="09"), tools)
@@ -127,6 +128,6 @@ async def test_unreachable_graph_denies(ops: Ops, stop_after: list[SingleThreade
     nowhere = RipplConnection(url=f"falkordb://127.0.0.1:{free_port()}")
     runtime = await running(RipplInterventionHandler(nowhere), ops)
     stop_after.append(runtime)
-    with pytest.raises(ToolVetoedException, match="could not be checked"):
+    with pytest.raises(ToolVetoedException, match="could not be recorded or checked"):
         await runtime.send_message(call("migrate_tables", **TO_07), AgentId("tools", "default"))
     assert ops.ran == []

@@ -12,7 +12,7 @@ from autogen_core.tools import BaseTool, StreamTool
 from autogen_helpers import Ops, StreamingMigrate, call, calls, plain_tools, replay, results_of
 from rippl_autogen import GuardedStreamTool, GuardedTool, RipplConnection, ToolVetoedError, guard_tools
 
-from rippl_core import AsyncRippl, InvalidInputError, PremiseRetractedError, Rippl
+from rippl_core import AsyncRippl, InvalidInputError, Policy, PremiseRetractedError, Rippl
 from rippl_core.testing import free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -23,7 +23,9 @@ TO_07 = {"table": "billing", "shard": "07"}
 
 async def test_guarded_tools_in_an_agent(incident: Rippl, arippl: AsyncRippl, ops: Ops) -> None:
     tools = guard_tools(ops.tools(), arippl, unguarded=["shard_health"])
-    assert [type(t) for t in tools] == [GuardedTool, GuardedTool, type(ops.tools()[2])]
+    assert [type(t) for t in tools] == [GuardedTool] * 3  # unguarded ones too: they are recorded
+    uncaptured = guard_tools(ops.tools(), arippl, unguarded=["shard_health"], capture=False)
+    assert [type(t) for t in uncaptured] == [GuardedTool, GuardedTool, type(ops.tools()[2])]
     assert [t.schema for t in tools] == [t.schema for t in ops.tools()]
     incident.retract("CLM-001", reason="I/O errors on shard 09", by="grafana")
     client = replay(calls(call("migrate_tables", **TO_09), call("migrate_tables", **TO_07),
@@ -45,7 +47,7 @@ async def test_plain_functions_are_wrapped(incident: Rippl, arippl: AsyncRippl) 
         ran.append(service)
         return "done"
 
-    [tool] = guard_tools([rollback_deploy], arippl)
+    [tool] = guard_tools([rollback_deploy], arippl, policy=Policy(unknown="deny"))
     assert isinstance(tool, GuardedTool) and tool.description == "Roll back a deploy."
     ok = await tool.run_json({"service": "checkout-api", "to_version": "2.3.7"}, CancellationToken())
     assert ok == "done" and ran == ["checkout-api"]
@@ -54,6 +56,10 @@ async def test_plain_functions_are_wrapped(incident: Rippl, arippl: AsyncRippl) 
     assert isinstance(vetoed.value, PremiseRetractedError)
     assert "no action in the graph is executed by tool 'rollback_deploy'" in str(vetoed.value)
     assert ran == ["checkout-api"]
+    [captured] = guard_tools([rollback_deploy], arippl)  # the default: judged by its run
+    assert await captured.run_json({"service": "payments", "to_version": "1.0"},
+                                   CancellationToken()) == "done"
+    assert ran == ["checkout-api", "payments"]
 
 
 async def test_direct_run_is_guarded_too(incident: Rippl, arippl: AsyncRippl, ops: Ops) -> None:
@@ -83,7 +89,7 @@ async def test_stream_tool_stays_streaming(incident: Rippl, arippl: AsyncRippl, 
 async def test_unreachable_graph_denies(ops: Ops) -> None:
     nowhere = RipplConnection(url=f"falkordb://127.0.0.1:{free_port()}")
     [tool] = guard_tools(ops.tools()[:1], nowhere)
-    with pytest.raises(ToolVetoedError, match="could not be checked"):
+    with pytest.raises(ToolVetoedError, match="could not be recorded or checked"):
         await tool.run_json(TO_07, CancellationToken())
     assert ops.ran == []
 

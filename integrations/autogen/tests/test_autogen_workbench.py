@@ -84,27 +84,36 @@ async def test_mixed_calls_in_one_turn(incident: Rippl, arippl: AsyncRippl, ops:
         "rollback_deploy", {"service": "checkout-api", "to_version": "2.3.7"})], key=str)
 
 
-async def test_unknown_tool_call_is_denied_unless_unguarded(incident: Rippl, arippl: AsyncRippl,
-                                                            ops: Ops) -> None:
+async def test_undeclared_calls_are_captured_and_strict_policy_denies_them(
+        incident: Rippl, arippl: AsyncRippl, ops: Ops) -> None:
     turn = calls(call("shard_health", shard="09"))
-    denied, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl), turn)
+    captured, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl), turn)
+    [outcome] = results_of((await captured.run(task="health?")).messages)
+    assert not outcome.is_error  # judged by what its run observed: nothing retracted
+    assert ops.ran == [("shard_health", {"shard": "09"})]
+
+    strict = Policy(unknown="deny")  # a strict allow-list: only declared actions
+    denied, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl, policy=strict), turn)
     [outcome] = results_of((await denied.run(task="health?")).messages)
     assert outcome.is_error and "no action in the graph is executed by tool 'shard_health'" in \
         outcome.content
-    unknown_args, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl),
+    unknown_args, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl, policy=strict),
                             calls(call("migrate_tables", table="billing", shard="11")))
     [outcome] = results_of((await unknown_args.run(task="move")).messages)
     assert outcome.is_error and "denied (fail closed)" in outcome.content
-    assert ops.ran == []
+    uncaptured, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl, capture=False), turn)
+    [outcome] = results_of((await uncaptured.run(task="health?")).messages)
+    assert outcome.is_error  # without capture, what no action declares is denied (unknown='deny')
+    assert ops.ran == [("shard_health", {"shard": "09"})]
 
-    exempt, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl,
+    exempt, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl, policy=strict,
                                      unguarded=["shard_health"]), turn)
     [outcome] = results_of((await exempt.run(task="health?")).messages)
-    assert not outcome.is_error and ops.ran == [("shard_health", {"shard": "09"})]
-    lenient, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl,
+    assert not outcome.is_error and len(ops.ran) == 2
+    lenient, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl, capture=False,
                                       policy=Policy(unknown="allow")), turn)
     [outcome] = results_of((await lenient.run(task="health?")).messages)
-    assert not outcome.is_error and len(ops.ran) == 2
+    assert not outcome.is_error and len(ops.ran) == 3
 
 
 async def test_unreachable_graph_denies_and_says_so(ops: Ops) -> None:
@@ -112,12 +121,21 @@ async def test_unreachable_graph_denies_and_says_so(ops: Ops) -> None:
     wb = RipplWorkbench(StaticWorkbench(ops.tools()), nowhere)
     result = await wb.call_tool("migrate_tables", TO_07)
     assert result.is_error
-    assert "denied (fail closed): the premise graph could not be checked" in result.to_text()
+    assert "denied (fail closed): the run" in result.to_text()
+    assert "could not be recorded or checked" in result.to_text()
     assert "cannot reach FalkorDB server" in result.to_text()
+    # on_error='allow' cannot let through a call that cannot be recorded...
+    captured = RipplWorkbench(StaticWorkbench(ops.tools()), nowhere, policy=Policy(on_error="allow"))
+    assert (await captured.call_tool("migrate_tables", TO_07)).is_error
     assert ops.ran == []
-    lenient = RipplWorkbench(StaticWorkbench(ops.tools()), nowhere, policy=Policy(on_error="allow"))
+    # ...without capture it lets a call through when the graph cannot be checked
+    lenient = RipplWorkbench(StaticWorkbench(ops.tools()), nowhere, capture=False,
+                             policy=Policy(on_error="allow"))
     assert not (await lenient.call_tool("migrate_tables", TO_07)).is_error
     assert ops.ran == [("migrate_tables", TO_07)]
+    unchecked = RipplWorkbench(StaticWorkbench(ops.tools()), nowhere, capture=False)
+    assert "the premise graph could not be checked" in (
+        await unchecked.call_tool("migrate_tables", TO_07)).to_text()
 
 
 async def test_graph_lost_mid_run_denies(ops: Ops) -> None:
@@ -129,7 +147,7 @@ async def test_graph_lost_mid_run_denies(ops: Ops) -> None:
         assert not (await wb.call_tool("migrate_tables", TO_07)).is_error
         server.stop()
         lost = await wb.call_tool("migrate_tables", TO_07)
-        assert lost.is_error and "could not be checked" in lost.to_text()
+        assert lost.is_error and "could not be recorded or checked" in lost.to_text()
         assert ops.ran == [("migrate_tables", TO_07)]
         await handle.close()
     finally:
@@ -222,10 +240,13 @@ async def test_component_round_trip(incident: Rippl, arippl: AsyncRippl, ops: Op
     assert guard["connection"]["graph"] == incident.graph
     assert guard["actions"] == {"rollback_deploy": "ACT-012"}
     assert guard["unguarded"] == ["shard_health"]
-    assert guard["policy"] == {"at_risk": "allow", "unknown": "deny", "on_error": "deny"}
+    # under capture, a policy silent on unknown calls judges them by the run
+    assert guard["policy"] == {"at_risk": "allow", "unknown": "record", "on_error": "deny"}
+    assert guard["capture"] is True and guard.get("run") is None
 
     loaded = Workbench.load_component(dumped)
-    assert isinstance(loaded, RipplWorkbench) and loaded.guard.policy == Policy(at_risk="allow")
+    assert isinstance(loaded, RipplWorkbench)
+    assert loaded.guard.policy == Policy(at_risk="allow", unknown="record")
     assert loaded.guard.link.target == RipplConnection.of(arippl)
     retract_shard_09(incident)
     async with loaded:  # opens its own handle on first use, closes it on stop()

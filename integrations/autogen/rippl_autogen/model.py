@@ -1,0 +1,228 @@
+"""`RipplModelClient`: the model turn, seen where it is exact. A delegating `ChatCompletionClient`
+around an agent's model client (`register_rippl` installs it) that records each model turn that
+emits tool calls as a decision of the agent's run, before any of its calls runs.
+
+    agent = AssistantAgent("ops", model_client=RipplModelClient(client, rippl, run="conv-42"), ...)
+
+`create(messages)` gets exactly what the model gets (system messages, the model context after any
+trimming, the memory's system messages), so the turn rests on exactly what is in it:
+
+- context: the call id of every tool result present (`FunctionExecutionResult.call_id`), and the
+  handle of every system message (a digest of its text; a `RipplMemory` message is an observation
+  under that handle, recorded here for this run if the memory could not record it itself);
+- told: the call ids of veto results present (the model read why those calls were denied, so it no
+  longer rests on what the vetoes named).
+
+The turn's id is a content hash of the run and its call ids: the same turn seen again records
+nothing new. Each call's verdict is left for the tool hooks (`rippl_autogen.runs.current_turn`),
+which judge the call again when it runs and record its execution. A turn that cannot be recorded
+has its calls denied when they are about to run. Streaming (`create_stream`) is recorded from its
+final `CreateResult`. The inner client is otherwise untouched: usage, token counts, model info.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
+from typing import Any, Literal, Self
+
+from autogen_core import CancellationToken, Component, ComponentModel, FunctionCall
+from autogen_core.models import (
+    ChatCompletionClient,
+    CreateResult,
+    FunctionExecutionResultMessage,
+    LLMMessage,
+    ModelCapabilities,  # type: ignore[attr-defined]
+    ModelInfo,
+    RequestUsage,
+    SystemMessage,
+)
+from autogen_core.tools import Tool, ToolSchema
+from pydantic import BaseModel
+
+from rippl_autogen.connection import Link, Target
+from rippl_autogen.guard import VETO_PREFIX, Guard, GuardConfig, Resolver, shared_guard
+from rippl_autogen.runs import Turn, current_turn, memory_messages, memory_ref, record_memory, turn_id
+from rippl_core import InvalidInputError, Policy, Verdict
+from rippl_core.adapters import FrameworkCall, check_id
+
+
+class RipplModelClientConfig(BaseModel):
+    """Declarative config of a RipplModelClient: the inner model client and the guard."""
+
+    inner: ComponentModel
+    guard: GuardConfig
+
+
+class Seen(BaseModel):
+    """What a model turn's input holds, for capture."""
+
+    context: list[str]  # tool-result call ids and system-message handles
+    told: list[str]  # call ids of veto results
+    memory: list[str]  # handles of RipplMemory messages
+
+
+def seen(messages: Sequence[LLMMessage]) -> Seen:
+    """The references in a model's input (see the module docstring)."""
+    context: dict[str, None] = {}
+    told: dict[str, None] = {}
+    memory: dict[str, None] = {}
+    for message in messages:
+        if isinstance(message, FunctionExecutionResultMessage):
+            for result in message.content:
+                if _usable(result.call_id):
+                    context[result.call_id] = None
+                    if result.is_error and VETO_PREFIX in result.content:
+                        told[result.call_id] = None
+        elif isinstance(message, SystemMessage):
+            ref = memory_ref(message.content)
+            context[ref] = None
+            if memory_messages.claims(ref) is not None:
+                memory[ref] = None
+    return Seen(context=list(context), told=list(told), memory=list(memory))
+
+
+def _usable(call_id: object) -> bool:
+    try:
+        check_id(call_id)
+    except InvalidInputError:
+        return False
+    return True
+
+
+class RipplModelClient(ChatCompletionClient, Component[RipplModelClientConfig]):
+    """A model client that records each model turn with tool calls in the agent's run.
+
+    Args:
+        inner: the agent's model client (any ChatCompletionClient).
+        rippl: an `AsyncRippl` or `Rippl` handle, `RipplConnection` options, or the `Guard` the
+            agent's workbench uses (`register_rippl` shares one).
+        resolver, policy, unguarded, agent, run: as for `RipplWorkbench`.
+        capture: False makes this a plain pass-through.
+    """
+
+    component_type = "model"
+    component_config_schema = RipplModelClientConfig
+    component_provider_override = "rippl_autogen.RipplModelClient"
+
+    def __init__(self, inner: ChatCompletionClient, rippl: Target | Link | Guard, *,
+                 resolver: Resolver | None = None, policy: Policy | None = None,
+                 unguarded: Collection[str] = (), capture: bool = True, agent: str | None = None,
+                 run: str | None = None) -> None:
+        if not isinstance(inner, ChatCompletionClient):
+            raise InvalidInputError(f"inner must be an autogen ChatCompletionClient, got "
+                                    f"{type(inner).__name__}")
+        self._inner = inner
+        self._guard = shared_guard(rippl, resolver=resolver, policy=policy, unguarded=unguarded,
+                                   capture=capture, agent=agent, run=run)
+
+    @property
+    def inner(self) -> ChatCompletionClient:
+        return self._inner
+
+    @property
+    def guard(self) -> Guard:
+        return self._guard
+
+    async def create(self, messages: Sequence[LLMMessage], *,
+                     tools: Sequence[Tool | ToolSchema] = [],
+                     tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
+                     json_output: bool | type[BaseModel] | None = None,
+                     extra_create_args: Mapping[str, Any] = {},
+                     cancellation_token: CancellationToken | None = None) -> CreateResult:
+        result = await self._inner.create(messages, tools=tools, tool_choice=tool_choice,
+                                          json_output=json_output,
+                                          extra_create_args=extra_create_args,
+                                          cancellation_token=cancellation_token)
+        await self.decide(messages, result)
+        return result
+
+    async def create_stream(self, messages: Sequence[LLMMessage], *,
+                            tools: Sequence[Tool | ToolSchema] = [],
+                            tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
+                            json_output: bool | type[BaseModel] | None = None,
+                            extra_create_args: Mapping[str, Any] = {},
+                            cancellation_token: CancellationToken | None = None
+                            ) -> AsyncGenerator[str | CreateResult, None]:
+        stream = self._inner.create_stream(messages, tools=tools, tool_choice=tool_choice,
+                                           json_output=json_output,
+                                           extra_create_args=extra_create_args,
+                                           cancellation_token=cancellation_token)
+        try:
+            async for chunk in stream:
+                if isinstance(chunk, CreateResult):
+                    await self.decide(messages, chunk)
+                yield chunk
+        finally:
+            await stream.aclose()
+
+    async def decide(self, messages: Sequence[LLMMessage], result: CreateResult) -> Turn | None:
+        """Record the turn `result` answers to `messages` (if it calls tools) in the agent's run,
+        and leave it for the tool hooks. Returns the turn (None: no tool call, or no capture)."""
+        if not self._guard.capturing or not isinstance(result.content, list):
+            return None
+        calls = [c for c in result.content if isinstance(c, FunctionCall)]
+        if not calls:
+            return None
+        run, agent = self._guard.scope.resolve()
+        found = seen(messages)
+        framework_calls: list[FrameworkCall] = [(c.name, c.arguments, c.id) for c in calls]
+        verdicts: Sequence[Verdict | None]
+        try:
+            handle = await self._guard.ahandle()
+            for ref in found.memory:
+                await record_memory(handle, run, agent, ref, memory_messages.claims(ref) or ())
+        except Exception as exc:
+            verdicts = [_unrecorded(run, exc) for _ in calls]
+        else:
+            verdicts = await self._guard.capture(run, agent).adecide(
+                turn_id(run, [c.id for c in calls]), framework_calls, context=found.context,
+                told=found.told)
+        turn = Turn(run, agent, self._guard, {c.id: v for c, v in zip(calls, verdicts, strict=True)})
+        current_turn.set(turn)
+        return turn
+
+    # -- the inner client, unchanged ----------------------------------------------------------
+    async def close(self) -> None:
+        """Close the inner client and a graph handle this wrapper opened itself."""
+        try:
+            await self._inner.close()
+        finally:
+            await self._guard.link.close()
+
+    def actual_usage(self) -> RequestUsage:
+        return self._inner.actual_usage()
+
+    def total_usage(self) -> RequestUsage:
+        return self._inner.total_usage()
+
+    def count_tokens(self, messages: Sequence[LLMMessage], *,
+                     tools: Sequence[Tool | ToolSchema] = []) -> int:
+        return self._inner.count_tokens(messages, tools=tools)
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], *,
+                         tools: Sequence[Tool | ToolSchema] = []) -> int:
+        return self._inner.remaining_tokens(messages, tools=tools)
+
+    @property
+    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
+        return self._inner.capabilities  # type: ignore[no-any-return]
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return self._inner.model_info
+
+    # -- component ------------------------------------------------------------------------------
+    def _to_config(self) -> RipplModelClientConfig:
+        return RipplModelClientConfig(inner=self._inner.dump_component(),
+                                      guard=self._guard.config())
+
+    @classmethod
+    def _from_config(cls, config: RipplModelClientConfig) -> Self:
+        return cls(ChatCompletionClient.load_component(config.inner),
+                   Guard.from_config(config.guard))
+
+
+def _unrecorded(run: str, exc: Exception) -> Verdict:
+    return Verdict(allowed=False, target=None, reason=(
+        f"denied (fail closed): the memory the model read in run {run} could not be recorded: "
+        f"{type(exc).__name__}: {exc}"))

@@ -1,0 +1,171 @@
+"""Which run an AutoGen agent's model turns, tool calls and memory reads belong to.
+
+A run is the scope of a captured trace. Its id is `<base>/<agent name>`, where the base is, first
+found:
+
+1. `run=` given by the application: its conversation or session id. Give it whenever a
+   conversation can outlive the Python objects running it: it is the only base that survives
+   `save_state()`/`load_state()` into new agents or a new team, or a restart.
+2. the team's id, inside a team (`MessageHandlerContext.agent_id().key`): every agent of one team
+   object shares it, so re-running the same team (`team.run(...)` again after a handoff or a
+   termination) continues the same runs. It is a fresh uuid per team object and is not part of
+   the saved state: a team rebuilt by `load_state` starts new runs.
+3. an id minted per `RunScope` (one per agent when `register_rippl` installs the hooks): a solo
+   `agent.run(...)` outside any team. It lasts as long as the objects do.
+
+The model-client wrapper decides each model turn in its run and leaves the turn in a context
+variable (`current_turn`); the tool hooks find the turn of the call they are about to run there
+(tool calls run in tasks created after the model turn, which copy the context), so a call is
+judged and recorded in the run whose turn decided it, whatever hook runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from autogen_core import MessageHandlerContext
+
+from rippl_core import AsyncRippl, InvalidInputError, Rippl, Verdict
+from rippl_core.adapters import check_id
+
+if TYPE_CHECKING:
+    from rippl_autogen.guard import Guard
+
+FRAMEWORK = "autogen"
+DEFAULT_AGENT = "agent"
+
+
+def handler_agent() -> tuple[str, str] | None:
+    """(agent name, agent key) of the AutoGen agent whose message handler is running, or None
+    outside one (a solo `agent.run()`). Inside a team the key is the team's id and the agent type
+    is `<name>_<team id>`."""
+    try:
+        agent_id = MessageHandlerContext.agent_id()
+    except (RuntimeError, LookupError):
+        return None
+    kind, key = agent_id.type, agent_id.key
+    suffix = f"_{key}"
+    return (kind[: -len(suffix)] if kind.endswith(suffix) and len(kind) > len(suffix) else kind), key
+
+
+class RunScope:
+    """Names the run of one agent (see the module docstring). `agent`: the agent's name (default:
+    the name of the AutoGen agent whose handler runs, else "agent"); `run`: the application's
+    conversation id (default: the team's id, else an id minted for this scope)."""
+
+    def __init__(self, agent: str | None = None, run: str | None = None) -> None:
+        self.agent = None if agent is None else check_id(agent, what="agent")
+        self.run = None if run is None else check_id(run, what="run")
+        self._own = uuid.uuid4().hex[:16]
+
+    def resolve(self) -> tuple[str, str]:
+        """(run id, agent name) as of now."""
+        handler = handler_agent()
+        agent = self.agent or (handler[0] if handler else DEFAULT_AGENT)
+        base = self.run or (handler[1] if handler else self._own)
+        return check_id(f"{base}/{agent}", what="run id"), agent
+
+    def __repr__(self) -> str:
+        return f"RunScope(agent={self.agent!r}, run={self.run!r})"
+
+
+# ------------------------------------------------------------------------------------ turns
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A model turn the wrapper decided: its run, the guard it was decided through, and the
+    verdict it got on each call (by call id; None: an unguarded tool)."""
+
+    run: str
+    agent: str
+    guard: Guard
+    verdicts: Mapping[str, Verdict | None] = field(default_factory=dict)
+
+
+current_turn: ContextVar[Turn | None] = ContextVar("rippl_autogen_turn", default=None)
+
+
+def turn_id(run: str, call_ids: Sequence[str]) -> str:
+    """A model turn's id: a content hash of its run and its calls' ids (provider call ids are
+    unique, so the same turn seen again, and only it, has the same id)."""
+    digest = hashlib.sha256("\x1f".join([run, *call_ids]).encode()).hexdigest()
+    return f"turn-{digest[:24]}"
+
+
+# ------------------------------------------------------------------------------------ memory
+
+
+def memory_ref(text: str) -> str:
+    """The handle of a message carrying memory into the model's context: a digest of its text."""
+    return f"mem:{hashlib.sha256(text.encode('utf-8', 'replace')).hexdigest()[:32]}"
+
+
+class _MemoryMessages:
+    """The memory messages RipplMemory injected (handle -> the claims they carry), and which runs
+    of which graph have recorded them as observations. Bounded: the oldest are forgotten (then a
+    run records a message again, which adds nothing new to the graph)."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._claims: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._recorded: OrderedDict[tuple[str, str, str], None] = OrderedDict()
+
+    def carried(self, ref: str, claims: Iterable[str]) -> None:
+        self._remember(self._claims, ref, tuple(sorted(set(claims))))
+
+    def claims(self, ref: str) -> tuple[str, ...] | None:
+        return self._claims.get(ref)
+
+    def recorded(self, graph: str, run: str, ref: str) -> bool:
+        return (graph, run, ref) in self._recorded
+
+    def record(self, graph: str, run: str, ref: str) -> None:
+        self._remember(self._recorded, (graph, run, ref), None)
+
+    def _remember[K, V](self, store: OrderedDict[K, V], key: K, value: V) -> None:
+        store[key] = value
+        store.move_to_end(key)
+        while len(store) > self.LIMIT:
+            store.popitem(last=False)
+
+
+memory_messages = _MemoryMessages()
+
+
+def graph_key(handle: object) -> str:
+    """Which graph a handle writes to (a key for `memory_messages`)."""
+    location = getattr(handle, "location", None)
+    graph = getattr(handle, "graph", None)
+    if location is None or graph is None:
+        raise InvalidInputError(f"expected a Rippl handle, got {type(handle).__name__}")
+    return f"{location.describe()}|{graph}"
+
+
+async def observe(handle: AsyncRippl | Rippl, run: str, agent: str | None, claims: Sequence[str],
+                  ref: str | None) -> None:
+    """Record that the run saw these claims, carried by the message `ref` (None: for the rest of
+    the run). A sync handle runs in a worker thread."""
+    target = handle.run(run, agent=agent, framework=FRAMEWORK)
+    if isinstance(handle, AsyncRippl):
+        await target.observe(claims, ref=ref)  # type: ignore[misc]
+    else:
+        await asyncio.to_thread(target.observe, claims, ref=ref)
+
+
+async def record_memory(handle: AsyncRippl | Rippl, run: str, agent: str | None, ref: str,
+                        claims: Sequence[str]) -> None:
+    """Record a memory message as an observation of the run, once per run and graph."""
+    graph = graph_key(handle)
+    if not claims or memory_messages.recorded(graph, run, ref):
+        return
+    await observe(handle, run, agent, claims, ref)
+    memory_messages.record(graph, run, ref)
