@@ -1,7 +1,25 @@
-"""An AutoGen ops team on the incident graph, guarded by Rippl.
+"""An AutoGen ops team guarded by Rippl, in two stories.
 
-A planner and an operator (a RoundRobinGroupChat of AssistantAgents) work the billing migration
-of examples/incident.yaml:
+**Captured** (nothing declared in advance): Rippl records the ops agent's own run as it happens
+(`register_rippl(team, rippl, run="INC-4471")`: a model-client wrapper records each model turn,
+the workbench each call and its result).
+
+1. the agent checks shard 09 (`get_shard_health`): "healthy", served from a stale replica; the
+   result is an observation of the run;
+2. it announces a maintenance window (`announce_window`, executed), a decision resting on that
+   observation, and hands off to a human for approval of the billing migration to shard 09: the
+   team stops (a handoff) and its state is saved;
+3. meanwhile a monitor, auditing the premises of the executed announcement, proposes retracting
+   the health observation ("served from a stale cache") and a human approves;
+4. the team is rebuilt from the saved state (the same run id continues the trace) and told to go
+   ahead: the migration to shard 09 is vetoed before it runs, with the trail observation ->
+   decision -> action; the model reads why, checks shard 07 and migrates there instead (allowed:
+   it no longer rests on the retracted observation);
+5. `rippl.compensations()` lists the maintenance announcement: executed on a premise since
+   retracted.
+
+**Declared** (examples/incident.yaml): a planner and an operator (a RoundRobinGroupChat) work the
+billing migration whose plan was declared in advance:
 
 1. the operator provisions shard 09: the call is allowed (every premise holds);
 2. telemetry disputes "Shard 09 is healthy" (CLM-001) and a human approves the retraction;
@@ -12,12 +30,14 @@ of examples/incident.yaml:
 The operator's RipplMemory injects what it currently believes before each model call: after the
 retraction the shard-09 belief is gone from its context.
 
-    uv run python examples/autogen_ops_team.py               # offline: a scripted model, seconds
+    uv run python examples/autogen_ops_team.py               # offline: scripted models, seconds
+    uv run python examples/autogen_ops_team.py --story captured
     GROQ_API_KEY=... uv run python examples/autogen_ops_team.py   # a Groq model (OpenAI-compatible)
 
 The live mode uses autogen-ext's OpenAIChatCompletionClient, which needs
 `pip install "autogen-ext[openai]"`. Options: --db PATH (embedded database file, default a
-temporary one), --url falkordb://host:port (a server), --offline (scripted even with a key).
+temporary one), --url falkordb://host:port (a server), --offline (scripted even with a key),
+--story captured|declared|both (default both).
 """
 
 from __future__ import annotations
@@ -36,9 +56,14 @@ from pathlib import Path
 from typing import Any
 
 from autogen_agentchat.agents import AssistantAgent
-from autogen_agentchat.base import TaskResult
-from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
+from autogen_agentchat.base import Handoff, TaskResult
+from autogen_agentchat.conditions import (
+    HandoffTermination,
+    MaxMessageTermination,
+    TextMentionTermination,
+)
 from autogen_agentchat.messages import (
+    HandoffMessage,
     MemoryQueryEvent,
     TextMessage,
     ToolCallExecutionEvent,
@@ -47,12 +72,20 @@ from autogen_agentchat.messages import (
 from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core import FunctionCall
 from autogen_core.memory import MemoryContent, MemoryMimeType
-from autogen_core.models import ChatCompletionClient, CreateResult, ModelFamily, ModelInfo, RequestUsage
+from autogen_core.models import (
+    ChatCompletionClient,
+    CreateResult,
+    FunctionExecutionResultMessage,
+    LLMMessage,
+    ModelFamily,
+    ModelInfo,
+    RequestUsage,
+)
 from autogen_core.tools import FunctionTool
 from autogen_ext.models.replay import ReplayChatCompletionClient
 from rippl_autogen import RipplMemory, register_rippl
 
-from rippl_core import AsyncRippl
+from rippl_core import AsyncRippl, Compensation, Kind
 
 INCIDENT = Path(__file__).with_name("incident.yaml")
 GROQ_BASE_URL = "https://api.groq.com/openai/v1"
@@ -157,6 +190,230 @@ def groq_models(api_key: str) -> tuple[ChatCompletionClient, ChatCompletionClien
     return client(), client()
 
 
+# ------------------------------------------------------------------------------ captured story
+
+RUN = "INC-4471"  # the application's conversation id: the run survives the team being rebuilt
+OPS_PROMPT = ("You are the ops agent for the payments database. Use your tools. Rippl records what "
+              "every call rests on: if a call comes back VETOED, read the trail, do not retry it, "
+              "and find a plan that does not rest on the retracted premise. Announce a maintenance "
+              "window before a migration, and hand off to the user for approval before migrating "
+              "tables. When the work is done, say what happened and end with TERMINATE.")
+CAPTURE_TASK = "INC-4471: billing must leave shard 03 tonight. Shard 09 is the candidate."
+GO_AHEAD = "Approved: migrate billing to shard 09 in the announced window."
+HEALTH = {"09": "shard 09: healthy, 0 I/O errors, replication lag 0 s (served by replica r3)",
+          "07": "shard 07: healthy, 0 I/O errors, 58% disk free (primary)"}
+
+type Step = str | CreateResult | Callable[[Sequence[LLMMessage]], str | CreateResult]
+
+
+class ScriptedModel(ReplayChatCompletionClient):
+    """Offline: a scripted tool-calling model whose steps may read what it is shown (so it can
+    react to a veto as a model would)."""
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        super().__init__(list(steps), model_info=MODEL_INFO)  # type: ignore[arg-type]
+
+    async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:
+        index = self._current_index
+        if index < len(self.chat_completions) and callable(self.chat_completions[index]):
+            step = self.chat_completions[index]
+            self.chat_completions[index] = step(messages)  # type: ignore[index, operator]
+        return await super().create(messages, **kwargs)
+
+
+def last_results(messages: Sequence[LLMMessage]) -> list[str]:
+    """The tool results of the model's latest tool round."""
+    rounds = [m for m in messages if isinstance(m, FunctionExecutionResultMessage)]
+    return [r.content for r in rounds[-1].content] if rounds else []
+
+
+def ops_model() -> ScriptedModel:
+    """What a tool-calling model would do, turn by turn; after the pause it reads the results."""
+
+    def after_migrate(messages: Sequence[LLMMessage]) -> str | CreateResult:
+        if any(r.startswith("VETOED by Rippl") for r in last_results(messages)):
+            return _calls("get_shard_health", shard="07")  # re-plan: is the fallback healthy?
+        return "Billing migrated to shard 09. TERMINATE"
+
+    def after_fallback_check(messages: Sequence[LLMMessage]) -> str | CreateResult:
+        if any("shard 07: healthy" in r for r in last_results(messages)):
+            return _calls("migrate_tables", table="billing", shard="07")
+        return "Shard 07 is not healthy either; billing stays on shard 03. TERMINATE"
+
+    return ScriptedModel([
+        _calls("get_shard_health", shard="09"),
+        _calls("announce_window", shard="09", start="22:00Z", minutes=30),
+        _calls("transfer_to_user"),  # the pause: a handoff to a human for approval
+        _calls("migrate_tables", table="billing", shard="09"),
+        after_migrate,
+        after_fallback_check,
+        "Rippl vetoed the move to shard 09 (its health reading came from a stale replica), so "
+        "billing went to shard 07. The shard-09 maintenance announcement must be withdrawn. "
+        "TERMINATE",
+    ])
+
+
+@dataclass
+class CapturedOutcome:
+    """What the captured story did, for callers and tests."""
+
+    ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    vetoed: list[str] = field(default_factory=list)
+    paused: bool = False
+    observation: str | None = None  # the health observation the monitor disputed
+    compensations: list[Compensation] = field(default_factory=list)
+    final: str = ""
+
+    def as_expected(self) -> bool:
+        """The story held: the migration to 09 vetoed on the retracted observation, the re-plan
+        to 07 ran, and the executed announcement is listed for compensation."""
+        return (self.paused and self.observation is not None
+                and self.ran == [("get_shard_health", {"shard": "09"}),
+                                 ("announce_window", {"shard": "09", "start": "22:00Z",
+                                                      "minutes": 30}),
+                                 ("get_shard_health", {"shard": "07"}),
+                                 ("migrate_tables", {"table": "billing", "shard": "07"})]
+                and len(self.vetoed) == 1 and f"  {self.observation} is Retracted" in self.vetoed[0]
+                and [c.tool for c in self.compensations] == ["announce_window"]
+                and self.compensations[0].blockers[0].premise == self.observation)
+
+
+def capture_tools(outcome: CapturedOutcome) -> list[FunctionTool]:
+    """The ops agent's tools. They only record what ran: this is a demo."""
+
+    async def get_shard_health(shard: str) -> str:
+        """Read-only: the health panel of a shard."""
+        outcome.ran.append(("get_shard_health", {"shard": shard}))
+        return HEALTH.get(shard, f"shard {shard}: unknown")
+
+    async def announce_window(shard: str, start: str, minutes: int) -> str:
+        """Announce a maintenance window on a shard to #payments-ops."""
+        outcome.ran.append(("announce_window", {"shard": shard, "start": start, "minutes": minutes}))
+        return f"announced: shard {shard} maintenance at {start} for {minutes} min"
+
+    async def migrate_tables(table: str, shard: str) -> str:
+        """Copy a table group online (pglogical) onto a shard, e.g. table='billing', shard='07'."""
+        outcome.ran.append(("migrate_tables", {"table": table, "shard": shard}))
+        return f"{table} copied to shard {shard}; cutover done"
+
+    return [FunctionTool(fn, description=fn.__doc__ or "")
+            for fn in (get_shard_health, announce_window, migrate_tables)]
+
+
+def ops_team(model: ChatCompletionClient, outcome: CapturedOutcome) -> RoundRobinGroupChat:
+    ops = AssistantAgent("ops", model_client=model, tools=capture_tools(outcome),
+                         handoffs=[Handoff(target="user", description="ask a human to approve")],
+                         system_message=OPS_PROMPT, max_tool_iterations=6)
+    return RoundRobinGroupChat([ops], termination_condition=(
+        HandoffTermination("user") | TextMentionTermination("TERMINATE")
+        | MaxMessageTermination(20)))
+
+
+async def run_capture_demo(*, db: str | None = None, url: str | None = None,
+                           live_key: str | None = None, keep: bool = False,
+                           say: Callable[[str], None] = print) -> CapturedOutcome:
+    """Run the captured story once on a fresh, empty graph and return what happened."""
+    outcome = CapturedOutcome()
+    graph = f"autogen-capture-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory(prefix="rippl-autogen-") as folder:
+        path = None if url else (db or str(Path(folder) / "rippl.db"))
+        rippl = await AsyncRippl.open(path, url=url, graph=graph)
+        try:
+            await _captured(rippl, outcome, live_key, say)
+            if not keep:
+                await rippl.drop()
+        finally:
+            await rippl.close()
+        if keep and (db or url):
+            say(f"\nThe graph is kept: rippl {'--url ' + url if url else '--db ' + str(db)} "
+                f"--graph {graph} compensations")
+    return outcome
+
+
+async def _captured(rippl: AsyncRippl, outcome: CapturedOutcome, live_key: str | None,
+                    say: Callable[[str], None]) -> None:
+    say(f"An empty graph ({rippl.graph}): nothing is declared; Rippl records the run {RUN}/ops.")
+    model = groq_models(live_key)[0] if live_key else ops_model()
+    events = await rippl.subscribe()
+    try:
+        team = ops_team(model, outcome)
+        register_rippl(team, rippl, run=RUN, memory=False)
+        say("\n== 1. The ops agent checks shard 09 and announces a window, then asks for approval ==")
+        outcome.paused = await _run_captured(team, CAPTURE_TASK, outcome, say) == "handoff"
+        state = await team.save_state()  # the pause: the team may be rebuilt, even elsewhere
+
+        say("\n== 2. Meanwhile a monitor audits what the announcement rests on ==")
+        outcome.observation = await _stale_observation(rippl, events)
+        if outcome.observation is None:
+            say("(the monitor found no health reading under the announcement)")
+            return
+        say(f"{outcome.observation}: {(await rippl.get(outcome.observation)).text}")
+        review = await rippl.propose_retraction(
+            outcome.observation, by="replica-monitor",
+            reason="served from a stale cache: replica r3 lagged 40 min behind shard 09's primary")
+        await rippl.approve(review.id, by="priya.raman", note="confirmed: r3 was stale")
+        say(f"{review.id} approved by priya.raman: the health reading is retracted")
+    finally:
+        await events.close()
+
+    say("\n== 3. The team is rebuilt from its saved state and told to go ahead ==")
+    resumed = ops_team(model, outcome)
+    await resumed.load_state(state)
+    register_rippl(resumed, rippl, run=RUN, memory=False)  # the same run: its trace continues
+    await _run_captured(resumed, GO_AHEAD, outcome, say)
+
+    say("\n== 4. What ran on the retracted reading: rippl.compensations() ==")
+    outcome.compensations = await rippl.compensations()
+    for owed in outcome.compensations:
+        say(owed.explain())
+
+
+async def _stale_observation(rippl: AsyncRippl, events: Any) -> str | None:
+    """The monitor: among the actions executed so far (from the graph's events), the premises
+    of the maintenance announcement; the shard-09 health reading is the one it disputes."""
+    executed = []
+    while (event := await events.get(timeout=0.3)) is not None:
+        if event.type == "action_executed" and event.node:
+            executed.append(event.node)
+    for action in executed:
+        if (await rippl.get(action)).tool != "announce_window":
+            continue
+        for premise in await rippl.premises(action):
+            if premise.kind is Kind.CLAIM and (await rippl.get(premise.id)).text.startswith(
+                    'get_shard_health({"shard":"09"}) returned'):
+                return premise.id
+    return None
+
+
+async def _run_captured(team: RoundRobinGroupChat, task: str, outcome: CapturedOutcome,
+                        say: Callable[[str], None]) -> str:
+    """Run the team on `task`, print what happens; "handoff" if it stopped for a human."""
+    stopped = ""
+    async for event in team.run_stream(task=task):
+        if isinstance(event, TaskResult):
+            say(f"(stopped: {event.stop_reason})")
+        elif isinstance(event, HandoffMessage):
+            stopped = "handoff"
+            say(f"{event.source} hands off to {event.target}: waiting for approval")
+        elif isinstance(event, ToolCallRequestEvent):
+            for call in event.content:
+                if not call.name.startswith("transfer_to_"):
+                    say(f"{event.source} -> {call.name}({call.arguments})")
+        elif isinstance(event, ToolCallExecutionEvent):
+            for result in event.content:
+                if result.is_error and result.content.startswith("VETOED by Rippl"):
+                    outcome.vetoed.append(result.content)
+                if not result.name.startswith("transfer_to_"):
+                    say(("   " if not result.is_error else "   ERROR ")
+                        + result.content.replace("\n", "\n   "))
+        elif isinstance(event, TextMessage) and event.source != "user":
+            outcome.final = event.content
+            say(f"{event.source}: {event.content}")
+    return stopped
+
+
+# ------------------------------------------------------------------------------ declared story
+
 async def run_demo(*, db: str | None = None, url: str | None = None, live_key: str | None = None,
                    keep: bool = False, say: Callable[[str], None] = print) -> Outcome:
     """Run the story once on a fresh graph and return what happened. `keep` leaves the graph in
@@ -249,19 +506,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     place.add_argument("--db", help="embedded database file (default: a temporary one)")
     place.add_argument("--url", help="a FalkorDB server, e.g. falkordb://127.0.0.1:6379")
     parser.add_argument("--offline", action="store_true", help="scripted model even with a key")
+    parser.add_argument("--story", choices=("captured", "declared", "both"), default="both")
     args = parser.parse_args(argv)
     key = None if args.offline else os.environ.get("GROQ_API_KEY") or None
     say(f"Model: {'Groq ' + os.environ.get('GROQ_MODEL', GROQ_MODEL) if key else 'scripted (offline)'}")
     logging.basicConfig(level=logging.ERROR)  # the story prints itself; keep library chatter out
-    outcome = asyncio.run(run_demo(db=args.db, url=args.url, live_key=key,
-                                   keep=bool(args.db or args.url)))
-    if key:  # a live model may take another path; report what it did
-        say(f"\nran: {outcome.ran}; vetoed calls: {len(outcome.vetoed)}")
-        return 0
-    ok = outcome.as_expected()
-    say("\nOK: the shard-09 migration was vetoed before it ran; billing went to shard 07."
-        if ok else f"\nUNEXPECTED: ran={outcome.ran} vetoed={len(outcome.vetoed)}")
-    return 0 if ok else 1
+    where = {"db": args.db, "url": args.url, "live_key": key, "keep": bool(args.db or args.url)}
+    ok = True
+    if args.story in ("captured", "both"):
+        say("\n######## The captured story: nothing declared, Rippl records the run ########\n")
+        captured = asyncio.run(run_capture_demo(**where))
+        if key:
+            say(f"\nran: {captured.ran}; vetoed calls: {len(captured.vetoed)}")
+        else:
+            ok = captured.as_expected()
+            say("\nOK: the migration resting on the stale reading was vetoed; billing went to "
+                "shard 07; the announcement is listed for compensation." if ok else
+                f"\nUNEXPECTED: ran={captured.ran} vetoed={len(captured.vetoed)} "
+                f"compensations={[c.tool for c in captured.compensations]}")
+    if args.story in ("declared", "both"):
+        say("\n######## The declared story: the incident graph's plan ########\n")
+        outcome = asyncio.run(run_demo(**where))
+        if key:  # a live model may take another path; report what it did
+            say(f"\nran: {outcome.ran}; vetoed calls: {len(outcome.vetoed)}")
+        else:
+            declared_ok = outcome.as_expected()
+            ok = ok and declared_ok
+            say("\nOK: the shard-09 migration was vetoed before it ran; billing went to shard 07."
+                if declared_ok else
+                f"\nUNEXPECTED: ran={outcome.ran} vetoed={len(outcome.vetoed)}")
+    return 0 if ok or key else 1
 
 
 def say(line: str) -> None:

@@ -1,4 +1,4 @@
-"""examples/autogen_ops_team.py runs offline: the story holds on both backends."""
+"""examples/autogen_ops_team.py runs offline: both stories hold on both backends."""
 
 from __future__ import annotations
 
@@ -38,14 +38,44 @@ async def test_story_on_each_backend(backend: dict[str, object]) -> None:
     assert any("Shard 07 is healthy" in m for m in outcome.memories[-1])
 
 
+@pytest.mark.asyncio(loop_scope="session")
+async def test_captured_story_on_each_backend(backend: dict[str, object]) -> None:
+    example = load_example()
+    lines: list[str] = []
+    where = {"url": backend["url"]} if "url" in backend else {"db": str(backend["path"])}
+    outcome = await example.run_capture_demo(**where, say=lines.append)
+    log = "\n".join(lines)
+    assert outcome.as_expected(), log
+    # the pause was a handoff; the rebuilt team continued the same run
+    assert outcome.paused and "ops hands off to user" in log
+    # the veto names the trail observation -> decision -> action, and the model read it
+    [veto] = outcome.vetoed
+    trail = next(line for line in veto.splitlines() if "->" in line).split(": ")[-1].split(" -> ")
+    assert trail[0] == outcome.observation and trail[1].startswith("DEC-") \
+        and trail[2].startswith("ACT-")
+    # the re-plan: the fallback checked and migrated, never shard 09
+    assert ("migrate_tables", {"table": "billing", "shard": "09"}) not in outcome.ran
+    assert outcome.ran[-2:] == [("get_shard_health", {"shard": "07"}),
+                                ("migrate_tables", {"table": "billing", "shard": "07"})]
+    # the compensation: the announcement, executed on the retracted reading
+    [owed] = outcome.compensations
+    assert owed.tool == "announce_window" and owed.run == "INC-4471/ops"
+    assert owed.args == {"shard": "09", "start": "22:00Z", "minutes": 30}
+    assert "served from a stale cache" in owed.explain()
+
+
 def test_runs_offline_as_a_script() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("GROQ_API_KEY", "RIPPL_FALKORDB_URL",
                                                             "RIPPL_DB")}
     done = subprocess.run([sys.executable, str(EXAMPLE), "--offline"], capture_output=True, text=True,
                           env=env, timeout=240, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "VETOED by Rippl: the call to migrate_tables did not run." in done.stdout
-    assert "CLM-001 -> DEC-001 -> ACT-001" in done.stdout
+    captured, declared = done.stdout.split("######## The declared story")
+    assert "VETOED by Rippl: the call to migrate_tables did not run." in captured
+    assert "executed" in captured and "on a premise since retracted" in captured
+    assert "OK: the migration resting on the stale reading was vetoed" in captured
+    assert "VETOED by Rippl: the call to migrate_tables did not run." in declared
+    assert "CLM-001 -> DEC-001 -> ACT-001" in declared
     assert done.stdout.rstrip().endswith("billing went to shard 07.")
     assert done.stderr == ""
 
