@@ -168,9 +168,10 @@ class RipplModelClient(ChatCompletionClient, Component[RipplModelClientConfig]):
         framework_calls: list[FrameworkCall] = [(c.name, c.arguments, c.id) for c in calls]
         verdicts: Sequence[Verdict | None]
         try:
-            handle = await self._guard.ahandle()
-            for ref in found.memory:
-                await record_memory(handle, run, agent, ref, memory_messages.claims(ref) or ())
+            if found.memory:
+                handle = await self._guard.ahandle()
+                for ref in found.memory:
+                    await record_memory(handle, run, agent, ref, memory_messages.claims(ref) or ())
         except Exception as exc:
             verdicts = [_unrecorded(run, exc) for _ in calls]
         else:

@@ -34,6 +34,28 @@ def replay(*turns: str | CreateResult) -> ReplayChatCompletionClient:
     return ReplayChatCompletionClient(list(turns), model_info=MODEL_INFO)
 
 
+class Scripted(ReplayChatCompletionClient):
+    """A scripted model whose steps may be functions of the messages it is shown (to react to a
+    veto as a model would)."""
+
+    def __init__(self, *steps: Any) -> None:
+        super().__init__(list(steps), model_info=MODEL_INFO)
+
+    async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
+        index = self._current_index
+        if index < len(self.chat_completions) and callable(self.chat_completions[index]):
+            self.chat_completions[index] = self.chat_completions[index](messages)  # type: ignore[operator]
+        return await super().create(messages, **kwargs)
+
+
+def vetoed_in(messages: Sequence[Any]) -> bool:
+    """Whether the model's latest tool results include a Rippl veto."""
+    from autogen_core.models import FunctionExecutionResultMessage
+
+    rounds = [m for m in messages if isinstance(m, FunctionExecutionResultMessage)]
+    return bool(rounds) and any(r.content.startswith("VETOED by Rippl") for r in rounds[-1].content)
+
+
 def seen_by_model(client: ReplayChatCompletionClient, turn: int) -> str:
     """Everything the model was shown on its `turn`-th call, as text."""
     return "\n".join(str(getattr(m, "content", m)) for m in client.create_calls[turn]["messages"])
@@ -121,3 +143,44 @@ def plain_tools() -> list[FunctionTool]:
     """Stateless tools, for component round trips (FunctionTool dumps their source)."""
     return [FunctionTool(fn, description=fn.__doc__ or "")
             for fn in (migrate_tables, rollback_deploy, shard_health)]
+
+
+# -- capture: what a run recorded -------------------------------------------------------------
+
+
+def _named(fc: FunctionCall) -> Any:
+    from rippl_core import ToolCall
+    from rippl_core.capture import ids
+
+    return ids.Call.of(ToolCall(name=fc.name, args=json.loads(fc.arguments or "{}"), id=fc.id),
+                       fc.id, 0)
+
+
+def action_of(run: str, fc: FunctionCall) -> str:
+    """The id of the action capture records for this call of this run."""
+    from rippl_core.capture import ids
+
+    return ids.action(run, _named(fc))
+
+
+def result_of(fc: FunctionCall, output: str) -> str:
+    """The id of the claim "`tool(args)` returned `output`" capture records for this call."""
+    from rippl_core.capture import ids
+
+    return ids.result_claim(_named(fc), ids.output_digest(output))
+
+
+def run_claim(run: str) -> str:
+    from rippl_core.capture import ids
+
+    return ids.run_claim(run)
+
+
+def premises_of(rippl: Any, action: str) -> set[str]:
+    """The claims the decision driving `action` rests on (its one justification)."""
+    decision = rippl.get(action).justifications[0][0]
+    return set(rippl.get(decision).justifications[0])
+
+
+def decision_of(rippl: Any, action: str) -> str:
+    return str(rippl.get(action).justifications[0][0])
