@@ -56,6 +56,7 @@ from rippl_core.adapters.toolguard import (
     unmappable,
     veto_text,
 )
+from rippl_core.capture.run import capture_policy
 
 __all__ = [
     "VETO_PREFIX",
@@ -82,6 +83,7 @@ __all__ = [
     "acall",
     "arguments",
     "arun_calls",
+    "capture_policy",
     "check_id",
     "check_text",
     "content_words",

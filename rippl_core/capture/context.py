@@ -8,6 +8,11 @@ observation of the run), and which vetoes the model has read (`told`: the call i
 messages in its input). The turn rests on the claims of the observations still present, minus
 every node a veto it read named (the retracted premise and the trail from it): the model now
 knows those are false, and re-plans without them.
+
+This module is the rule's executable specification. The decide query (`capture.cypher.decide`)
+computes the same set inside the one round trip that records the turn; the property test
+(tests/capture/test_context_property.py) holds the decisions it writes to a reference of this
+rule on random runs of observations, vetoes and trims.
 """
 
 from __future__ import annotations

@@ -28,19 +28,6 @@ _CREATED = ("CREATE (:Change {{node: {id}, kind: {kind}, after: {after}, valid_f
             "recorded_at: $now, cause: 'capture'}})")
 
 
-def observations(run: str) -> Query:
-    """Every observation of a run: (ref, [claim ids])."""
-    return Query(f"MATCH (o:{OBSERVATION}) WHERE o.run = $run "
-                 f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) RETURN o.ref, collect(c.id)",
-                 {"run": run}, read_only=True)
-
-
-def vetoes(run: str, calls: Sequence[str]) -> Query:
-    """What the vetoes of these calls of the run named: (call id, [node ids])."""
-    return Query("MATCH (a:Action) WHERE a.run = $run AND a.call_id IN $calls "
-                 "RETURN a.call_id, a.told", {"run": run, "calls": list(calls)}, read_only=True)
-
-
 def captured(run: str, refs: Sequence[str]) -> Query:
     """The captured actions of these calls of the run: (call id, action id, args, kind, state,
     executed_at, decision id)."""
@@ -53,7 +40,10 @@ def captured(run: str, refs: Sequence[str]) -> Query:
 def declared(keys: Sequence[str], pinned: Sequence[str] = ()) -> Query:
     """Declared actions matching any of these call keys, and the actions of these ids (calls
     mapped to them explicitly): (id, call_key, kind, state, executed_at)."""
-    return Query("MATCH (a:Action) WHERE a.call_key IN $keys OR a.id IN $pinned "
+    # two indexed lookups (an OR of the two would scan every action)
+    return Query("MATCH (a:Action) WHERE a.call_key IN $keys "
+                 "RETURN a.id, a.call_key, a.kind, a.state, a.executed_at UNION "
+                 "MATCH (a:Action) WHERE a.id IN $pinned "
                  "RETURN a.id, a.call_key, a.kind, a.state, a.executed_at",
                  {"keys": list(keys), "pinned": list(pinned)}, read_only=True)
 
@@ -74,17 +64,26 @@ def _run_root(run: Mapping[str, Any]) -> str:
     )
 
 
-def decide(run: Mapping[str, Any], decision: Mapping[str, Any], context: Sequence[str],
-           actions: Sequence[Mapping[str, Any]], now: int) -> Query:
-    """Record a turn: the run's root if new, the decision resting on the run's claim and the
-    context claims, and an action per call driven by it (new ones only; a replay changes
-    nothing). Returns (action id, state, executed_at, created) per call."""
+def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[str] | None,
+           told: Sequence[str], actions: Sequence[Mapping[str, Any]], now: int) -> Query:
+    """Record a turn in one query: the run's root if new; the decision, resting on the run's claim
+    and the turn's context set, computed here by the rule of `capture.context` (the claims the
+    run's observations still in the model's input saw — `refs` None: all of them, an observation
+    without a ref: always — less the nodes named by the vetoes whose call ids are in `told`); and
+    an action per call driven by it. A replayed turn finds its decision and actions and changes
+    nothing. Returns (action id, state, executed_at, created) per call."""
     return Query(
         _run_root(run)
         + "WITH 1 AS one MATCH (root:Node {id: $run.claim.id}) "
         "OPTIONAL MATCH (d0:Node {id: $decision.id}) WITH root, d0 IS NULL AS fresh "
-        "OPTIONAL MATCH (c:Claim) WHERE c.id IN $context "
-        "WITH root, fresh, collect(c) AS seen WITH fresh, seen + [root] AS ants "
+        "OPTIONAL MATCH (v:Action) WHERE v.run = $run.id AND v.call_id IN $told "
+        "WITH root, fresh, collect(v.told) AS named "
+        "WITH root, fresh, reduce(acc = [], t IN named | acc + coalesce(t, [])) AS known "
+        f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.run = $run.id "
+        "AND ($refs IS NULL OR o.ref IS NULL OR o.ref IN $refs) "
+        f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
+        "WITH root, fresh, known, collect(DISTINCT c) AS seen "
+        "WITH fresh, [c IN seen WHERE NOT c.id IN known] + [root] AS ants "
         "WITH fresh, ants, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
         "MERGE (d:Node:Decision {id: $decision.id}) ON CREATE SET d += $decision, d.state = computed "
         "FOREACH (a IN CASE WHEN fresh THEN ants ELSE [] END | "
@@ -98,8 +97,24 @@ def decide(run: Mapping[str, Any], decision: Mapping[str, Any], context: Sequenc
         "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
         + _CREATED.format(id="act.id", kind="'Action'", after="d.state") + ") "
         "RETURN x.id, x.state, x.executed_at, created",
-        {"run": run, "decision": decision, "context": list(context), "actions": list(actions),
-         "now": now})
+        {"run": run, "decision": decision, "refs": None if refs is None else list(refs),
+         "told": list(told), "actions": list(actions), "now": now})
+
+
+def drive(run: Mapping[str, Any], decision: str, actions: Sequence[Mapping[str, Any]],
+          now: int) -> Query:
+    """Add actions to an existing decision (a call edited after its turn was decided), labelled
+    from the decision's state. Returns (action id, state, executed_at, created)."""
+    return Query(
+        "MATCH (d:Decision {id: $decision}) WITH d UNWIND $actions AS act "
+        "OPTIONAL MATCH (x0:Node {id: act.id}) WITH d, act, x0 IS NULL AS created "
+        "MERGE (x:Node:Action {id: act.id}) ON CREATE SET x += act, x.state = d.state "
+        "FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END | "
+        "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
+        + _CREATED.format(id="act.id", kind="'Action'", after="d.state") + ") "
+        f"WITH x, created OPTIONAL MATCH (r:{RUN} {{id: $run}}) SET r.last_active = $now "
+        "RETURN x.id, x.state, x.executed_at, created",
+        {"run": run["id"], "decision": decision, "actions": list(actions), "now": now})
 
 
 def tell(action_id: str, told: Sequence[str]) -> Query:
@@ -118,17 +133,17 @@ def observe(run: Mapping[str, Any], observation: Mapping[str, Any], claims: Sequ
         {"run": run, "obs": observation, "claims": list(claims), "now": now})
 
 
-def executed(run: Mapping[str, Any], action_id: str, result: Mapping[str, Any],
-             observation: Mapping[str, Any], now: int) -> Query:
+def executed(run: str, action_id: str, result: Mapping[str, Any], observation: Mapping[str, Any],
+             now: int) -> Query:
     """Mark a captured action executed and record its output as an observation of the run: the
     result's source (new, IN) and claim (new, IN; or existing). An existing claim whose state the
     new source would change (OUT or at risk through its support alone) is not linked here: the
     query returns `linked` false and the caller adds that support with a full relabel.
-    Returns (claim state, linked)."""
+    Returns (claim state, linked), or no row when there is no such action (nothing is written)."""
     return Query(
-        _run_root(run)
-        + "WITH 1 AS one MATCH (x:Action {id: $action}) "
+        "MATCH (x:Action {id: $action}) "
         "SET x.executed_at = $now, x.exec_status = $result.status, x.output = $result.digest "
+        f"WITH x OPTIONAL MATCH (r:{RUN} {{id: $run}}) SET r.last_active = $now "
         "WITH x OPTIONAL MATCH (s0:Node {id: $result.source.id}) "
         "OPTIONAL MATCH (c0:Node {id: $result.claim.id}) "
         "WITH s0 IS NULL AS new_source, c0, c0 IS NULL AS new_claim, "

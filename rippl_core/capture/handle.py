@@ -20,12 +20,15 @@ class Run:
     until the first record); the same run id continues the same trace."""
 
     def __init__(self, driver: SyncDriver, run: RunRef, policy: Policy) -> None:
-        self._driver, self.ref, self.policy = driver, run, policy
+        self._driver, self.ref, self.policy = driver, run, ops.capture_policy(policy)
 
     @property
     def id(self) -> str:
         """The run's id."""
         return self.ref.id
+
+    def _policy(self, policy: Policy | None) -> Policy:
+        return ops.capture_policy(policy) if policy is not None else self.policy
 
     def observe(self, claims: Sequence[str], *, ref: str | None = None) -> list[str]:
         """The run saw these claims (e.g. a memory read), carried by the message `ref` (None: they
@@ -43,12 +46,12 @@ class Run:
         it holds; None: everything the run observed) less those a veto it read (`told`: the call
         ids of veto messages in it) named. Returns the verdict on each call, in order."""
         return self._driver.run(lambda: ops.decide(self.ref, turn, calls, context=context,
-                                                   told=told, policy=policy or self.policy))
+                                                   told=told, policy=self._policy(policy)))
 
     def judge(self, call: ToolCall, *, policy: Policy | None = None) -> Verdict:
         """Re-check a call (with its call id) just before it executes: after a pause, the premises
         of its turn may have been retracted."""
-        return self._driver.run(lambda: ops.judge(self.ref, call, policy=policy or self.policy))
+        return self._driver.run(lambda: ops.judge(self.ref, call, policy=self._policy(policy)))
 
     def executed(self, call: ToolCall, output: Any, *, ok: bool = True) -> str:
         """The call ran (ok=False: it ran and failed): mark its action executed, and record its
@@ -64,12 +67,15 @@ class AsyncRun:
     """The asyncio twin of `Run`."""
 
     def __init__(self, driver: AsyncDriver, run: RunRef, policy: Policy) -> None:
-        self._driver, self.ref, self.policy = driver, run, policy
+        self._driver, self.ref, self.policy = driver, run, ops.capture_policy(policy)
 
     @property
     def id(self) -> str:
         """The run's id."""
         return self.ref.id
+
+    def _policy(self, policy: Policy | None) -> Policy:
+        return ops.capture_policy(policy) if policy is not None else self.policy
 
     async def observe(self, claims: Sequence[str], *, ref: str | None = None) -> list[str]:
         """The run saw these claims (e.g. a memory read), carried by the message `ref` (None: they
@@ -89,13 +95,13 @@ class AsyncRun:
         it holds; None: everything the run observed) less those a veto it read (`told`: the call
         ids of veto messages in it) named. Returns the verdict on each call, in order."""
         return await self._driver.run(lambda: ops.decide(self.ref, turn, calls, context=context,
-                                                         told=told, policy=policy or self.policy))
+                                                         told=told, policy=self._policy(policy)))
 
     async def judge(self, call: ToolCall, *, policy: Policy | None = None) -> Verdict:
         """Re-check a call (with its call id) just before it executes: after a pause, the premises
         of its turn may have been retracted."""
         return await self._driver.run(lambda: ops.judge(self.ref, call,
-                                                        policy=policy or self.policy))
+                                                        policy=self._policy(policy)))
 
     async def executed(self, call: ToolCall, output: Any, *, ok: bool = True) -> str:
         """The call ran (ok=False: it ran and failed): mark its action executed, and record its

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rippl_core._runtime.op import Batch, Commit, Op
-from rippl_core._runtime.timeutil import TimeLike, from_ms, ms, now_ms, read_times
+from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, ms, now_ms, read_times
 from rippl_core._runtime.validation import call_key, check_id, check_ids
 from rippl_core.capture import cypher, ids
-from rippl_core.capture.context import Observed, context_set
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal import history, preflight
 from rippl_core.causal.preflight import ActionRow
@@ -57,6 +56,14 @@ class RunRef:
                          ids.run_claim(self.id)).validated().props(now)
         return {"id": self.id, "agent": self.agent, "framework": self.framework,
                 "source": {**source, "run": self.id}, "claim": {**claim, "run": self.id}}
+
+
+def capture_policy(policy: Policy) -> Policy:
+    """The policy of a captured run: `unknown` is "record" unless the caller chose it (a policy
+    that says unknown="deny" is a strict allow-list: calls no declared action matches are
+    recorded and denied; "allow" leaves them unprotected)."""
+    return policy if "unknown" in policy.model_fields_set else policy.model_copy(
+        update={"unknown": "record"})
 
 
 def _captured_props(spec: NodeSpec, run: str, now: int, **extra: Any) -> dict[str, Any]:
@@ -113,24 +120,19 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
         raise InvalidInputError("two calls of one turn share a call id; each call needs its own")
     refs = None if context is None else check_ids(context, what="context")
     told_ids = check_ids(told, what="told")
-    decision_id = ids.decision(run.id, turn, named)
-    seen, vetoed, declared = yield Batch(cypher.observations(run.id), cypher.vetoes(run.id, told_ids),
-                                         cypher.declared(sorted({k for c in named for k in (
-                                             c.key, call_key(c.tool, None))}),
-                                             _pinned(calls)))
-    premises = context_set([Observed(ref, tuple(claims)) for ref, claims in seen], refs, told_ids,
-                           {call: tuple(named_ids or ()) for call, named_ids in vetoed})
     now = now_ms()
     actions = [_action_props(run, c, now) for c in named]
     decision = _captured_props(NodeSpec(Kind.DECISION, _decision_text(run, turn, named),
-                                        decision_id), run.id, now, turn=turn)
-    try:
-        replies = yield Commit([cypher.decide(run.props(now), decision, premises, actions, now)],
-                               blind=True)
-    except ConflictError:  # the same turn recorded concurrently: read what the other wrote
-        replies = yield Commit([cypher.decide(run.props(now), decision, premises, actions, now)],
-                               blind=True)
+                                        ids.decision(run.id, turn, named)), run.id, now, turn=turn)
+    keys = sorted({k for c in named for k in (c.key, call_key(c.tool, None))})
+    commit = Commit([cypher.decide(run.props(now), decision, refs, told_ids, actions, now),
+                     cypher.declared(keys, _pinned(calls))], blind=True)
+    try:  # one round trip: the turn recorded, its context set computed, declared matches read
+        replies = yield commit
+    except ConflictError:  # the same turn recorded concurrently: this time it finds it
+        replies = yield commit
     states = {row[0]: (State(row[1]), row[2] is not None) for row in replies[0]}
+    declared = replies[1]
     verdicts = []
     for call, named_call, props in zip(calls, named, actions, strict=True):
         own = (props["id"], Kind.ACTION, *states[props["id"]])
@@ -177,6 +179,13 @@ def _verdict(own: ActionRow, declared: list[ActionRow] | None, call: ToolCall,
         return Verdict(allowed=False, target=call.action_id, tool_call=call, reason=(
             f"denied (fail closed): {call.action_id}, the action {call.name} is mapped to, is not "
             "in the graph; add it or check the id"))
+    if not declared and policy.unknown in ("deny", "allow"):  # no declared match: the policy says
+        allowed = policy.unknown == "allow"
+        return Verdict(allowed=allowed, target=own[0], kind=own[1], state=own[2], tool_call=call,
+                       reason=f"{'allowed' if allowed else 'denied'} (policy unknown="
+                              f"'{policy.unknown}'): no declared action matches {call.name}; the "
+                              "call is recorded" + ("" if allowed else
+                                                    " (a strict allow-list: declare the action)"))
     verdict = yield from preflight.judge([*declared, own], policy, call)
     if not verdict.allowed:
         named = sorted({node for b in verdict.blockers for node in b.trail})
@@ -218,8 +227,7 @@ def _edited(run: RunRef, call: ToolCall, named: ids.Call, *, decision: str | Non
         raise NotFoundError(f"the captured action of call {named.ref} has lost its decision")
     now = now_ms()
     action = _action_props(run, named, now)
-    replies = yield Commit([cypher.decide(run.props(now), {"id": decision}, (), [action], now)],
-                           blind=True)
+    replies = yield Commit([cypher.drive(run.props(now), decision, [action], now)], blind=True)
     row = replies[0][0]
     found = yield cypher.declared([named.key, call_key(named.tool, None)], _pinned([call]))
     verdict = yield from _verdict((row[0], Kind.ACTION, State(row[1]), row[2] is not None),
@@ -232,18 +240,12 @@ def _edited(run: RunRef, call: ToolCall, named: ids.Call, *, decision: str | Non
 
 def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool) -> Op[str]:
     """Mark a captured call executed and record its output as an observation of the run (a
-    `tool_result` source for this call, and the claim "`tool(args)` returned …"). Returns the
-    result claim's id. An output that makes an existing claim hold again is linked with a full
-    relabel of what rests on it."""
+    `tool_result` source for this call, and the claim "`tool(args)` returned …"), in one commit.
+    Returns the result claim's id. An output that makes an existing claim hold again is linked
+    with a full relabel of what rests on it."""
     if call.id is None:
         raise InvalidInputError("recording an execution needs the call id it was decided with")
     named = ids.Call.of(call, call.id, 0)
-    found = yield cypher.captured(run.id, [named.ref])
-    same = [r for r in found if r[2] == named.args] or found
-    if not same:
-        raise NotFoundError(f"call {named.ref} of run {run.id} was never decided; judge it before "
-                            "it runs, then record its execution")
-    action_id = same[0][1]
     now = now_ms()
     digest = ids.output_digest(output)
     claim_id = ids.result_claim(named, digest)
@@ -251,17 +253,25 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool) -> Op[str]:
                       ids.result_source(run.id, named.ref), source_type="tool_result")
     claim = NodeSpec(Kind.CLAIM, ids.result_text(named, output), claim_id)
     result = {"status": "ok" if ok else "error", "digest": digest,
-              "source": _captured_props(source, run.id, now, tool=named.tool, call_id=named.ref,
-                                        output=digest),
+              "source": {**_captured_props(source, run.id, now, tool=named.tool, call_id=named.ref,
+                                           output=digest), "args": named.args},
               "claim": {**claim.validated().props(now), "captured": True}}
-    result["source"]["args"] = named.args
     observation = {"id": ids.observation(run.id, named.ref, [claim_id]), "run": run.id,
                    "ref": named.ref, "kind": "tool_result", "at": now}
-    commit = Commit([cypher.executed(run.props(now), action_id, result, observation, now)],
-                    blind=True)
-    commit.events.append({"type": "action_executed", "node": action_id, "kind": Kind.ACTION.value,
-                          "cause": "capture", "at": from_ms(now).isoformat()})  # type: ignore[union-attr]
-    replies = yield commit
+
+    def record(action_id: str) -> Commit:
+        event = {"type": "action_executed", "node": action_id, "kind": Kind.ACTION.value,
+                 "cause": "capture", "at": iso(now)}
+        return Commit([cypher.executed(run.id, action_id, result, observation, now)], [event],
+                      blind=True)
+
+    replies = yield record(ids.action(run.id, named))  # the action its turn recorded: one round trip
+    if not replies[0]:  # args that differ from every recorded call: the call id names the action
+        found = yield cypher.captured(run.id, [named.ref])
+        if not found:
+            raise NotFoundError(f"call {named.ref} of run {run.id} was never decided; judge it "
+                                "before it runs, then record its execution")
+        replies = yield record(found[0][1])
     if replies[0] and not replies[0][0][1]:  # the claim holds again through this new source
         yield from justify(claim_id, [result["source"]["id"]], now=now)
     return claim_id

@@ -290,3 +290,22 @@ async def test_the_async_twin_records_the_same(arippl: AsyncRippl, rippl: Rippl)
     vetoed = await run.judge(MIGRATE)
     assert not vetoed.allowed and vetoed.blockers[0].premise == claim
     assert premises_of(rippl, migrating.target) == {claim, ids.run_claim("async-1")}  # type: ignore[arg-type]
+
+
+def test_a_runs_policy_records_by_default_and_obeys_an_explicit_unknown(rippl: Rippl) -> None:
+    claim, _ = story(rippl, "strict")
+    rippl.retract(claim, reason="stale", by="monitor")
+    default = rippl.run("strict")
+    assert default.policy.unknown == "record"
+    assert not default.judge(MIGRATE).allowed  # judged by its captured premises
+    strict = rippl.run("strict", policy=Policy(unknown="deny"))
+    fresh = ToolCall(name="resize", args={}, id="s1")
+    [denied] = strict.decide("s-turn", [fresh], context=[])
+    assert not denied.allowed and "strict allow-list" in denied.reason
+    assert rippl.get(denied.target).tool == "resize"  # still recorded  # type: ignore[arg-type]
+    rippl.add_action("ACT-RESIZE", "resize anything", tool="resize")
+    [declared] = strict.decide("s-turn-2", [fresh.model_copy(update={"id": "s2"})], context=[])
+    assert declared.allowed and declared.target == "ACT-RESIZE"
+    loose = rippl.run("strict", policy=Policy(unknown="allow"))
+    [unprotected] = loose.decide("l-turn", [MIGRATE.model_copy(update={"id": "l1"})])
+    assert unprotected.allowed and "policy unknown='allow'" in unprotected.reason

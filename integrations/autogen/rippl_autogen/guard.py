@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rippl_autogen.connection import Link, RipplConnection, Target
 from rippl_autogen.runs import FRAMEWORK, RunScope, current_turn
 from rippl_core import InvalidInputError, Policy, Verdict
-from rippl_core.adapters import VETO_PREFIX, Capture, FrameworkCall, Resolver, veto_text
+from rippl_core.adapters import VETO_PREFIX, Capture, FrameworkCall, Resolver, capture_policy, veto_text
 from rippl_core.adapters import Guard as KitGuard
 
 __all__ = ["VETO_PREFIX", "Guard", "GuardConfig", "Judged", "Resolver", "veto_text"]
@@ -101,9 +101,7 @@ class Guard(KitGuard):
     def _recording(self, policy: Policy | None) -> Policy | None:
         """Under capture, a policy that does not say what to do with undeclared calls judges them
         by the run (unknown="record")."""
-        if self.capturing and policy is not None and "unknown" not in policy.model_fields_set:
-            return policy.model_copy(update={"unknown": "record"})
-        return policy
+        return capture_policy(policy) if self.capturing and policy is not None else policy
 
     @property
     def default_policy(self) -> Policy | None:
@@ -114,11 +112,6 @@ class Guard(KitGuard):
     @property
     def effective_policy(self) -> Policy:
         return self.policy or self.default_policy or Policy()
-
-    @property
-    def strict(self) -> bool:
-        """Whether only declared actions are allowed (capture with unknown="deny")."""
-        return self.capturing and self.effective_policy.unknown == "deny"
 
     # -- runs -------------------------------------------------------------------------------
     def capture(self, run: str, agent: str | None) -> Capture:
@@ -156,12 +149,7 @@ class Guard(KitGuard):
             return Judged(await self.acheck(name, args, call_id), (name, args, call_id), None)
         call: FrameworkCall = (name, args, call_id or f"autogen-{uuid.uuid4().hex[:16]}")
         capture = self.capture(run, agent)
-        verdict = await capture.ajudge(call)
-        if self.strict and verdict is not None and verdict.allowed:
-            declared = await self.acheck(name, args, call[2])
-            if declared is not None and not declared.allowed:
-                verdict = declared
-        return Judged(verdict, call, capture)
+        return Judged(await capture.ajudge(call), call, capture)
 
     @staticmethod
     async def after(judged: Judged, output: Any, *, ok: bool = True) -> None:

@@ -114,7 +114,8 @@ async def test_direct_send_raises_the_veto(incident: Rippl, arippl: AsyncRippl, 
     assert health.content == "shard 09: ok"
     with pytest.raises(ToolVetoedException) as vetoed:
         await runtime.send_message(call("restart_service", service="billing"), tools)
-    assert "no action in the graph is executed by tool 'restart_service'" in str(vetoed.value)
+    assert "no declared action matches restart_service" in str(vetoed.value)
+    assert "strict allow-list" in str(vetoed.value)
     with pytest.raises(ToolVetoedException, match="not JSON"):
         await runtime.send_message(FunctionCall(id="c1", name="migrate_tables", arguments="{oops"),
                                    tools)

@@ -54,7 +54,7 @@ async def test_plain_functions_are_wrapped(incident: Rippl, arippl: AsyncRippl) 
     with pytest.raises(ToolVetoedError) as vetoed:
         await tool.run_json({"service": "payments", "to_version": "1.0"}, CancellationToken())
     assert isinstance(vetoed.value, PremiseRetractedError)
-    assert "no action in the graph is executed by tool 'rollback_deploy'" in str(vetoed.value)
+    assert "no declared action matches rollback_deploy" in str(vetoed.value)
     assert ran == ["checkout-api"]
     [captured] = guard_tools([rollback_deploy], arippl)  # the default: judged by its run
     assert await captured.run_json({"service": "payments", "to_version": "1.0"},

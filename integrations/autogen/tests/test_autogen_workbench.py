@@ -95,12 +95,12 @@ async def test_undeclared_calls_are_captured_and_strict_policy_denies_them(
     strict = Policy(unknown="deny")  # a strict allow-list: only declared actions
     denied, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl, policy=strict), turn)
     [outcome] = results_of((await denied.run(task="health?")).messages)
-    assert outcome.is_error and "no action in the graph is executed by tool 'shard_health'" in \
+    assert outcome.is_error and "no declared action matches shard_health" in \
         outcome.content
     unknown_args, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl, policy=strict),
                             calls(call("migrate_tables", table="billing", shard="11")))
     [outcome] = results_of((await unknown_args.run(task="move")).messages)
-    assert outcome.is_error and "denied (fail closed)" in outcome.content
+    assert outcome.is_error and "denied (policy unknown='deny')" in outcome.content
     uncaptured, _ = agent(RipplWorkbench(StaticWorkbench(ops.tools()), arippl, capture=False), turn)
     [outcome] = results_of((await uncaptured.run(task="health?")).messages)
     assert outcome.is_error  # without capture, what no action declares is denied (unknown='deny')
