@@ -10,7 +10,8 @@ retraction of anything the run read vetoes every later call resting on it, even 
   re-runs on resume sees the same turn, and recording it again records nothing new).
 - **Context**: the `tool_call_id`s of the ToolMessages before that AIMessage (a message removed
   from the state, e.g. by `RemoveMessage` or summarization, leaves the context); at the model call
-  (`RipplMiddleware.wrap_model_call`) the exact `request.messages`. **Told**: those of them that
+  (`RipplMiddleware.wrap_model_call`) those of the exact `request.messages`, less the results
+  `ContextEditingMiddleware` cleared. **Told**: those of them that
   are Rippl vetoes (their artifact carries `rippl_verdict`): the model read why, so what the veto
   named leaves the context of its later turns.
 - **Execution**: each call is judged again just before it runs (an `interrupt_before=["tools"]`
@@ -106,15 +107,21 @@ def turn_id(message: AIMessage) -> str:
 
 
 def visible(messages: Iterable[BaseMessage]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(context, told) of a model input: the call ids of its tool results, and of its vetoes."""
+    """(context, told) of a model input: the call ids of its tool results, and of its vetoes. A
+    result whose content was cleared from the input (`ContextEditingMiddleware`) is not in it."""
     context: list[str] = []
     told: list[str] = []
     for message in messages:
-        if isinstance(message, ToolMessage) and message.tool_call_id:
+        if isinstance(message, ToolMessage) and message.tool_call_id and not cleared(message):
             context.append(message.tool_call_id)
             if is_veto(message):
                 told.append(message.tool_call_id)
     return tuple(context), tuple(told)
+
+
+def cleared(message: ToolMessage) -> bool:
+    editing = message.response_metadata.get("context_editing")
+    return isinstance(editing, Mapping) and bool(editing.get("cleared"))
 
 
 def is_veto(message: ToolMessage) -> bool:
