@@ -13,8 +13,8 @@ latency.
    machine load hits every variant alike; the added cost per tool call is the difference of the
    p50s to the unguarded graph of the same kind.
 2. Where capture's time goes: the bare operations (`Rippl.check`, and `Capture.decide`, `judge`,
-   `executed` of one call), a redis PING (the round trip), and `decide` in a run that has already
-   made 200 calls.
+   `executed` of one call), a redis PING (the round trip), `decide` in a run that has already made
+   200 calls, and FalkorDB's own reported execution time of each query those operations send.
 3. Checkpointers. `put` and `get_tuple` (latest, and by id) of a real checkpoint taken from that
    graph, for FalkorDBSaver (embedded, and a FalkorDB server on loopback TCP), langgraph's
    SqliteSaver (a file, and ":memory:") and InMemorySaver, in one run.
@@ -56,6 +56,7 @@ from rippl_langgraph import FalkorDBSaver, RipplMiddleware, add_preflight, guard
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
 from rippl_core import Rippl, ToolCall
+from rippl_core._runtime import driver
 from rippl_core.adapters import Capture, Guard
 from rippl_core.testing import start_falkordb_server
 
@@ -166,6 +167,21 @@ def bench_overhead(memory: Rippl, runs: int) -> dict[str, Any]:
     return result
 
 
+def persisting(memory: Rippl, section: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run a timed section once the server has no background rewrite of its append-only file
+    running (a forked child competing for the CPU), and record how many rewrites ran during it."""
+    def state() -> dict[str, Any]:
+        return dict(memory.redis.info("persistence"))
+
+    waited = time.perf_counter()
+    while int(state().get("aof_rewrite_in_progress") or 0) and time.perf_counter() - waited < 300:
+        time.sleep(0.2)
+    before = int(state().get("aof_rewrites") or 0)
+    result = section()
+    result["aof_rewrites_during"] = int(state().get("aof_rewrites") or 0) - before
+    return result
+
+
 def timed(runs: int, step: Callable[[int], Any]) -> dict[str, Any]:
     values = []
     for n in range(runs):
@@ -192,6 +208,7 @@ def bench_capture_ops(memory: Rippl, runs: int) -> dict[str, Any]:
         "judge": timed(runs, lambda n: captures[n].judge(one(n))),
         "executed": timed(runs, lambda n: captures[n].executed(one(n), f"migrated billing #{n}")),
     }
+    result["server_ms"] = server_times(guard, runs)
     long = Capture(guard, "long-run")
     for n in range(200):  # a run that already made 200 calls, each seen by the next turns
         long.decide(f"long-{n}", [one(n)], context=[f"call-{m}" for m in range(n)])
@@ -200,6 +217,44 @@ def bench_capture_ops(memory: Rippl, runs: int) -> dict[str, Any]:
         runs, lambda n: long.decide(f"more-{n}", [one(1000 + n)],
                                     context=[f"call-{m}" for m in range(200)]))
     return result
+
+
+QUERY_KINDS = [  # (name, a fragment only its Cypher has), most specific first
+    ("decide commit", "CREATE (d)-[:DRIVES"), ("executed commit", "exec_status"),
+    ("captured read", "a.created_at DESC"), ("observations read", "collect(c.id)"),
+    ("vetoes read", "a.call_id, a.told"), ("declared read (all a `check` sends)", "a.call_key IN")]
+
+
+def server_times(guard: Guard, runs: int) -> dict[str, dict[str, Any]]:
+    """FalkorDB's reported execution time (ms) of each query a captured call sends, by kind: read
+    from the statistics each reply carries (the driver's reply parser is wrapped meanwhile)."""
+    found: dict[str, list[float]] = {name: [] for name, _ in QUERY_KINDS}
+    sent: list[str] = []
+    args, parse = driver._args, driver.parse
+
+    def spy_args(graph: str, query: Any) -> Any:
+        sent.append(next((n for n, part in QUERY_KINDS if part in query.text), "other"))
+        return args(graph, query)
+
+    def spy_parse(reply: Any) -> Any:
+        kind = sent.pop(0) if sent else "other"
+        for stat in reply[-1] if isinstance(reply, list) and reply and isinstance(reply[-1], list) else []:
+            text = stat.decode() if isinstance(stat, bytes) else str(stat)
+            if kind in found and "execution time" in text:
+                found[kind].append(float(text.split(":")[1].split()[0]) / 1000)
+        return parse(reply)
+
+    driver._args, driver.parse = spy_args, spy_parse
+    try:
+        for n in range(runs):
+            capture, one = Capture(guard, f"server-{n}"), ("migrate_tables", MIGRATE_07, f"s-{n}")
+            capture.decide(f"turn-{n}", [one], context=[])
+            capture.judge(one)
+            capture.executed(one, f"migrated billing #{n}")
+            sent.clear()
+    finally:
+        driver._args, driver.parse = args, parse
+    return {name: summary(values) for name, values in found.items() if values}
 
 
 # ---------------------------------------------------------------------------- checkpointers
@@ -349,11 +404,18 @@ def markdown(results: dict[str, Any]) -> str:
               "judge for it (four round trips), the preflight path judges every call again at the "
               "ToolNode (five), since a pause may fall between the two. Capture's writes are Cypher "
               "MERGEs of several nodes with their history (`Change`) nodes, so each costs many "
-              "times a `check`; the adapters add little over the bare operations. `decide` also grows "
+              "times a `check`; the adapters add little over the bare operations. Inside FalkorDB "
+              "(its own reported execution time, p50): "
+              + ", ".join(f"{name} {data['p50_ms']:.3f} ms" for name, data in ops["server_ms"].items())
+              + " (`decide` sends the observations, vetoes and declared reads and its commit; `judge` "
+              "the captured and declared reads; `executed` the captured read and its commit). "
+              "`decide` also grows "
               "with the run: each turn reads every observation of its run and rests on all those in "
               "context (one edge each), so a turn late in a long run costs more (the last figure "
-              "above). The machine is shared: compare the rows of one run, not absolute values "
-              "across runs.", ""]
+              "above). Each section ran on its own embedded server, started once no append-only-"
+              f"file rewrite was running ({over.get('aof_rewrites_during', 0)} and "
+              f"{ops.get('aof_rewrites_during', 0)} rewrites happened during them). The machine is "
+              "shared: compare the rows of one run, not absolute values across runs.", ""]
     lines += [f"**Checkpointers** (a real checkpoint of that graph: {sample['messages']} messages, "
               f"~{sample['approx_bytes']} bytes; every channel "
               "rewritten on each put; p50 / p99 in ms):", "",
@@ -384,13 +446,20 @@ def main(argv: list[str] | None = None) -> int:
     server = start_falkordb_server()
     try:
         with tempfile.TemporaryDirectory(prefix="rippl-bench-lg-") as folder:
+            # each section on its own embedded server: a fresh graph, and no append-only-file
+            # rewrite left behind by the other section's writes
+            ops_memory = Rippl.open(Path(folder) / "ops.db", graph="bench-ops")
+            try:
+                ops_memory.load(INCIDENT)
+                print(f"capture operations: {runs} each...", flush=True)
+                capture_ops = persisting(ops_memory, lambda: bench_capture_ops(ops_memory, runs))
+            finally:
+                ops_memory.close()
             memory = Rippl.open(Path(folder) / "guard.db", graph="bench-guard")
             try:
                 memory.load(INCIDENT)
                 print(f"overhead: {runs} interleaved runs per variant...", flush=True)
-                overhead = bench_overhead(memory, runs)
-                print(f"capture operations: {runs} each...", flush=True)
-                capture_ops = bench_capture_ops(memory, runs)
+                overhead = persisting(memory, lambda: bench_overhead(memory, runs))
             finally:
                 memory.close()
             print(f"checkpointers: {saver_runs} puts and gets each...", flush=True)
