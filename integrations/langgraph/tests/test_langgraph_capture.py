@@ -398,6 +398,36 @@ def test_the_told_rule_through_the_middleware(rippl: Rippl, saver: FalkorDBSaver
     assert ops.ran[-1] == ("migrate_tables", {"table": "billing", "shard": "07"})
 
 
+@pytest.mark.parametrize("handled", [True, False])
+def test_a_call_that_ran_and_failed_counts_as_executed(rippl: Rippl, saver: FalkorDBSaver,
+                                                       handled: bool) -> None:
+    """A tool that raised may have had effects: its execution is recorded (an error ToolMessage
+    from the ToolNode, or the exception itself), so a retraction lists it for compensation."""
+    ran = []
+
+    @tool
+    def drain_shard(shard: str) -> str:
+        """Drain a shard's connections (fails half-way)."""
+        ran.append(shard)
+        raise RuntimeError("drained 40% of connections, then the pooler crashed")
+
+    ops = Ops()
+    model = ScriptedChatModel(script=[calls(HEALTH_09), calls(tool_call("drain_shard", {"shard": "09"},
+                                                                         "drain-09")), "stopped"])
+    tools = ToolNode([*ops.tools(), drain_shard], handle_tool_errors=handled)
+    store = RipplStore(rippl, checkpointer=saver)
+    app = add_preflight(react(model, tools), memory=rippl).compile(checkpointer=saver, store=store)
+    if handled:
+        out = app.invoke({"messages": [HumanMessage("drain 09")]}, thread("T1"))
+        assert tool_messages(out["messages"])["drain-09"].status == "error"
+    else:
+        with pytest.raises(RuntimeError, match="pooler crashed"):
+            app.invoke({"messages": [HumanMessage("drain 09")]}, thread("T1"))
+    assert ran == ["09"]
+    retract(rippl, health_claim(store, app, thread("T1")))
+    assert owed(rippl) == [("T1", "drain-09")]
+
+
 # ------------------------------------------------------------------------------------ failures
 
 
