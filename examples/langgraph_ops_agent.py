@@ -1,7 +1,8 @@
-"""A LangGraph ops agent on the incident graph, guarded by Rippl.
+"""A LangGraph ops agent guarded by Rippl: two stories.
 
-A ReAct-style StateGraph (model -> preflight -> tools -> model), checkpointed in FalkorDB, with
-Rippl beliefs as its long-term memory, works the billing migration of examples/incident.yaml:
+**Story 1, declared premises.** A ReAct-style StateGraph (model -> preflight -> tools -> model),
+checkpointed in FalkorDB, with Rippl beliefs as its long-term memory, works the billing migration
+of examples/incident.yaml:
 
 1. it notes that shard 09 is healthy (a belief, CLM-001) and provisions shard 09: allowed;
 2. shard 09's health check shows disk errors, so it flags CLM-001 for retraction (a review opens);
@@ -14,12 +15,29 @@ Rippl beliefs as its long-term memory, works the billing migration of examples/i
 6. belief time travel: for every checkpoint of the thread (`get_state_history`), what the agent
    believed at that step (`RipplStore.beliefs_at_checkpoint`).
 
-    uv run python examples/langgraph_ops_agent.py              # offline: a scripted model, seconds
-    GROQ_API_KEY=... uv run python examples/langgraph_ops_agent.py   # a Groq model (langchain-groq)
+**Story 2, captured premises: nothing declared in advance.** On an empty graph, Rippl records the
+agent's own run (capture, the adapter's default):
+
+1. the agent reads `get_shard_health(shard="09")`: "healthy" (served by a replica that, unknown to
+   anyone yet, is hours stale); the result becomes an observation of the run;
+2. it announces a maintenance window for shard 09 (`announce_window`: executed, resting on that
+   observation), then decides to migrate billing to shard 09;
+3. the migration waits for a human's approval (an `interrupt()` in the ToolNode's own wrapper);
+   meanwhile a replica monitor proposes retracting the health observation ("served from a stale
+   cache") and the on-call human approves the retraction;
+4. on resume, the ToolNode judges the call again: the migration is vetoed with the trail
+   observation -> decision -> action, and the model reads why;
+5. the model re-plans without it (a fresh read of shard 07, then a migration there, which runs);
+6. `rippl.compensations()` lists the maintenance announcement: executed on a premise since
+   retracted; and for each checkpoint, what its turn rested on (`premises_at_checkpoint`).
+
+    uv run python examples/langgraph_ops_agent.py              # offline: scripted models, seconds
+    GROQ_API_KEY=... uv run python examples/langgraph_ops_agent.py   # story 1 with a Groq model
 
 The live mode needs `pip install langchain-groq`; without it (or without a key) the scripted model
-runs. Options: --db PATH (embedded database file, default a temporary one), --url
-falkordb://host:port (a server), --offline, --decision approve|reject (the human's answer).
+runs (story 2 is always scripted). Options: --story 1|2|both, --db PATH (embedded database file,
+default a temporary one), --url falkordb://host:port (a server), --offline, --decision
+approve|reject (the human's answer to the retraction review, in both stories).
 """
 
 from __future__ import annotations
@@ -51,11 +69,12 @@ from langgraph.config import get_store
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
-from langgraph.types import Command
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command, interrupt
 from rippl_langgraph import FalkorDBSaver, RipplStore, add_preflight, retraction_tool
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
-from rippl_core import Rippl
+from rippl_core import Compensation, Rippl
 
 INCIDENT = Path(__file__).with_name("incident.yaml")
 AGENT = "ops-agent"
@@ -289,6 +308,197 @@ def run_demo(*, db: str | None = None, url: str | None = None, live_key: str | N
     return outcome
 
 
+# ------------------------------------------------------------------- story 2: captured premises
+
+RUN = "inc-4472"
+WINDOW = "Sat 02:00-04:00 UTC"
+STALE = "served from a stale cache: replica r3 of the health service lags the primary by 6 h"
+
+
+@dataclass
+class CaptureOutcome:
+    """What the capture story did, for callers and tests."""
+
+    ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    vetoes: list[str] = field(default_factory=list)
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    retracted: str | None = None
+    compensations: list[Compensation] = field(default_factory=list)
+    steps: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)  # turn, calls, premises
+    final: str = ""
+
+
+def capture_tools(outcome: CaptureOutcome) -> list[BaseTool]:
+    """Tools no action of the graph describes: capture records what they rest on."""
+
+    @tool
+    def get_shard_health(shard: str) -> str:
+        """Read a shard's health from the health service (the nearest replica answers)."""
+        outcome.ran.append(("get_shard_health", {"shard": shard}))
+        if shard == "09":
+            return "shard 09: healthy, 0 I/O errors, replication lag 0 s (answered by replica r3)"
+        return f"shard {shard}: healthy, 0 I/O errors, replication lag 0 s (answered by the primary)"
+
+    @tool
+    def announce_window(shard: str, window: str) -> str:
+        """Announce a maintenance window to every team that depends on a shard."""
+        outcome.ran.append(("announce_window", {"shard": shard, "window": window}))
+        return f"maintenance window on shard {shard} announced for {window} to 14 teams"
+
+    @tool
+    def migrate_tables(table: str, shard: str) -> str:
+        """Migrate a set of tables to a shard (online copy, short read-only cutover)."""
+        outcome.ran.append(("migrate_tables", {"table": table, "shard": shard}))
+        return f"{table} tables copied to shard {shard}; cutover done"
+
+    return [get_shard_health, announce_window, migrate_tables]
+
+
+def replan(messages: list[BaseMessage]) -> AIMessage:
+    """The scripted model after the migration: re-plan if it was vetoed, else finish."""
+    vetoed = [m for m in last_tool_messages(messages) if m.status == "error" and "VETOED" in str(m.content)]
+    if not vetoed:
+        return AIMessage("Billing migrated to shard 09 as planned.")
+    return calls(tool_call("get_shard_health", {"shard": "07"}, "health-07"),
+                 content="Shard 09's health reading was retracted; checking shard 07 instead.")
+
+
+def capture_model() -> ScriptedChatModel:
+    return ScriptedChatModel(script=[
+        calls(tool_call("get_shard_health", {"shard": "09"}, "health-09")),
+        calls(tool_call("announce_window", {"shard": "09", "window": WINDOW}, "announce-09")),
+        calls(tool_call("migrate_tables", {"table": "billing", "shard": "09"}, "migrate-09")),
+        replan,
+        calls(tool_call("migrate_tables", {"table": "billing", "shard": "07"}, "migrate-07")),
+        AIMessage("Billing is on shard 07. The shard-09 maintenance window was announced on a "
+                  "health reading since retracted: withdraw it."),
+    ])
+
+
+def approval(request: ToolCallRequest, execute: Any) -> Any:
+    """The ToolNode's own wrapper: a migration waits for a human (LangGraph's `interrupt()`)."""
+    call = request.tool_call
+    if call["name"] != "migrate_tables":
+        return execute(request)
+    answer = interrupt({"type": "approval", "tool": call["name"], "args": call["args"]})
+    if answer != "approve":
+        return ToolMessage(f"the change manager did not approve: {answer}", tool_call_id=call["id"],
+                           name=call["name"], status="error")
+    return execute(request)
+
+
+def build_capture(memory: Rippl, model: Any, tools: list[BaseTool], saver: FalkorDBSaver,
+                  store: RipplStore) -> Any:
+    def agent(state: State) -> dict[str, list[BaseMessage]]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = StateGraph(State)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode(tools, wrap_tool_call=approval))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    add_preflight(builder, memory=memory, agent=AGENT)  # capture is the default
+    return builder.compile(checkpointer=saver, store=store)
+
+
+def monitor_finds_stale_read(store: RipplStore, config: dict[str, Any]) -> str | None:
+    """The replica monitor: which premise of the paused turn came from replica r3?"""
+    step = store.premises_at_checkpoint(config)
+    if step is None:
+        return None
+    return next((p.id for p in step.premises if p.text.startswith("get_shard_health")
+                 and "replica r3" in p.text), None)
+
+
+def run_capture_demo(*, db: str | None = None, url: str | None = None,
+                     decision: str = "approve") -> CaptureOutcome:
+    outcome = CaptureOutcome()
+    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-") as folder:
+        where: dict[str, Any] = {"url": url} if url else {"path": db or Path(folder) / "rippl.db"}
+        memory = Rippl.open(graph=f"capture-{uuid.uuid4().hex[:8]}", **where)
+        saver = FalkorDBSaver(memory)
+        try:
+            store = RipplStore(memory, checkpointer=saver)
+            app = build_capture(memory, capture_model(), capture_tools(outcome), saver, store)
+            config = {"configurable": {"thread_id": RUN}, "recursion_limit": 40}
+            say("Task: move billing off shard 03 (the plan: shard 09). Nothing is declared in the graph.")
+            pending: Any = {"messages": [HumanMessage("Move billing off shard 03; shard 09 is the plan.")]}
+            while pending is not None:
+                for chunk in app.stream(pending, config, stream_mode="updates"):
+                    if "__interrupt__" not in chunk:
+                        narrate_capture(chunk, outcome)
+                pending = None
+                paused = app.get_state(config)
+                for request in (i.value for i in paused.interrupts):
+                    outcome.approvals.append(request)
+                    say(f"  PAUSED: {request['tool']}({json.dumps(request['args'])}) waits for the "
+                        "change manager's approval")
+                    if outcome.retracted is None:
+                        stale = monitor_finds_stale_read(store, paused.config)
+                        if stale is not None:
+                            review_stale_read(memory, stale, decision, outcome)
+                    say("  change manager: approve")
+                    pending = Command(resume="approve")
+            say()
+            outcome.compensations = memory.compensations()
+            say(f"Compensations (executed on a premise since retracted): {len(outcome.compensations)}")
+            for owed in outcome.compensations:
+                for line in owed.explain().splitlines():
+                    say(f"  {line}")
+            say()
+            say("What each step's turn rested on (premises_at_checkpoint), status now:")
+            for snapshot in reversed(list(app.get_state_history(config))):
+                step = store.premises_at_checkpoint(snapshot.config)
+                if step is None or (outcome.steps and outcome.steps[-1][0] == step.turn):
+                    continue
+                held = step.claims()
+                names = ", ".join(c["name"] for c in step.calls)
+                outcome.steps.append((step.turn, names, held))
+                shown = ", ".join(f"{memory.get(c).text[:48]}... [{status}]" for c, status in held.items()
+                                  if not c.startswith("RUN-"))
+                say(f"  step {snapshot.metadata['step']:>2}  {names:<18} rests on: {shown or 'the run only'}")
+        finally:
+            memory.drop()
+            memory.close()
+    return outcome
+
+
+def review_stale_read(memory: Rippl, claim: str, decision: str, outcome: CaptureOutcome) -> None:
+    say(f"  replica monitor: {claim} ({memory.get(claim).text[:60]}...) was {STALE}")
+    review = memory.propose_retraction(claim, reason=STALE, by="replica-monitor")
+    at_risk = review.at_risk
+    say(f"      proposed retraction {review.id}; {len(at_risk)} nodes at risk, "
+        f"{sum(n.startswith('ACT-') for n in at_risk)} of them actions")
+    if decision == "approve":
+        memory.approve(review.id, by="oncall-human", note="r3 lag confirmed on the replica dashboard")
+        outcome.retracted = claim
+    else:
+        memory.reject(review.id, by="oncall-human", note="r3 was in sync at the time")
+    say(f"  human (oncall-human): {decision} the retraction")
+
+
+def narrate_capture(update: dict[str, Any], outcome: CaptureOutcome) -> None:
+    for node, change in update.items():
+        if not isinstance(change, dict):
+            continue
+        for message in change.get("messages", []):
+            if isinstance(message, AIMessage):
+                for call in message.tool_calls:
+                    say(f"  model -> {call['name']}({json.dumps(call['args'])})")
+                if message.content and not message.tool_calls:
+                    outcome.final = str(message.content)
+                    say(f"  model: {message.content}")
+            elif isinstance(message, ToolMessage):
+                if message.status == "error" and str(message.content).startswith("VETOED"):
+                    outcome.vetoes.append(str(message.content))
+                    say(f"  [{node}] {message.name} VETOED:")
+                    for line in str(message.content).splitlines()[1:]:
+                        say(f"      {line}")
+                else:
+                    say(f"  [{node}] {message.name}: {message.content}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     place = parser.add_mutually_exclusive_group()
@@ -297,6 +507,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--offline", action="store_true", help="scripted model even with a key")
     parser.add_argument("--decision", choices=["approve", "reject"], default="approve",
                         help="the human's answer to the retraction review")
+    parser.add_argument("--story", choices=["1", "2", "both"], default="both",
+                        help="1: declared premises; 2: captured premises, nothing declared")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     key = None if args.offline else os.environ.get("GROQ_API_KEY") or None
@@ -304,8 +516,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("GROQ_API_KEY is set but langchain-groq is not installed (pip install langchain-groq); "
             "running the scripted model.")
         key = None
-    say(f"Model: {'Groq ' + os.environ.get('GROQ_MODEL', GROQ_MODEL) if key else 'scripted (offline)'}")
-    run_demo(db=args.db, url=args.url, live_key=key, decision=args.decision)
+    if args.story in ("1", "both"):
+        say(f"Story 1, declared premises. Model: "
+            f"{'Groq ' + os.environ.get('GROQ_MODEL', GROQ_MODEL) if key else 'scripted (offline)'}")
+        run_demo(db=args.db, url=args.url, live_key=key, decision=args.decision)
+    if args.story in ("2", "both"):
+        say()
+        say("Story 2, captured premises (nothing declared in advance). Model: scripted (offline)")
+        run_capture_demo(db=args.db, url=args.url, decision=args.decision)
     return 0
 
 

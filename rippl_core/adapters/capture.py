@@ -27,6 +27,7 @@ from rippl_core._runtime.validation import check_id
 from rippl_core.adapters.guard import Guard
 from rippl_core.adapters.handles import Call, Calls, arun_calls, run_calls
 from rippl_core.adapters.toolguard import Arguments, arguments, logged, safe_call, unmappable
+from rippl_core.capture import ids
 from rippl_core.capture.handle import AsyncRun, Run
 from rippl_core.client import Rippl
 from rippl_core.models import Policy, ToolCall, Verdict
@@ -65,6 +66,16 @@ class Capture:
     def executed(self, call: FrameworkCall, output: Any, *, ok: bool = True) -> None:
         """Record that the call ran, and its output; kept for later if it cannot be recorded now."""
         self._drive_sync(self._executed(call, output, ok), lambda exc: None)
+
+    def decision_id(self, turn: str, calls: Sequence[FrameworkCall]) -> str | None:
+        """The id of the decision `decide` records for this turn (None when none of its calls maps
+        to an action), to find later what a past turn rested on. No I/O; a sync resolver only."""
+        mapped = [m for m in (self._map(call, self.guard.to_call) for call in calls)
+                  if isinstance(m, ToolCall)]
+        if not mapped:
+            return None
+        turn = check_id(turn, what="turn id")
+        return ids.decision(self.run_id, turn, [ids.Call.of(c, turn, i) for i, c in enumerate(mapped)])
 
     # -- asyncio ------------------------------------------------------------------------------
     async def adecide(self, turn: str, calls: Sequence[FrameworkCall], *,

@@ -1,32 +1,43 @@
 """`RipplMiddleware` for `langchain.agents.create_agent` (needs the `langchain` extra).
 
-    agent = create_agent(model, tools, middleware=[RipplMiddleware(memory)], checkpointer=saver)
+    agent = create_agent(model, tools, middleware=[..., RipplMiddleware(memory)], checkpointer=saver)
 
 Every tool call is checked before it runs (`wrap_tool_call` for invoke/stream, `awrap_tool_call` for
 ainvoke/astream); a denied call is answered with an error `ToolMessage` carrying the veto and the
 trails, and the model reads it on its next turn. `create_agent` runs each call as its own task, so
 with `review=True` a call blocked by a pending retraction pauses with `interrupt()` on its own, and
 resuming it re-runs that call's check only.
+
+With capture (the default), `wrap_model_call` records each model turn that emits tool calls as a
+decision resting on the tool results in the exact messages the model was sent, and each call as an
+action; `wrap_tool_call` judges each call again just before it runs (a `HumanInTheLoopMiddleware`
+pause or edit may come between) and records its execution. Put `RipplMiddleware` LAST in the
+middleware list: the last middleware's `wrap_model_call` is the innermost, the only one that sees
+the request as the model gets it (after `ContextEditingMiddleware`, summarization and the like).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
+from dataclasses import replace
 from typing import Any
 
 try:
-    from langchain.agents.middleware import AgentMiddleware
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain.agents.middleware.types import ExtendedModelResponse
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "RipplMiddleware needs the langchain package: pip install 'rippl-langgraph[langchain]'"
     ) from exc
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from rippl_core import DatabaseError, Policy
+from rippl_core import DatabaseError, Policy, Verdict
 from rippl_langgraph import review as hitl
-from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver, veto_message
+from rippl_langgraph.capture import GraphCapture, Turn, current_config, fresh_id, visible
+from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver
+from rippl_langgraph.toolnode import request_config, tool_call_wrappers
 
 type Result = ToolMessage | Command[Any]
 
@@ -36,7 +47,7 @@ class RipplMiddleware(AgentMiddleware):
 
     Args:
         memory: a `Rippl` handle (sync and async agents) or an `AsyncRippl` (async only).
-        policy, resolver, unguarded: as for `preflight_node`.
+        policy, resolver, unguarded, capture, agent: as for `preflight_node`.
         review: pause with `interrupt()` on a call blocked by a pending retraction review, and
             approve/reject it from `Command(resume=...)`.
         reviewer: who decides when the resume value does not say.
@@ -44,49 +55,98 @@ class RipplMiddleware(AgentMiddleware):
 
     def __init__(self, memory: Memory, *, policy: Policy | None = None,
                  resolver: Resolver | None = None, unguarded: Collection[str] = (),
-                 review: bool = False, reviewer: str = "human") -> None:
+                 review: bool = False, reviewer: str = "human", capture: bool = True,
+                 agent: str | None = None) -> None:
         super().__init__()
         self.guard = Guard(memory, policy=policy, resolver=resolver, unguarded=unguarded)
+        self.capture = GraphCapture(self.guard, agent=agent) if capture else None
         self.review = review
         self.reviewer = hitl.check_reviewer(reviewer)
         self.tools = []
+        self._wrap, self._awrap = tool_call_wrappers(
+            self.guard, capture=self.capture, review=self._reviewed if review else None,
+            areview=self._areviewed if review else None)
 
+    # -- model turns ------------------------------------------------------------------------
+    def wrap_model_call(self, request: ModelRequest,
+                        handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
+        response = handler(request)
+        turn, response = self._turn(request, response)
+        if turn is not None and self.capture is not None:
+            self.capture.decide(current_config(), turn)  # judged again when each call runs
+        return response
+
+    async def awrap_model_call(self, request: ModelRequest,
+                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelResponse:
+        response = await handler(request)
+        turn, response = self._turn(request, response)
+        if turn is not None and self.capture is not None:
+            await self.capture.adecide(current_config(), turn)
+        return response
+
+    def _turn(self, request: ModelRequest, response: Any) -> tuple[Turn | None, Any]:
+        """The turn the model's reply makes (with an id the state will keep), from the messages it
+        was sent; and the reply (a ModelResponse, an AIMessage, or an ExtendedModelResponse)."""
+        if self.capture is None:
+            return None, response
+        if isinstance(response, ExtendedModelResponse):
+            turn, inner = self._turn(request, response.model_response)
+            return turn, replace(response, model_response=inner)
+        if isinstance(response, AIMessage):
+            replies: list[Any] = [response]
+        elif isinstance(response, ModelResponse):
+            replies = list(response.result)
+        else:
+            return None, response
+        for index in range(len(replies) - 1, -1, -1):
+            reply = replies[index]
+            if isinstance(reply, AIMessage) and reply.tool_calls:
+                replies[index] = reply = fresh_id(reply)
+                context, told = visible(request.messages)
+                turn = Turn(reply.id or "", tuple(dict(c) for c in reply.tool_calls), context, told)
+                if isinstance(response, AIMessage):
+                    return turn, reply
+                return turn, replace(response, result=replies)
+        return None, response
+
+    # -- tool calls -------------------------------------------------------------------------
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], Result]) -> Result:
-        outcome = self.guard.outcome(request.tool_call)
-        if self.review and hitl.at_risk_claims([outcome]):
-            outcome = self._review(outcome)
-        if not outcome.allowed and outcome.verdict is not None:
-            return veto_message(request.tool_call, outcome.verdict)
-        return handler(request)
+        return self._wrap(request, handler)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               handler: Callable[[ToolCallRequest], Awaitable[Result]]) -> Result:
-        outcome = await self.guard.aoutcome(request.tool_call)
-        if self.review and hitl.at_risk_claims([outcome]):
-            outcome = await self._areview(outcome)
-        if not outcome.allowed and outcome.verdict is not None:
-            return veto_message(request.tool_call, outcome.verdict)
-        return await handler(request)
+        return await self._awrap(request, handler)
 
-    def _review(self, outcome: Outcome) -> Outcome:
+    # -- in-graph review --------------------------------------------------------------------
+    def _reviewed(self, request: ToolCallRequest, verdict: Verdict | None) -> Verdict | None:
+        outcome = Outcome(dict(request.tool_call), verdict)
+        if not hitl.at_risk_claims([outcome]):
+            return verdict
         memory = self.guard.memory
         try:
             items = hitl.reviewable([outcome], hitl.pending(memory))  # type: ignore[arg-type]
         except DatabaseError:
-            return outcome
+            return verdict
         if not items:
-            return outcome
+            return verdict
         hitl.apply(memory, hitl.ask([outcome], items, self.reviewer))  # type: ignore[arg-type]
-        return self.guard.outcome(outcome.call)
+        if self.capture is None:
+            return self.guard.outcome(request.tool_call).verdict
+        return self.capture.at_execution(request_config(request), request.tool_call, [])
 
-    async def _areview(self, outcome: Outcome) -> Outcome:
+    async def _areviewed(self, request: ToolCallRequest, verdict: Verdict | None) -> Verdict | None:
+        outcome = Outcome(dict(request.tool_call), verdict)
+        if not hitl.at_risk_claims([outcome]):
+            return verdict
         memory = self.guard.memory
         try:
             items = hitl.reviewable([outcome], await hitl.apending(memory))
         except DatabaseError:
-            return outcome
+            return verdict
         if not items:
-            return outcome
+            return verdict
         await hitl.aapply(memory, hitl.ask([outcome], items, self.reviewer))
-        return await self.guard.aoutcome(outcome.call)
+        if self.capture is None:
+            return (await self.guard.aoutcome(request.tool_call)).verdict
+        return await self.capture.aat_execution(request_config(request), request.tool_call, [])

@@ -10,6 +10,12 @@ Allowed calls go to the tool node one by one (`Send(tools, [call])`, the payload
 and `ToolNode` accepts); denied calls never reach it and are answered with an error `ToolMessage`
 carrying the veto reason and every blocking trail, so every tool call id gets an answer. When no call
 is allowed the node returns to the model with the vetoes, so it can choose another action.
+
+Capture is on by default (see `rippl_langgraph.capture`): the node records the model's turn as a
+decision resting on the tool results in the state before it, each call as an action, and judges
+each call by what it rests on and by every declared action it matches. `add_preflight` also wraps
+the ToolNode, which judges each call again just before it runs (a pause may come between) and
+records its execution. `capture=False` checks calls against declared actions only.
 """
 
 from __future__ import annotations
@@ -20,11 +26,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.graph import END, StateGraph
+from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Send
 
 from rippl_core import DatabaseError, InvalidInputError, Policy
 from rippl_langgraph import review as hitl
+from rippl_langgraph.capture import GraphCapture, current_config, latest_turn
 from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver, veto_message
+from rippl_langgraph.toolnode import wrap_tool_node
 
 DEFAULT_NAME = "rippl_preflight"
 
@@ -57,10 +66,11 @@ class Preflight:
     """The node's logic; `preflight_node` wraps it as a runnable with sync and async paths."""
 
     def __init__(self, guard: Guard, *, tools: str, model: str | None, review: bool,
-                 reviewer: str, messages_key: str) -> None:
+                 reviewer: str, messages_key: str, capture: GraphCapture | None = None) -> None:
         self.guard, self.tools, self.model = guard, tools, model
         self.review, self.reviewer = review, hitl.check_reviewer(reviewer)
         self.messages_key = messages_key
+        self.capture = capture
 
     def route(self, outcomes: Sequence[Outcome]) -> Command:
         vetoes = [veto_message(o.call, o.verdict) for o in outcomes if not o.allowed and o.verdict]
@@ -75,13 +85,21 @@ class Preflight:
 
     # -- sync -------------------------------------------------------------------------------
     def run(self, state: Any) -> Command:
-        calls = pending_calls(_messages(state, self.messages_key))
-        outcomes = [self.guard.outcome(call) for call in calls]
+        messages = _messages(state, self.messages_key)
+        calls = pending_calls(messages)
+        outcomes = self._outcomes(messages, calls)
         if self.review and hitl.at_risk_claims(outcomes):
-            outcomes = self._review(outcomes)
+            outcomes = self._review(messages, outcomes)
         return self.route(outcomes)
 
-    def _review(self, outcomes: list[Outcome]) -> list[Outcome]:
+    def _outcomes(self, messages: Sequence[AnyMessage], calls: list[dict[str, Any]]) -> list[Outcome]:
+        turn = latest_turn(messages) if calls and self.capture is not None else None
+        if turn is None or self.capture is None:
+            return [self.guard.outcome(call) for call in calls]
+        verdicts = self.capture.decide(current_config(), turn)
+        return [Outcome(call, verdicts.get(call.get("id"))) for call in calls]
+
+    def _review(self, messages: Sequence[AnyMessage], outcomes: list[Outcome]) -> list[Outcome]:
         memory = self.guard.memory
         try:
             items = hitl.reviewable(outcomes, hitl.pending(memory))  # type: ignore[arg-type]
@@ -90,17 +108,27 @@ class Preflight:
         if not items:
             return outcomes
         hitl.apply(memory, hitl.ask(outcomes, items, self.reviewer))  # type: ignore[arg-type]
-        return [self.guard.outcome(o.call) if _reviewable(o) else o for o in outcomes]
+        again = self._outcomes(messages, [o.call for o in outcomes])
+        return [new if _reviewable(old) else old for old, new in zip(outcomes, again, strict=True)]
 
     # -- async ------------------------------------------------------------------------------
     async def arun(self, state: Any) -> Command:
-        calls = pending_calls(_messages(state, self.messages_key))
-        outcomes = [await self.guard.aoutcome(call) for call in calls]
+        messages = _messages(state, self.messages_key)
+        calls = pending_calls(messages)
+        outcomes = await self._aoutcomes(messages, calls)
         if self.review and hitl.at_risk_claims(outcomes):
-            outcomes = await self._areview(outcomes)
+            outcomes = await self._areview(messages, outcomes)
         return self.route(outcomes)
 
-    async def _areview(self, outcomes: list[Outcome]) -> list[Outcome]:
+    async def _aoutcomes(self, messages: Sequence[AnyMessage],
+                         calls: list[dict[str, Any]]) -> list[Outcome]:
+        turn = latest_turn(messages) if calls and self.capture is not None else None
+        if turn is None or self.capture is None:
+            return [await self.guard.aoutcome(call) for call in calls]
+        verdicts = await self.capture.adecide(current_config(), turn)
+        return [Outcome(call, verdicts.get(call.get("id"))) for call in calls]
+
+    async def _areview(self, messages: Sequence[AnyMessage], outcomes: list[Outcome]) -> list[Outcome]:
         memory = self.guard.memory
         try:
             items = hitl.reviewable(outcomes, await hitl.apending(memory))
@@ -109,7 +137,8 @@ class Preflight:
         if not items:
             return outcomes
         await hitl.aapply(memory, hitl.ask(outcomes, items, self.reviewer))
-        return [await self.guard.aoutcome(o.call) if _reviewable(o) else o for o in outcomes]
+        again = await self._aoutcomes(messages, [o.call for o in outcomes])
+        return [new if _reviewable(old) else old for old, new in zip(outcomes, again, strict=True)]
 
 
 def _reviewable(outcome: Outcome) -> bool:
@@ -119,7 +148,8 @@ def _reviewable(outcome: Outcome) -> bool:
 def preflight_node(memory: Memory, *, tools: str = "tools", model: str | None = "agent",
                    policy: Policy | None = None, resolver: Resolver | None = None,
                    unguarded: Collection[str] = (), review: bool = False, reviewer: str = "human",
-                   messages_key: str = "messages", name: str = DEFAULT_NAME) -> Runnable[Any, Command]:
+                   messages_key: str = "messages", name: str = DEFAULT_NAME, capture: bool = True,
+                   agent: str | None = None) -> Runnable[Any, Command]:
     """A graph node that checks the pending tool calls of the latest AI message.
 
     Args:
@@ -133,23 +163,46 @@ def preflight_node(memory: Memory, *, tools: str = "tools", model: str | None = 
         review: pause with `interrupt()` when a call is blocked by a pending retraction review,
             and approve/reject it from `Command(resume=...)` (see `rippl_langgraph.review`).
         reviewer: who decides when the resume value does not say (`by` of approve/reject).
+        capture: record the run (its turns, calls, and the tool results before them) and judge
+            each call by what it rests on (default); the ToolNode should capture executions too
+            (`guarded_tool_node`, or `add_preflight`, which wraps it). False: declared actions only.
+        agent: the agent's name on the recorded runs.
+
+    With capture the default policy is the handle's with unknown='record' (a call no declared
+    action matches is judged by its captured premises); `Policy(unknown='deny')` keeps a strict
+    allow-list (a call must also match a declared action).
     """
-    logic = Preflight(Guard(memory, policy=policy, resolver=resolver, unguarded=unguarded),
-                      tools=tools, model=model, review=review, reviewer=reviewer,
-                      messages_key=messages_key)
+    return _node(_capture_guard(memory, policy, resolver, unguarded, capture, agent), tools=tools,
+                 model=model, review=review, reviewer=reviewer, messages_key=messages_key, name=name)
+
+
+def _capture_guard(memory: Memory, policy: Policy | None, resolver: Resolver | None,
+                   unguarded: Collection[str], capture: bool,
+                   agent: str | None) -> tuple[Guard, GraphCapture | None]:
+    guard = Guard(memory, policy=policy, resolver=resolver, unguarded=unguarded)
+    return guard, GraphCapture(guard, agent=agent) if capture else None
+
+
+def _node(guarded: tuple[Guard, GraphCapture | None], *, tools: str, model: str | None,
+          review: bool, reviewer: str, messages_key: str, name: str) -> Runnable[Any, Command]:
+    guard, capture = guarded
+    logic = Preflight(guard, tools=tools, model=model, review=review, reviewer=reviewer,
+                      messages_key=messages_key, capture=capture)
     return RunnableLambda(logic.run, afunc=logic.arun, name=name)
 
 
 def add_preflight(builder: StateGraph, *, memory: Memory, before: str = "tools",
                   name: str = DEFAULT_NAME, model: str | None = None, policy: Policy | None = None,
                   resolver: Resolver | None = None, unguarded: Collection[str] = (),
-                  review: bool = False, reviewer: str = "human",
-                  messages_key: str = "messages") -> StateGraph:
+                  review: bool = False, reviewer: str = "human", messages_key: str = "messages",
+                  capture: bool = True, agent: str | None = None) -> StateGraph:
     """Insert a preflight node in front of the tool node `before` of an uncompiled StateGraph.
 
     Every edge and conditional edge leading to `before` is redirected to the preflight node, which
     sends the allowed calls on to `before` and returns to `model` (by default the node whose edge
-    led to the tool node) when every call is vetoed. Returns the builder.
+    led to the tool node) when every call is vetoed. With capture (the default), `before` must be
+    a `ToolNode`: it is wrapped to judge each call again just before it runs and to record its
+    execution. Returns the builder.
     """
     if not isinstance(builder, StateGraph):
         raise InvalidInputError(f"add_preflight needs an uncompiled StateGraph, got {type(builder).__name__}")
@@ -157,6 +210,11 @@ def add_preflight(builder: StateGraph, *, memory: Memory, before: str = "tools",
         raise InvalidInputError(f"the graph has no node {before!r}; pass before= the name of its ToolNode")
     if name in builder.nodes:
         raise InvalidInputError(f"the graph already has a node {name!r}; pass another name=")
+    tool_node = builder.nodes[before].runnable
+    if capture and not isinstance(tool_node, ToolNode):
+        raise InvalidInputError(f"capture records each execution in the ToolNode, and {before!r} is "
+                                f"a {type(tool_node).__name__}; make it a ToolNode, or pass "
+                                "capture=False (then a pause before the tools skips the re-check)")
     sources = _redirect(builder, before, name)
     if not sources:
         raise InvalidInputError(f"no edge leads to {before!r}; add the conditional edge from the model "
@@ -166,9 +224,11 @@ def add_preflight(builder: StateGraph, *, memory: Memory, before: str = "tools",
             raise InvalidInputError(f"several nodes lead to {before!r} ({', '.join(sorted(sources))}); "
                                     "pass model= the node to return to after a veto")
         model = next(iter(sources))
-    node = preflight_node(memory, tools=before, model=model, policy=policy, resolver=resolver,
-                          unguarded=unguarded, review=review, reviewer=reviewer,
-                          messages_key=messages_key, name=name)
+    guarded = _capture_guard(memory, policy, resolver, unguarded, capture, agent)
+    node = _node(guarded, tools=before, model=model, review=review, reviewer=reviewer,
+                 messages_key=messages_key, name=name)
+    if guarded[1] is not None:
+        wrap_tool_node(tool_node, guarded[1], messages_key=messages_key)
     builder.add_node(name, node, destinations=(before, model, END))
     return builder
 

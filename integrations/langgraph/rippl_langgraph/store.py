@@ -15,6 +15,13 @@ flagging what rests on a claim retracted since. `beliefs_at_checkpoint(config)` 
 at the time a LangGraph checkpoint was taken, so a step of `graph.get_state_history()` and the
 belief memory agree on what the agent believed then.
 
+Inside a graph run with a thread, a read (`get`, and `search` of current beliefs) is an observation
+of the run (see `rippl_langgraph.capture`): the claims it returned are in the run's context from
+then on, so the turns after it rest on them and a retraction of one vetoes their calls. A read
+that cannot be recorded fails (the run never sees what is not on record); outside a graph, or in a
+graph run without a thread, nothing is recorded. `premises_at_checkpoint(config)` shows what the
+turn of a checkpoint (its latest AI message with tool calls) rested on, as captured.
+
 Every operation is written once as a generator of handle calls, run by a sync or an async driver.
 """
 
@@ -22,9 +29,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import (
@@ -40,10 +49,11 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from rippl_core import Belief, InvalidInputError, Rippl, State
+from rippl_core import Belief, InvalidInputError, Node, NotFoundError, Rippl, State
 from rippl_core.adapters import (
     Call,
     Calls,
+    Capture,
     Tick,
     arun_calls,
     check_id,
@@ -53,8 +63,9 @@ from rippl_core.adapters import (
     run_calls,
     sync_handle,
 )
+from rippl_langgraph.capture import current_config, framework_call, run_id, turn_id
 from rippl_langgraph.checkpoint import AsyncFalkorDBSaver, FalkorDBSaver
-from rippl_langgraph.guard import Memory
+from rippl_langgraph.guard import Guard, Memory
 
 SEPARATOR = "/"  # joins the namespace after the agent, and the key, into a topic id
 TIME_KEYS = ("as_of", "known_at")
@@ -269,10 +280,27 @@ class RipplStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         memory = self._sync_memory()
-        return [run_calls(memory, operation(op)) for op in ops]
+        config = current_config()
+        results = []
+        for op in ops:
+            result = run_calls(memory, operation(op))
+            seen = observation(config, op, result)
+            if seen is not None:
+                run_calls(memory.run(seen[0], agent=seen[1], framework="langgraph"), observe(seen[2]))
+            results.append(result)
+        return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return [await arun_calls(self.memory, operation(op)) for op in ops]
+        config = current_config()
+        results = []
+        for op in ops:
+            result = await arun_calls(self.memory, operation(op))
+            seen = observation(config, op, result)
+            if seen is not None:
+                await arun_calls(self.memory.run(seen[0], agent=seen[1], framework="langgraph"),
+                                 observe(seen[2]))
+            results.append(result)
+        return results
 
     def _sync_memory(self) -> Rippl:
         return sync_handle(self.memory, hint="this RipplStore has an AsyncRippl handle: use the "
@@ -313,11 +341,92 @@ class RipplStore(BaseStore):
         taken = await self.acheckpoint_time(config)
         return await arun_calls(self.memory, _held_at(taken, agent))
 
+    # -- what each step rested on -------------------------------------------------------------
+    def premises_at_checkpoint(self, config: RunnableConfig, *,
+                               messages_key: str = "messages") -> StepPremises | None:
+        """What the turn of this checkpoint (its latest AI message with tool calls) rested on, as
+        captured: the premises of its decision, with their status now. None when the checkpoint
+        has no such turn, or it was not captured. Calls are mapped as by a guard without a
+        resolver."""
+        found = self._saver().get_tuple(config)
+        memory = self._sync_memory()
+        return run_calls(memory, _premises(found, messages_key, memory))
+
+    async def apremises_at_checkpoint(self, config: RunnableConfig, *,
+                                      messages_key: str = "messages") -> StepPremises | None:
+        saver = self._saver()
+        if isinstance(saver, FalkorDBSaver) and not isinstance(saver, AsyncFalkorDBSaver):
+            found = await asyncio.to_thread(saver.get_tuple, config)
+        else:
+            found = await saver.aget_tuple(config)
+        return await arun_calls(self.memory, _premises(found, messages_key, self.memory))
+
     def _saver(self) -> BaseCheckpointSaver:
         if self.checkpointer is None:
             raise InvalidInputError("RipplStore(memory, checkpointer=saver) needs the graph's "
                                     "checkpointer to read checkpoint times")
         return self.checkpointer
+
+
+@dataclass(frozen=True)
+class StepPremises:
+    """A checkpoint's turn and what it rested on, as captured."""
+
+    run: str
+    turn: str
+    decision: str
+    calls: list[dict[str, Any]]
+    premises: list[Node]  # the run's root claim and what was in the model's context, with status
+
+    def claims(self) -> dict[str, str]:
+        """{claim id: status} of the premises."""
+        return {node.id: node.status for node in self.premises}
+
+
+def observation(config: RunnableConfig | None, op: Op,
+                result: Result) -> tuple[str, str | None, list[str]] | None:
+    """(run, agent, claims) a read made inside a graph run observed, or None."""
+    if config is None or not (config.get("configurable") or {}).get("thread_id"):
+        return None
+    if isinstance(op, GetOp) and isinstance(result, Item):
+        items, agent = [result], op.namespace[0]
+    elif isinstance(op, SearchOp) and not _times(op.filter)[0] and isinstance(result, list):
+        items, agent = [i for i in result if isinstance(i, Item)], op.namespace_prefix[0] \
+            if op.namespace_prefix else None
+    else:
+        return None
+    claims = list(dict.fromkeys(i.value["claim"] for i in items if i.value.get("claim")))
+    if not claims:
+        return None
+    return run_id(config), agent, claims
+
+
+def observe(claims: list[str]) -> Calls[list[str]]:
+    recorded: list[str] = yield Call("observe", (claims,))
+    return recorded
+
+
+def _premises(found: Any, key: str, memory: Memory) -> Calls[StepPremises | None]:
+    if found is None:
+        return None
+    messages = found.checkpoint.get("channel_values", {}).get(key) or []
+    ai = next((m for m in reversed(messages) if isinstance(m, AIMessage) and m.tool_calls), None)
+    if ai is None:
+        return None
+    run = run_id(found.config, node=False)
+    calls = [dict(c) for c in ai.tool_calls]
+    decision_id = Capture(Guard(memory), run).decision_id(turn_id(ai),
+                                                         [framework_call(c) for c in calls])
+    if decision_id is None:
+        return None
+    try:
+        decision: Node = yield Call("get", (decision_id,))
+    except NotFoundError:
+        return None  # not captured (capture was off, or the turn was never decided)
+    premises: list[Node] = []
+    for node_id in (decision.justifications or [[]])[0]:
+        premises.append((yield Call("get", (node_id,))))
+    return StepPremises(run, turn_id(ai), decision_id, calls, premises)
 
 
 def _required(taken: datetime | None, config: RunnableConfig) -> datetime:

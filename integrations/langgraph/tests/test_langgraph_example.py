@@ -46,12 +46,48 @@ def test_rejecting_the_retraction_lets_the_plan_run(example: ModuleType,
     assert outcome.vetoes == [] and outcome.final.startswith("Billing migrated to shard 09")
 
 
+def test_capture_story_veto_replan_and_compensation(example: ModuleType,
+                                                    falkordb_server: FalkorDBServer) -> None:
+    """Nothing declared: the captured health read is retracted while the migration waits for
+    approval; on resume the migration is vetoed, the model re-plans, the announcement is owed."""
+    outcome = example.run_capture_demo(url=falkordb_server.url)
+    assert [name for name, _ in outcome.ran] == ["get_shard_health", "announce_window",
+                                                 "get_shard_health", "migrate_tables"]
+    assert outcome.ran[-1] == ("migrate_tables", {"table": "billing", "shard": "07"})
+    assert len(outcome.approvals) == 2  # both migrations paused for the human; 09 never ran
+    claim = outcome.retracted
+    assert claim is not None and claim.startswith("CLM-")
+    [veto] = outcome.vetoes
+    assert f"{claim} -> DEC-" in veto and "-> ACT-" in veto and "stale cache" in veto
+    [owed] = outcome.compensations
+    assert owed.tool == "announce_window" and owed.run == "inc-4472"
+    assert owed.blockers[0].premise == claim and owed.blockers[0].trail[-1] == owed.action
+    calls = [names for _, names, _ in outcome.steps]
+    assert calls == ["get_shard_health", "announce_window", "migrate_tables", "get_shard_health",
+                     "migrate_tables"]
+    premises = [held for _, _, held in outcome.steps]
+    assert claim not in premises[0]  # before the read
+    assert premises[1][claim] == premises[2][claim] == "Retracted"  # the announcement, the 09 move
+    assert claim not in premises[3] and claim not in premises[4]  # told by the veto: re-planned without
+    assert outcome.final.startswith("Billing is on shard 07")
+
+
+def test_capture_story_without_the_retraction_migrates_to_09(example: ModuleType,
+                                                             falkordb_server: FalkorDBServer) -> None:
+    outcome = example.run_capture_demo(url=falkordb_server.url, decision="reject")
+    assert outcome.ran[-1] == ("migrate_tables", {"table": "billing", "shard": "09"})
+    assert outcome.vetoes == [] and outcome.compensations == [] and outcome.retracted is None
+    assert outcome.final == "Billing migrated to shard 09 as planned."
+
+
 def test_main_runs_offline_without_a_key(example: ModuleType, falkordb_server: FalkorDBServer,
                                          monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("GROQ_API_KEY", raising=False)
     assert example.main(["--url", falkordb_server.url]) == 0
-    assert "scripted (offline)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Story 1, declared premises. Model: scripted (offline)" in out
+    assert "Story 2, captured premises" in out and "Compensations (executed on a premise" in out
 
 
 @pytest.mark.groq

@@ -11,27 +11,38 @@ from langgraph_helpers import MIGRATE_07, MIGRATE_09, ROLLBACK, Ops, react_build
 from rippl_langgraph import FalkorDBSaver, RipplMiddleware, guarded_tool_node
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
-from rippl_core import AsyncRippl, Rippl
+from rippl_core import AsyncRippl, Policy, Rippl
 
 MIXED = [calls(tool_call("migrate_tables", MIGRATE_09, "c1"), tool_call("migrate_tables", MIGRATE_07, "c2"),
                tool_call("delete_database", {"name": "billing"}, "c3")), "done"]
 
 
-def assert_mixed(ops: Ops, messages: list) -> None:  # type: ignore[type-arg]
-    assert ops.ran == [("migrate_tables", MIGRATE_07)]
+STRICT = Policy(unknown="deny")  # a strict allow-list: a call must match a declared action
+
+
+def assert_mixed(ops: Ops, messages: list, *, strict: bool) -> None:  # type: ignore[type-arg]
+    """migrate to 09 rests on the retracted CLM-001 (declared); migrate to 07 is declared and holds;
+    delete_database matches nothing declared: captured and run, or denied by a strict policy."""
     answers = tool_messages(messages)
     assert set(answers) == {"c1", "c2", "c3"}
     assert answers["c1"].status == "error" and "CLM-001 -> DEC-001 -> ACT-001" in answers["c1"].content
     assert answers["c2"].status == "success"
-    assert answers["c3"].status == "error" and "fail closed" in answers["c3"].content
+    if strict:
+        assert ops.ran == [("migrate_tables", MIGRATE_07)]
+        assert answers["c3"].status == "error" and "fail closed" in answers["c3"].content
+    else:
+        assert sorted(ops.ran, key=str) == sorted([("migrate_tables", MIGRATE_07),
+                                                   ("delete_database", {"name": "billing"})], key=str)
+        assert answers["c3"].status == "success"
 
 
 def test_guarded_tool_node_runs_only_allowed_calls(incident: Rippl, ops: Ops, saver: FalkorDBSaver) -> None:
     incident.retract("CLM-001", reason="disk errors", by="telemetry")
     model = ScriptedChatModel(script=MIXED)
-    app = react_builder(model, guarded_tool_node(ops.tools(), incident)).compile(checkpointer=saver)
+    tools = guarded_tool_node(ops.tools(), incident, policy=STRICT)
+    app = react_builder(model, tools).compile(checkpointer=saver)
     out = app.invoke({"messages": [HumanMessage("go")]}, thread())
-    assert_mixed(ops, out["messages"])
+    assert_mixed(ops, out["messages"], strict=True)
 
 
 def test_guarded_tool_node_allows_when_premises_hold(incident: Rippl, ops: Ops, saver: FalkorDBSaver) -> None:
@@ -48,15 +59,16 @@ async def test_guarded_tool_node_async(incident: Rippl, arippl: AsyncRippl, ops:
     model = ScriptedChatModel(script=MIXED)
     app = react_builder(model, guarded_tool_node(ops.tools(), arippl)).compile(checkpointer=asaver)
     out = await app.ainvoke({"messages": [HumanMessage("go")]}, thread())
-    assert_mixed(ops, out["messages"])
+    assert_mixed(ops, out["messages"], strict=False)
 
 
 def test_middleware_on_create_agent(incident: Rippl, ops: Ops, saver: FalkorDBSaver) -> None:
     incident.retract("CLM-001", reason="disk errors", by="telemetry")
     model = ScriptedChatModel(script=MIXED)
-    agent = create_agent(model, ops.tools(), middleware=[RipplMiddleware(incident)], checkpointer=saver)
+    agent = create_agent(model, ops.tools(), middleware=[RipplMiddleware(incident, policy=STRICT)],
+                         checkpointer=saver)
     out = agent.invoke({"messages": [HumanMessage("go")]}, thread())
-    assert_mixed(ops, out["messages"])
+    assert_mixed(ops, out["messages"], strict=True)
     assert out["messages"][-1].content == "done"
 
 
@@ -68,7 +80,7 @@ async def test_middleware_async_stream(incident: Rippl, arippl: AsyncRippl, ops:
     async for _ in agent.astream({"messages": [HumanMessage("go")]}, thread(), stream_mode="updates"):
         pass
     state = await agent.aget_state(thread())
-    assert_mixed(ops, state.values["messages"])
+    assert_mixed(ops, state.values["messages"], strict=False)
 
 
 def test_middleware_review_pauses_only_the_blocked_call(incident: Rippl, ops: Ops,

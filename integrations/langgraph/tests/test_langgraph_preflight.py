@@ -78,20 +78,31 @@ def test_mixed_turn_runs_only_the_allowed_call(incident: Rippl, ops: Ops, saver:
     assert answers["c3"].status == "success"
 
 
-def test_unknown_tool_is_denied_by_default_and_allowed_by_policy(incident: Rippl, ops: Ops,
-                                                                saver: FalkorDBSaver) -> None:
-    app, _ = guarded(incident, ops, [calls(tool_call("delete_database", {"name": "billing"}, "c1")),
-                                     "ok"], saver)
-    out = app.invoke({"messages": [HumanMessage("drop it")]}, thread("deny"))
-    assert ops.ran == []
+def test_unknown_tool_is_recorded_by_default_and_denied_by_a_strict_policy(
+        incident: Rippl, ops: Ops, saver: FalkorDBSaver) -> None:
+    drop = calls(tool_call("delete_database", {"name": "billing"}, "c1"))
+    app, _ = guarded(incident, ops, [drop, "ok"], saver)
+    out = app.invoke({"messages": [HumanMessage("drop it")]}, thread("record"))
+    assert ops.names() == ["delete_database"]  # captured: judged by what it rests on, which holds
+    assert tool_messages(out["messages"])["c1"].status == "success"
+
+    strict, _ = guarded(incident, ops, [drop, "ok"], saver, policy=Policy(unknown="deny"))
+    out = strict.invoke({"messages": [HumanMessage("drop it")]}, thread("strict"))
+    assert ops.names() == ["delete_database"]  # not again
     veto = tool_messages(out["messages"])["c1"]
     assert veto.status == "error" and "no action in the graph" in veto.content
     assert "fail closed" in veto.content
 
+    unrecorded, _ = guarded(incident, ops, [drop, "ok"], saver, capture=False)
+    out = unrecorded.invoke({"messages": [HumanMessage("drop it")]}, thread("plain"))
+    assert ops.names() == ["delete_database"] and "no action in the graph" in \
+        tool_messages(out["messages"])["c1"].content
+
     open_app, _ = guarded(incident, ops, [calls(tool_call("delete_database", {"name": "x"}, "c1")),
-                                          "ok"], InMemorySaver(), policy=Policy(unknown="allow"))
+                                          "ok"], InMemorySaver(), policy=Policy(unknown="allow"),
+                          capture=False)
     open_app.invoke({"messages": [HumanMessage("drop it")]}, thread("allow"))
-    assert ops.names() == ["delete_database"]
+    assert ops.names() == ["delete_database", "delete_database"]
 
 
 def test_unguarded_and_resolver(incident: Rippl, ops: Ops, saver: FalkorDBSaver) -> None:
@@ -150,7 +161,7 @@ def test_unreachable_graph_denies_and_says_so(backend: dict, ops: Ops, saver: Fa
         out = app.invoke({"messages": [HumanMessage("go")]}, thread())
         assert ops.ran == []
         veto = tool_messages(out["messages"])["c1"]
-        assert "could not be checked" in veto.content and "fail closed" in veto.content
+        assert "could not be recorded or checked" in veto.content and "fail closed" in veto.content
         assert "cannot reach" in veto.content
     finally:
         memory.close()
@@ -243,13 +254,15 @@ RETRACTABLE = ["CLM-001", "CLM-003", "CLM-009", "SRC-013"]
        retracted=st.sets(st.sampled_from(RETRACTABLE)))
 def test_partial_veto_property(incident: Rippl, picked: list[int], retracted: set[str]) -> None:
     """Whatever the turn and whatever is retracted: exactly the calls the core allows run, once
-    each, and every tool call id gets exactly one answer."""
+    each, and every tool call id gets exactly one answer. Captured on a fresh thread, a call rests
+    on nothing retractable here, so it runs exactly when every declared action it matches allows it."""
     ops = Ops()
     turn = [tool_call(*CALL_POOL[i], f"c{n}") for n, i in enumerate(picked)]
     for claim in sorted(retracted):
         incident.retract(claim, reason="property test", by="hypothesis")
     try:
-        allowed = [c for c in turn if incident.check(ToolCall(name=c["name"], args=c["args"])).allowed]
+        allowed = [c for c in turn if incident.check(ToolCall(name=c["name"], args=c["args"]),
+                                                     unknown="allow").allowed]
         app, _ = guarded(incident, ops, [calls(*turn), "done"], InMemorySaver())
         out = app.invoke({"messages": [HumanMessage("go")]}, thread())
         assert sorted(ops.ran, key=str) == sorted(((c["name"], c["args"]) for c in allowed), key=str)

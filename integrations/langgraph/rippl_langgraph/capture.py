@@ -1,0 +1,375 @@
+"""Provenance capture in a LangGraph graph: what the run read, each model turn with tool calls,
+each call and its execution, recorded as it happens (the core kit's `Capture`), so that a
+retraction of anything the run read vetoes every later call resting on it, even after a pause.
+
+- **Run**: the thread and the graph within it: `thread_id`, then the path of the graph's
+  checkpoint namespace with the task ids stripped (`T1` for the top graph, `T1/ops_team` for the
+  subgraph node `ops_team`). Deterministic, so a resumed or forked thread continues its trace. A
+  graph run without a `thread_id` has no run to record into: its calls are denied, saying so.
+- **Turn**: an `AIMessage` with tool calls; its id is the turn id (checkpointed, so a node that
+  re-runs on resume sees the same turn, and recording it again records nothing new).
+- **Context**: the `tool_call_id`s of the ToolMessages before that AIMessage (a message removed
+  from the state, e.g. by `RemoveMessage` or summarization, leaves the context); at the model call
+  (`RipplMiddleware.wrap_model_call`) those of the exact `request.messages`, less the results
+  `ContextEditingMiddleware` cleared. **Told**: those of them that
+  are Rippl vetoes (their artifact carries `rippl_verdict`): the model read why, so what the veto
+  named leaves the context of its later turns.
+- **Execution**: each call is judged again just before it runs (an `interrupt_before=["tools"]`
+  pause, a human-in-the-loop approval or edit may lie between the turn and the call), and once it
+  ran (an error ToolMessage too: it may have had effects), its output is recorded as an
+  observation of the run.
+
+`GraphCapture` holds this logic once, for the preflight node, the ToolNode wrappers and the
+middleware; each operation is a generator of steps run by a sync or an async driver.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.types import Command
+
+from rippl_core import InvalidInputError, Policy, ToolCall, Verdict
+from rippl_core.adapters import Call, Capture, FrameworkCall, check_id, run_calls, sync_handle
+from rippl_langgraph.guard import Guard
+
+NS_SEP, NS_END = "|", ":"  # LangGraph's checkpoint namespace separators
+MAX_TRACKED = 4096  # runs and decided turns kept in memory (least recently used dropped first)
+
+type Steps[R] = Generator[Call, Any, R]
+
+
+# ------------------------------------------------------------------------------------ run ids
+
+
+def run_id(config: RunnableConfig | Mapping[str, Any], *, node: bool = True) -> str:
+    """The capture run of a graph: `thread_id`, then the graph's checkpoint namespace without
+    task ids (`T1`, `T1/ops_team`). `config` is a node's (its namespace ends with the node's own
+    segment, which is dropped; `node=True`) or a checkpoint's (`node=False`). Raises
+    InvalidInputError without a thread_id."""
+    conf = config.get("configurable") or {}
+    thread = conf.get("thread_id")
+    if thread is None or str(thread) == "":
+        raise InvalidInputError(
+            "capture records a run per thread, and this graph runs without one: invoke it with "
+            "config={'configurable': {'thread_id': ...}}, or pass capture=False")
+    segments = [s for s in str(conf.get("checkpoint_ns") or "").split(NS_SEP) if s]
+    if node:
+        segments = segments[:-1]
+    found = "/".join([str(thread), *(s.split(NS_END, 1)[0] for s in segments)])
+    try:
+        return check_id(found, what="run id")
+    except InvalidInputError:  # a thread id too long or unprintable for an id: its digest
+        return f"lg-{hashlib.sha256(found.encode('utf-8', 'replace')).hexdigest()[:32]}"
+
+
+def current_config() -> RunnableConfig | None:
+    """The config of the graph step running now, or None outside a graph."""
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
+
+
+# ------------------------------------------------------------------------------------ turns
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A model turn with tool calls, and what was in the model's input when it was made."""
+
+    id: str
+    calls: tuple[dict[str, Any], ...]
+    context: tuple[str, ...]  # tool_call_ids of the tool results in the model's input
+    told: tuple[str, ...]  # those of them that are Rippl vetoes
+
+    @classmethod
+    def of(cls, message: AIMessage, before: Sequence[BaseMessage]) -> Turn:
+        context, told = visible(before)
+        return cls(turn_id(message), tuple(dict(c) for c in message.tool_calls), context, told)
+
+
+def turn_id(message: AIMessage) -> str:
+    """An AI message's id (a digest of its call ids when it has none)."""
+    if message.id:
+        return message.id
+    joined = "\x1f".join(str(c.get("id")) for c in message.tool_calls)
+    return f"calls-{hashlib.sha256(joined.encode()).hexdigest()[:24]}"
+
+
+def visible(messages: Iterable[BaseMessage]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(context, told) of a model input: the call ids of its tool results, and of its vetoes. A
+    result whose content was cleared from the input (`ContextEditingMiddleware`) is not in it."""
+    context: list[str] = []
+    told: list[str] = []
+    for message in messages:
+        if isinstance(message, ToolMessage) and message.tool_call_id and not cleared(message):
+            context.append(message.tool_call_id)
+            if is_veto(message):
+                told.append(message.tool_call_id)
+    return tuple(context), tuple(told)
+
+
+def cleared(message: ToolMessage) -> bool:
+    editing = message.response_metadata.get("context_editing")
+    return isinstance(editing, Mapping) and bool(editing.get("cleared"))
+
+
+def is_veto(message: ToolMessage) -> bool:
+    artifact = message.artifact
+    verdict = artifact.get("rippl_verdict") if isinstance(artifact, Mapping) else None
+    return isinstance(verdict, Mapping) and verdict.get("allowed") is False
+
+
+def latest_turn(messages: Sequence[BaseMessage]) -> Turn | None:
+    """The turn of the latest AI message, if it has tool calls."""
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if isinstance(message, AIMessage):
+            return Turn.of(message, messages[:position]) if message.tool_calls else None
+    return None
+
+
+def turn_with(messages: Sequence[BaseMessage], call_id: str | None) -> Turn | None:
+    """The turn of the AI message that made the call `call_id`."""
+    if call_id is None:
+        return None
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if isinstance(message, AIMessage) and any(c.get("id") == call_id for c in message.tool_calls):
+            return Turn.of(message, messages[:position])
+    return None
+
+
+def messages_in(state: Any, key: str = "messages") -> Sequence[BaseMessage]:
+    """The messages of a graph state (a dict, a list of messages, or an object), or none."""
+    if isinstance(state, Mapping):
+        found = state.get(key)
+    elif isinstance(state, list):
+        found = state
+    else:
+        found = getattr(state, key, None)
+    return found if isinstance(found, list) else []
+
+
+def framework_call(call: Mapping[str, Any]) -> FrameworkCall:
+    return str(call.get("name") or ""), call.get("args"), call.get("id")
+
+
+def output_of(result: Any, call_id: str | None) -> tuple[Any, bool]:
+    """(output, ok) of what a tool call returned: a ToolMessage, or a Command carrying one."""
+    if isinstance(result, Command):
+        update = result.update
+        found = update.get("messages", []) if isinstance(update, Mapping) else []
+        for message in found if isinstance(found, list) else []:
+            if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
+                return message.content, message.status != "error"
+        return repr(update), True
+    if isinstance(result, ToolMessage):
+        return result.content, result.status != "error"
+    return result, True
+
+
+# ------------------------------------------------------------------------------------ capture
+
+
+class GraphCapture:
+    """Capture for the guard of one graph: its runs (one `Capture` each) and the turns already
+    decided in this process. Shared by a preflight node and the ToolNode it feeds."""
+
+    def __init__(self, guard: Guard, *, agent: str | None = None) -> None:
+        if guard.policy is None:  # capture's default: undeclared calls are judged by their premises
+            guard.policy = guard.memory.policy.model_copy(update={"unknown": "record"})
+        self.guard = guard
+        self.agent = check_id(agent, what="agent") if agent is not None else None
+        self._runs: OrderedDict[str, Capture] = OrderedDict()
+        self._decided: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def policy(self) -> Policy:
+        assert self.guard.policy is not None
+        return self.guard.policy
+
+    def run(self, config: RunnableConfig | Mapping[str, Any]) -> Capture:
+        """The capture of the run `config` belongs to (raises InvalidInputError without a thread)."""
+        rid = run_id(config)
+        with self._lock:
+            found = self._runs.get(rid)
+            if found is None:
+                found = self._runs[rid] = Capture(self.guard, rid, agent=self.agent,
+                                                  framework="langgraph")
+            self._runs.move_to_end(rid)
+            while len(self._runs) > MAX_TRACKED:
+                self._runs.popitem(last=False)
+            return found
+
+    def decided(self, run: str, turn: str) -> bool:
+        with self._lock:
+            return (run, turn) in self._decided
+
+    def _remember(self, run: str, turn: str) -> None:
+        with self._lock:
+            self._decided[(run, turn)] = None
+            while len(self._decided) > MAX_TRACKED:
+                self._decided.popitem(last=False)
+
+    # -- the logic, once ----------------------------------------------------------------------
+    def decide_steps(self, run: str, turn: Turn) -> Steps[dict[str, Verdict | None]]:
+        """Record a turn and judge its calls: {call id: verdict}."""
+        calls = [framework_call(c) for c in turn.calls]
+        verdicts = yield Call("decide", (turn.id, calls),
+                              {"context": list(turn.context), "told": list(turn.told)})
+        if not any(v is not None and not v.allowed and v.target is None for v in verdicts):
+            self._remember(run, turn.id)  # recorded: the calls are judged from now on
+        judged = {}
+        for call, verdict in zip(turn.calls, verdicts, strict=True):
+            judged[call.get("id")] = yield from self._strict(call, verdict)
+        return judged
+
+    def execution_steps(self, run: str, call: Mapping[str, Any],
+                        messages: Sequence[BaseMessage]) -> Steps[Verdict | None]:
+        """The verdict on a call about to run: its turn is recorded first if this process has not
+        yet, and the call is judged as it is now (its premises may have been retracted since the
+        turn, or a human may have edited its arguments)."""
+        turn = turn_with(messages, call.get("id"))
+        if turn is not None and not self.decided(run, turn.id):
+            verdicts = yield from self.decide_steps(run, turn)
+            made = next(c for c in turn.calls if c.get("id") == call.get("id"))
+            if made.get("name") == call.get("name") and made.get("args") == call.get("args"):
+                return verdicts[call.get("id")]
+        verdict = yield Call("judge", (framework_call(call),))
+        verdict = yield from self._strict(call, verdict)
+        return verdict
+
+    def _strict(self, call: Mapping[str, Any], verdict: Verdict | None) -> Steps[Verdict | None]:
+        """A strict allow-list (policy unknown='deny'): a call must also match a declared action."""
+        if verdict is None or not verdict.allowed or self.policy.unknown != "deny":
+            return verdict
+        declared = yield Call("declared", (framework_call(call),))
+        return declared if declared is not None and not declared.allowed else verdict
+
+    # -- sync ---------------------------------------------------------------------------------
+    def decide(self, config: RunnableConfig | None, turn: Turn) -> dict[str, Verdict | None]:
+        """Record a turn and judge its calls (sync); denied, saying why, when there is no run."""
+        self._require_sync()
+        return self._sync(config, lambda run: self.decide_steps(run, turn),
+                          lambda why: {c.get("id"): self._no_run(c, why) for c in turn.calls})
+
+    def at_execution(self, config: RunnableConfig | None, call: Mapping[str, Any],
+                     messages: Sequence[BaseMessage]) -> Verdict | None:
+        """The verdict on a call about to run (sync)."""
+        self._require_sync()
+        return self._sync(config, lambda run: self.execution_steps(run, call, messages),
+                          lambda why: self._no_run(call, why))
+
+    def executed(self, config: RunnableConfig | None, call: Mapping[str, Any], output: Any, *,
+                 ok: bool) -> None:
+        """Record that the call ran and what it returned (sync; never raises)."""
+        try:
+            capture = self.run(config or {})
+        except InvalidInputError:
+            return  # no run: the call was denied before it could run
+        capture.executed(framework_call(call), output, ok=ok)
+
+    # -- asyncio ------------------------------------------------------------------------------
+    async def adecide(self, config: RunnableConfig | None, turn: Turn) -> dict[str, Verdict | None]:
+        return await self._async(config, lambda run: self.decide_steps(run, turn),
+                                 lambda why: {c.get("id"): self._no_run(c, why) for c in turn.calls})
+
+    async def aat_execution(self, config: RunnableConfig | None, call: Mapping[str, Any],
+                            messages: Sequence[BaseMessage]) -> Verdict | None:
+        return await self._async(config, lambda run: self.execution_steps(run, call, messages),
+                                 lambda why: self._no_run(call, why))
+
+    async def aexecuted(self, config: RunnableConfig | None, call: Mapping[str, Any], output: Any,
+                        *, ok: bool) -> None:
+        try:
+            capture = self.run(config or {})
+        except InvalidInputError:
+            return
+        await capture.aexecuted(framework_call(call), output, ok=ok)
+
+    # -- driving ------------------------------------------------------------------------------
+    def _sync[R](self, config: RunnableConfig | None, steps: Callable[[str], Steps[R]],
+                 no_run: Callable[[str], R]) -> R:
+        try:
+            capture = self.run(config or {})
+        except InvalidInputError as exc:
+            return no_run(str(exc))
+        return run_calls(_SyncTarget(capture), steps(capture.run_id))
+
+    async def _async[R](self, config: RunnableConfig | None, steps: Callable[[str], Steps[R]],
+                        no_run: Callable[[str], R]) -> R:
+        try:
+            capture = self.run(config or {})
+        except InvalidInputError as exc:
+            return no_run(str(exc))
+        target = _AsyncTarget(capture)
+        plan = steps(capture.run_id)
+        reply: Any = None
+        while True:
+            try:
+                step = plan.send(reply)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            reply = await getattr(target, step.method)(*step.args, **step.kwargs)
+
+    def _require_sync(self) -> None:
+        sync_handle(self.guard.memory, hint=self.guard.sync_hint)
+
+    def _no_run(self, call: Mapping[str, Any], why: str) -> Verdict:
+        name, args, call_id = framework_call(call)
+        try:
+            tool_call: ToolCall | None = ToolCall(name=name, args=dict(args or {}), id=call_id)
+        except Exception:
+            tool_call = None
+        return Verdict(allowed=False, target=None, tool_call=tool_call,
+                       reason=f"denied (fail closed): the call to {name} cannot be recorded: {why}")
+
+
+class _SyncTarget:
+    """What the steps call, synchronously: the run's capture and the guard's declared check."""
+
+    def __init__(self, capture: Capture) -> None:
+        self.capture = capture
+
+    def decide(self, turn: str, calls: list[FrameworkCall], **kw: Any) -> list[Verdict | None]:
+        return self.capture.decide(turn, calls, **kw)
+
+    def judge(self, call: FrameworkCall) -> Verdict | None:
+        return self.capture.judge(call)
+
+    def declared(self, call: FrameworkCall) -> Verdict | None:
+        return self.capture.guard.check(*call)
+
+
+class _AsyncTarget:
+    """The asyncio twin of `_SyncTarget`."""
+
+    def __init__(self, capture: Capture) -> None:
+        self.capture = capture
+
+    def decide(self, turn: str, calls: list[FrameworkCall], **kw: Any) -> Awaitable[list[Verdict | None]]:
+        return self.capture.adecide(turn, calls, **kw)
+
+    def judge(self, call: FrameworkCall) -> Awaitable[Verdict | None]:
+        return self.capture.ajudge(call)
+
+    def declared(self, call: FrameworkCall) -> Awaitable[Verdict | None]:
+        return self.capture.guard.acheck(*call)
+
+
+def fresh_id(message: AIMessage) -> AIMessage:
+    """The message with an id (a model reply may have none until the graph state gives it one;
+    the turn must be recorded under the id the state will keep)."""
+    return message if message.id else message.model_copy(update={"id": f"lc_run--{uuid.uuid4()}"})
