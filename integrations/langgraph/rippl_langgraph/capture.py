@@ -233,7 +233,7 @@ class GraphCapture:
             self._remember(run, turn.id)  # recorded: the calls are judged from now on
         judged = {}
         for call, verdict in zip(turn.calls, verdicts, strict=True):
-            judged[call.get("id")] = yield from self._strict(call, verdict)
+            judged[call.get("id")] = verdict
         return judged
 
     def execution_steps(self, run: str, call: Mapping[str, Any],
@@ -248,15 +248,7 @@ class GraphCapture:
             if made.get("name") == call.get("name") and made.get("args") == call.get("args"):
                 return verdicts[call.get("id")]
         verdict = yield Call("judge", (framework_call(call),))
-        verdict = yield from self._strict(call, verdict)
         return verdict
-
-    def _strict(self, call: Mapping[str, Any], verdict: Verdict | None) -> Steps[Verdict | None]:
-        """A strict allow-list (policy unknown='deny'): a call must also match a declared action."""
-        if verdict is None or not verdict.allowed or self.policy.unknown != "deny":
-            return verdict
-        declared = yield Call("declared", (framework_call(call),))
-        return declared if declared is not None and not declared.allowed else verdict
 
     # -- sync ---------------------------------------------------------------------------------
     def decide(self, config: RunnableConfig | None, turn: Turn) -> dict[str, Verdict | None]:
@@ -338,7 +330,7 @@ class GraphCapture:
 
 
 class _SyncTarget:
-    """What the steps call, synchronously: the run's capture and the guard's declared check."""
+    """What the steps call, synchronously: the run's capture."""
 
     def __init__(self, capture: Capture) -> None:
         self.capture = capture
@@ -348,9 +340,6 @@ class _SyncTarget:
 
     def judge(self, call: FrameworkCall) -> Verdict | None:
         return self.capture.judge(call)
-
-    def declared(self, call: FrameworkCall) -> Verdict | None:
-        return self.capture.guard.check(*call)
 
 
 class _AsyncTarget:
@@ -364,9 +353,6 @@ class _AsyncTarget:
 
     def judge(self, call: FrameworkCall) -> Awaitable[Verdict | None]:
         return self.capture.ajudge(call)
-
-    def declared(self, call: FrameworkCall) -> Awaitable[Verdict | None]:
-        return self.capture.guard.acheck(*call)
 
 
 def fresh_id(message: AIMessage) -> AIMessage:

@@ -90,8 +90,8 @@ def test_unknown_tool_is_recorded_by_default_and_denied_by_a_strict_policy(
     out = strict.invoke({"messages": [HumanMessage("drop it")]}, thread("strict"))
     assert ops.names() == ["delete_database"]  # not again
     veto = tool_messages(out["messages"])["c1"]
-    assert veto.status == "error" and "no action in the graph" in veto.content
-    assert "fail closed" in veto.content
+    assert veto.status == "error" and "no declared action matches delete_database" in veto.content
+    assert "strict allow-list" in veto.content
 
     unrecorded, _ = guarded(incident, ops, [drop, "ok"], saver, capture=False)
     out = unrecorded.invoke({"messages": [HumanMessage("drop it")]}, thread("plain"))
