@@ -18,8 +18,18 @@ from rippl_core._runtime.wire import Query
 RUN, OBSERVATION, SAW = "Run", "Observation", "SAW"
 
 SCHEMA = Schema("3", unique_ids=(RUN, OBSERVATION), indexes=(
-    Index("Action", "run"), Index("Action", "capture_key"), Index("Action", "executed_at"),
+    Index("Action", "call_ref"), Index("Action", "executed_at"), Index(OBSERVATION, "key"),
     Index(OBSERVATION, "run"), Index("Node", "run"), Index(RUN, "last_active")))
+
+
+def call_ref(run: str, call_id: str) -> str:
+    """The lookup key of a captured call: its run and its call id (one index lookup)."""
+    return f"{run}\x1f{call_id}"
+
+
+def observation_key(run: str, ref: str | None) -> str:
+    """The lookup key of an observation: its run and its ref ("*" for none: always in context)."""
+    return f"{run}\x1f{ref if ref is not None else '*'}"
 
 # The state of a node with one justification, from its antecedents' states.
 _STATE = ("CASE WHEN 'OUT' IN {states} THEN 'OUT' WHEN 'AT_RISK' IN {states} THEN 'AT_RISK' "
@@ -31,10 +41,11 @@ _CREATED = ("CREATE (:Change {{node: {id}, kind: {kind}, after: {after}, valid_f
 def captured(run: str, refs: Sequence[str]) -> Query:
     """The captured actions of these calls of the run: (call id, action id, args, kind, state,
     executed_at, decision id)."""
-    return Query("MATCH (a:Action) WHERE a.run = $run AND a.call_id IN $refs "
+    return Query("MATCH (a:Action) WHERE a.call_ref IN $keys "
                  "OPTIONAL MATCH (d:Decision)-[:DRIVES]->(a) "
                  "RETURN a.call_id, a.id, a.args, a.kind, a.state, a.executed_at, d.id "
-                 "ORDER BY a.created_at DESC", {"run": run, "refs": list(refs)}, read_only=True)
+                 "ORDER BY a.created_at DESC", {"keys": [call_ref(run, r) for r in refs]},
+                 read_only=True)
 
 
 def declared(keys: Sequence[str], pinned: Sequence[str] = ()) -> Query:
@@ -52,7 +63,7 @@ def _run_root(run: Mapping[str, Any]) -> str:
     """Cypher creating a run's node and root (source and claim, IN) the first time it is seen."""
     return (
         f"MERGE (r:{RUN} {{id: $run.id}}) ON CREATE SET r.agent = $run.agent, "
-        "r.framework = $run.framework, r.started_at = $now SET r.last_active = $now "
+        "r.framework = $run.framework, r.started_at = $now, r.last_active = $now "
         "WITH r OPTIONAL MATCH (s0:Node {id: $run.source.id}) "
         "WITH r, s0 IS NULL AS new_run "
         "FOREACH (_ IN CASE WHEN new_run THEN [1] ELSE [] END | "
@@ -76,12 +87,12 @@ def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[s
         _run_root(run)
         + "WITH 1 AS one MATCH (root:Node {id: $run.claim.id}) "
         "OPTIONAL MATCH (d0:Node {id: $decision.id}) WITH root, d0 IS NULL AS fresh "
-        "OPTIONAL MATCH (v:Action) WHERE v.run = $run.id AND v.call_id IN $told "
+        "OPTIONAL MATCH (v:Action) WHERE v.call_ref IN $told "
         "WITH root, fresh, collect(v.told) AS named "
         "WITH root, fresh, reduce(acc = [], t IN named | acc + coalesce(t, [])) AS known "
-        f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.run = $run.id "
-        "AND ($refs IS NULL OR o.ref IS NULL OR o.ref IN $refs) "
-        f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
+        f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE "
+        + ("o.run = $run.id " if refs is None else "o.key IN $seen ")  # all, or by ref: indexed
+        + f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
         "WITH root, fresh, known, collect(DISTINCT c) AS seen "
         "WITH fresh, [c IN seen WHERE NOT c.id IN known] + [root] AS ants "
         "WITH fresh, ants, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
@@ -97,8 +108,10 @@ def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[s
         "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
         + _CREATED.format(id="act.id", kind="'Action'", after="d.state") + ") "
         "RETURN x.id, x.state, x.executed_at, created",
-        {"run": run, "decision": decision, "refs": None if refs is None else list(refs),
-         "told": list(told), "actions": list(actions), "now": now})
+        {"run": run, "decision": decision, "actions": list(actions), "now": now,
+         "told": [call_ref(run["id"], t) for t in told],
+         "seen": [] if refs is None else
+         [observation_key(run["id"], r) for r in refs] + [observation_key(run["id"], None)]})
 
 
 def drive(run: Mapping[str, Any], decision: str, actions: Sequence[Mapping[str, Any]],

@@ -100,7 +100,7 @@ def observe(run: RunRef, claims: Sequence[str], *, ref: str | None, kind: str) -
                                 "claim; a run observes claims")
     now = now_ms()
     observation = {"id": ids.observation(run.id, ref, claim_ids), "run": run.id, "ref": ref,
-                   "kind": kind, "at": now}
+                   "key": cypher.observation_key(run.id, ref), "kind": kind, "at": now}
     rows = yield Commit([cypher.observe(run.props(now), _dropped(observation), claim_ids, now)],
                         blind=True)
     return sorted({row[0] for row in rows[0]})
@@ -162,7 +162,7 @@ def _action_props(run: RunRef, call: ids.Call, now: int) -> dict[str, Any]:
     spec = NodeSpec(Kind.ACTION, call.title(), ids.action(run.id, call), tool=call.tool,
                     args=json.loads(call.args))
     return _captured_props(spec, run.id, now, call_id=call.ref,
-                           capture_key=f"{run.id}\x1f{call.key}")
+                           call_ref=cypher.call_ref(run.id, call.ref))
 
 
 def _decision_text(run: RunRef, turn: str, calls: Sequence[ids.Call]) -> str:
@@ -257,7 +257,8 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool) -> Op[str]:
                                            output=digest), "args": named.args},
               "claim": {**claim.validated().props(now), "captured": True}}
     observation = {"id": ids.observation(run.id, named.ref, [claim_id]), "run": run.id,
-                   "ref": named.ref, "kind": "tool_result", "at": now}
+                   "ref": named.ref, "key": cypher.observation_key(run.id, named.ref),
+                   "kind": "tool_result", "at": now}
 
     def record(action_id: str) -> Commit:
         event = {"type": "action_executed", "node": action_id, "kind": Kind.ACTION.value,
