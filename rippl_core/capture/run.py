@@ -187,8 +187,10 @@ def _verdict(own: ActionRow, declared: list[ActionRow] | None, call: ToolCall,
                               "call is recorded" + ("" if allowed else
                                                     " (a strict allow-list: declare the action)"))
     verdict = yield from preflight.judge([*declared, own], policy, call)
-    if not verdict.allowed:
-        named = sorted({node for b in verdict.blockers for node in b.trail})
+    # What the veto tells the model is false leaves its later turns: retracted premises only (a
+    # premise under review may yet be rejected; later turns keep resting on it meanwhile).
+    named = sorted({node for b in verdict.blockers if b.state is State.OUT for node in b.trail})
+    if not verdict.allowed and named:
         yield Commit([cypher.tell(own[0], named)], blind=True)
     return verdict
 

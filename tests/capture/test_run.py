@@ -309,3 +309,16 @@ def test_a_runs_policy_records_by_default_and_obeys_an_explicit_unknown(rippl: R
     loose = rippl.run("strict", policy=Policy(unknown="allow"))
     [unprotected] = loose.decide("l-turn", [MIGRATE.model_copy(update={"id": "l1"})])
     assert unprotected.allowed and "policy unknown='allow'" in unprotected.reason
+
+
+def test_a_veto_for_a_premise_under_review_does_not_drop_it(rippl: Rippl) -> None:
+    claim, _ = story(rippl, "review")
+    run = rippl.run("review")
+    review = rippl.propose_retraction(claim, reason="maybe stale", by="monitor")
+    assert not run.judge(MIGRATE).allowed  # blocked while the review is pending
+    rippl.reject(review.id, by="alice", note="it was fine")
+    later = MIGRATE.model_copy(update={"id": "c8"})
+    [verdict] = run.decide("t5", [later], context=["c1", "c3"], told=["c3"])
+    assert verdict.allowed and claim in premises_of(rippl, verdict.target)  # type: ignore[arg-type]
+    rippl.retract(claim, reason="stale after all", by="monitor")
+    assert not run.judge(later).allowed  # still protected: it rests on the claim
