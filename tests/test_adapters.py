@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rippl_core import InvalidInputError, Policy, Rippl, ToolCall
-from rippl_core.adapters import VETO_PREFIX, ToolGuard, arguments, veto_text
+from rippl_core.adapters import VETO_PREFIX, Capture, Guard, ToolGuard, arguments, veto_text
 
 MIGRATE_09 = {"table": "billing", "shard": "09"}
 
@@ -194,3 +194,14 @@ def test_an_unmappable_verdict_carries_the_call_when_it_can() -> None:
     assert mapped.target is None and not mapped.allowed
     garbage = unmappable("migrate_tables", "not json", "c2", ValueError("x"), Policy())
     assert garbage.tool_call is None and not garbage.allowed
+
+
+def test_capture_executed_returns_the_result_claim(rippl: Rippl) -> None:
+    capture = Capture(Guard(rippl), "run-1", agent="ops", framework="test")
+    call = ("get_shard_health", {"shard": "09"}, "c1")
+    [verdict] = capture.decide("turn-1", [call])
+    assert verdict is not None and verdict.allowed
+    claim = capture.executed(call, "healthy")
+    assert claim is not None and "healthy" in rippl.get(claim).text
+    assert rippl.run("run-1").executed(ToolCall(name="get_shard_health", args={"shard": "09"},
+                                                id="c1"), "healthy") == claim

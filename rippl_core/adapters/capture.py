@@ -63,9 +63,10 @@ class Capture:
         mapped = self._map(call, self.guard.to_call)
         return self._drive_sync(self._judge(call, mapped), lambda exc: self._failed(call, exc))
 
-    def executed(self, call: FrameworkCall, output: Any, *, ok: bool = True) -> None:
-        """Record that the call ran, and its output; kept for later if it cannot be recorded now."""
-        self._drive_sync(self._executed(call, output, ok), lambda exc: None)
+    def executed(self, call: FrameworkCall, output: Any, *, ok: bool = True) -> str | None:
+        """Record that the call ran, and its output; kept for later if it cannot be recorded now.
+        Returns the id of the claim stating the result (None: kept to be recorded later)."""
+        return self._drive_sync(self._executed(call, output, ok), lambda exc: None)
 
     def decision_id(self, turn: str, calls: Sequence[FrameworkCall]) -> str | None:
         """The id of the decision `decide` records for this turn (None when none of its calls maps
@@ -91,9 +92,9 @@ class Capture:
         mapped = await self._amap(call)
         return await self._drive_async(self._judge(call, mapped), lambda exc: self._failed(call, exc))
 
-    async def aexecuted(self, call: FrameworkCall, output: Any, *, ok: bool = True) -> None:
+    async def aexecuted(self, call: FrameworkCall, output: Any, *, ok: bool = True) -> str | None:
         """The asyncio twin of `executed`."""
-        await self._drive_async(self._executed(call, output, ok), lambda exc: None)
+        return await self._drive_async(self._executed(call, output, ok), lambda exc: None)
 
     # -- the logic, once ----------------------------------------------------------------------
     def _decide(self, turn: str, calls: Sequence[FrameworkCall],
@@ -116,20 +117,24 @@ class Capture:
         verdict = yield Call("judge", (mapped,), {"policy": self.policy})
         return self._shown(call, verdict)
 
-    def _executed(self, call: FrameworkCall, output: Any, ok: bool) -> Calls[None]:
+    def _executed(self, call: FrameworkCall, output: Any, ok: bool) -> Calls[str | None]:
         name, args, call_id = call
+        entry = (ToolCall(name=name, args=_args(args), id=call_id), output, ok)
         with self._lock:
-            self._unrecorded.append((ToolCall(name=name, args=_args(args), id=call_id), output, ok))
-        yield from self._flush()
+            self._unrecorded.append(entry)
+        claims = yield from self._flush()
+        return claims.get(id(entry))
 
-    def _flush(self) -> Calls[None]:
-        """Record the executions kept for later (oldest first); raise if one still cannot be."""
+    def _flush(self) -> Calls[dict[int, str]]:
+        """Record the executions kept for later (oldest first); raise if one still cannot be.
+        Returns the result claim of each recorded, by the id of its entry."""
+        claims: dict[int, str] = {}
         while True:
             with self._lock:
                 if not self._unrecorded:
-                    return
+                    return claims
                 pending = self._unrecorded[0]
-            yield Call("executed", (pending[0], pending[1]), {"ok": pending[2]})
+            claims[id(pending)] = yield Call("executed", (pending[0], pending[1]), {"ok": pending[2]})
             with self._lock:
                 if self._unrecorded and self._unrecorded[0] is pending:
                     self._unrecorded.pop(0)
