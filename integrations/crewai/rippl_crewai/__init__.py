@@ -1,23 +1,28 @@
-"""Rippl for CrewAI: veto tool calls whose premises were retracted, and keep a crew's memory in the
-claim graph.
+"""Rippl for CrewAI: record what every tool call of a crew rests on (provenance capture), veto a call
+whose premises were retracted, and keep a crew's memory in the claim graph.
 
-- `register_rippl_hooks(rippl)` / `with rippl_guard(rippl): crew.kickoff()`: a fail-closed
-  `PRE_TOOL_CALL` guard, with the veto's reason and trail shown to the agent.
+- `register_rippl_hooks(rippl)` / `with rippl_guard(rippl): crew.kickoff()`: each task of a
+  kickoff is a run; each model turn with tool calls a decision resting on what the model had read,
+  each call an action, each execution and its output recorded (`capture=False`: declared actions
+  only); a fail-closed `PRE_TOOL_CALL` guard, with the veto's reason and trail shown to the agent.
 - `GuardedTool` / `guard_tools(tools, rippl)`: the same check inside the tool's own run, for the
   paths that bypass hooks (direct `tool.run()`, flow tool actions).
 - `CheckPremisesTool(rippl)`: a tool the agent calls to ask whether an action is still safe.
 - `RipplStorage(rippl)`: CrewAI's memory `StorageBackend` over the claim graph; retracted claims
-  are never recalled, and `storage.as_of(t)` recalls the past.
+  are never recalled, a recall in a task is an observation of its run, and `storage.as_of(t)`
+  recalls the past.
 """
 
 from rippl_crewai._guard import VETO_PREFIX, check_call, veto_text
-from rippl_crewai.hooks import RipplHooks, register_rippl_hooks, rippl_guard
+from rippl_crewai.hooks import Execution, RipplHooks, register_rippl_hooks, rippl_guard
+from rippl_crewai.runs import run_id
 from rippl_crewai.storage import RipplStorage, to_memory, to_record
 from rippl_crewai.tools import CheckPremisesTool, GuardedTool, guard_tools
 
 __all__ = [
     "VETO_PREFIX",
     "CheckPremisesTool",
+    "Execution",
     "GuardedTool",
     "RipplHooks",
     "RipplStorage",
@@ -25,6 +30,7 @@ __all__ = [
     "guard_tools",
     "register_rippl_hooks",
     "rippl_guard",
+    "run_id",
     "to_memory",
     "to_record",
     "veto_text",

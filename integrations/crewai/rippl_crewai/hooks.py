@@ -1,17 +1,31 @@
-"""CrewAI tool-call hooks that veto a call when a premise under its action was retracted.
+"""CrewAI tool-call hooks that record what every call rests on (provenance capture) and veto a call
+when a premise under it was retracted.
 
 `register_rippl_hooks(memory)` installs, process-wide, a `PRE_TOOL_CALL` guard and a
 `POST_TOOL_CALL` hook; `with rippl_guard(memory): crew.kickoff()` installs the same pair for one
 block only (CrewAI's contextvar-scoped hooks, so other threads and runs are untouched).
 
+**Capture (the default).** Each task of a crew kickoff is a run (`rippl_crewai.runs`). The first
+call of a model turn to reach `PRE_TOOL_CALL` records the turn as a decision resting on what the
+model had in its input, and each of its calls as an action; every other call of the turn is
+judged again just before it runs (a retraction may land while an earlier call of the turn runs).
+A call is allowed only if its captured action and every declared action matching it allow it; a
+vetoed call never runs, and the model reads why. `POST_TOOL_CALL` records the execution, and the
+output becomes an observation later turns rest on; a result replayed from CrewAI's tool cache is
+recorded as an observation instead (and is replayed only while it holds: `rippl_crewai.cache`).
+An execution is recorded unless the hook knows the tool did not run (blocked, served from the
+cache, a usage limit, a repeated ReAct call): over-recording can only list too much for
+compensation, never miss a call. `capture=False` checks declared actions only.
+
 Two traps of CrewAI 1.15 are handled here:
 
 - Hooks fail OPEN: any exception other than `HookAborted` is swallowed and the tool runs. The
-  guard therefore never lets an exception out: a graph that cannot be reached, or a call that
-  cannot be mapped to an action, becomes a verdict (denied by default) and a `HookAborted`.
+  guard therefore never lets an exception out: a graph that cannot be reached, a turn that cannot
+  be recorded or a call that cannot be mapped becomes a denying verdict and a `HookAborted`.
 - A blocked call shows the agent only "Tool execution blocked by hook. Tool: <name>". The
   post-call hook replaces that text with the verdict: the veto, the reason and every trail from a
-  retracted premise to the action, so the model can choose another way.
+  retracted premise to the action, so the model can choose another way (and, under capture, the
+  next turn no longer rests on what the veto named).
 
 Both the ReAct text path and the native function-calling path run these hooks. Paths that bypass
 hooks (direct `tool.run()`, a flow's declarative tool action) are covered by `GuardedTool`.
@@ -20,9 +34,11 @@ hooks (direct `tool.run()`, a flow's declarative tool action) are covered by `Gu
 from __future__ import annotations
 
 import threading
+import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crewai.hooks import HookAborted, InterceptionPoint, ToolCallHookContext
@@ -33,42 +49,103 @@ from crewai.hooks.dispatch import (
     scoped_hooks,
     unregister,
 )
+from crewai.tools.tool_failure import ToolFailure
+from crewai.utilities.string_utils import sanitize_tool_name
 
 from rippl_core import InvalidInputError, Policy, Rippl, Verdict
+from rippl_core.adapters import Capture, FrameworkCall
 from rippl_crewai._guard import (
-    VETO_PREFIX,
     Resolver,
+    capture_policy,
     check_memory,
+    declared_veto,
     make_guard,
     tool_names,
     veto_text,
 )
-from rippl_crewai.tools import CHECK_TOOL_NAME, CheckPremisesTool
+from rippl_crewai.cache import REPLAYS, cache_of, vet_replay
+from rippl_crewai.runs import (
+    Runs,
+    Turn,
+    executor_messages,
+    matching,
+    native_turn,
+    react_turn,
+    run_id,
+    single_turn,
+)
+from rippl_crewai.tools import CHECK_TOOL_NAME, Admission, CheckPremisesTool, GuardedTool
 
 BLOCKED_PREFIX = "Tool execution blocked by hook"
+ERROR_PREFIX = "Error executing tool"
 _PENDING_LIMIT = 1024
+_TURN_LIMIT = 4096
 
 type HookFn = Callable[[ToolCallHookContext], Any]
 
 
+@dataclass(frozen=True)
+class Execution:
+    """A call whose execution the hooks recorded: its run and call id, and the claim stating its
+    output (what a monitor proposes to retract when the output proves false)."""
+
+    run: str
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    claim: str
+
+
+@dataclass
+class Judged:
+    """A call judged in PRE_TOOL_CALL, kept for its POST_TOOL_CALL."""
+
+    verdict: Verdict | None
+    capture: Capture | None = None
+    call: FrameworkCall | None = None
+    runs: bool = True  # the tool runs unless something else blocks it
+    replayed: str | None = None  # the claim CrewAI's cache replays (not an execution)
+    admission: Admission | None = None  # the hooks' verdict handed to a GuardedTool
+
+    @property
+    def allowed(self) -> bool:
+        return self.verdict is None or self.verdict.allowed
+
+
+@dataclass
+class _TurnState:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    decided: bool = False
+    taken: set[str] = field(default_factory=set)
+
+
 class RipplHooks:
     """A registered pair of hooks (guard + reason). `unregister()` removes them; usable as a
-    context manager. `verdicts` keeps the most recent verdicts, newest last."""
+    context manager. `verdicts` keeps the most recent verdicts, newest last; `executions` the
+    most recent executions recorded (with the claim each output became)."""
 
     def __init__(self, memory: Rippl, *, tools: Iterable[object] | None = None,
                  unguarded: Iterable[object] = (), agents: Iterable[str] | None = None,
                  policy: Policy | None = None, resolver: Resolver | None = None,
-                 history: int = 100) -> None:
+                 capture: bool = True, history: int = 100) -> None:
         self.memory = check_memory(memory)
-        self.guard = make_guard(self.memory, policy=policy, resolver=resolver, tools=tools,
+        if not isinstance(capture, bool):
+            raise InvalidInputError("capture must be True or False")
+        self.capturing = capture
+        self.guard = make_guard(self.memory, policy=capture_policy(self.memory, policy, capture),
+                                resolver=resolver, tools=tools,
                                 unguarded=[*(tool_names(unguarded, what="unguarded") or ()),
                                            CHECK_TOOL_NAME])
         self.policy, self.resolver = self.guard.policy, self.guard.resolver
         if isinstance(agents, str):
             raise InvalidInputError("agents must be a list of agent roles, not one string")
         self.agents = frozenset(agents) if agents is not None else None
+        self.runs = Runs(self.guard)
         self.verdicts: deque[Verdict] = deque(maxlen=history)
-        self._pending: OrderedDict[int, tuple[dict[str, Any], Verdict]] = OrderedDict()
+        self.executions: deque[Execution] = deque(maxlen=history)
+        self._pending: OrderedDict[int, tuple[dict[str, Any], Judged]] = OrderedDict()
+        self._turns: OrderedDict[tuple[str, str], _TurnState] = OrderedDict()
+        self._vetoes: OrderedDict[str, dict[str, str]] = OrderedDict()
         self._lock = threading.Lock()
         self._remove: Callable[[], None] | None = None
 
@@ -76,30 +153,45 @@ class RipplHooks:
     def before(self, ctx: ToolCallHookContext) -> None:
         """PRE_TOOL_CALL: allow (return None) or veto (raise HookAborted). Never anything else:
         whatever goes wrong in here vetoes the call (CrewAI would swallow it and run the tool)."""
+        name = str(getattr(ctx, "tool_name", ""))
         try:
-            name = str(ctx.tool_name)
-            verdict = self.guard.check(name, ctx.tool_input) if self._applies(
-                ctx) else None
-            if verdict is None:
+            judged = self._judge(ctx, name)
+            if judged is None:
                 return None
-            self.verdicts.append(verdict)
-            if verdict.allowed:
+            if judged.verdict is not None:
+                self.verdicts.append(judged.verdict)
+            if judged.allowed and judged.capture is None:
                 return None
-            self._remember(ctx.tool_input, verdict)
-            message = veto_text(name, verdict)
+            self._remember(ctx.tool_input, judged)
+            if judged.allowed:
+                return None
+            assert judged.verdict is not None
+            message = veto_text(name, judged.verdict)
         except Exception as exc:
-            message = (f"{VETO_PREFIX}: the call did not run. denied (fail closed): the Rippl "
-                       f"guard failed: {type(exc).__name__}: {exc}")
+            verdict = Verdict(allowed=False, target=None, reason=(
+                f"denied (fail closed): the Rippl guard failed: {type(exc).__name__}: {exc}"))
+            self.verdicts.append(verdict)
+            self._remember(getattr(ctx, "tool_input", None), Judged(verdict))
+            message = veto_text(name, verdict)
         raise HookAborted(reason=message, source="rippl")
 
     def after(self, ctx: ToolCallHookContext) -> str | None:
-        """POST_TOOL_CALL: on a call this guard vetoed, the verdict replaces the blocked text."""
+        """POST_TOOL_CALL: on a call this guard vetoed, the verdict replaces the blocked text; on a
+        call it allowed under capture, the execution and its output are recorded."""
         try:
-            verdict = self._take(ctx.tool_input)
-            if verdict is None or not str(ctx.tool_result or "").startswith(BLOCKED_PREFIX):
+            judged = self._take(ctx.tool_input)
+            if judged is None:
                 return None
-            return veto_text(str(ctx.tool_name), verdict)
-        except Exception:  # never break the run for the sake of a message
+            blocked = str(ctx.tool_result or "").startswith(BLOCKED_PREFIX)
+            if not judged.allowed:
+                assert judged.verdict is not None
+                return veto_text(str(ctx.tool_name), judged.verdict) if blocked else None
+            if judged.admission is not None:
+                judged.admission.release()
+            if not blocked and judged.runs and judged.replayed is None:
+                self._executed(ctx, judged)
+            return None
+        except Exception:  # never break the run for the sake of a message or a record
             return None
 
     @property
@@ -115,15 +207,101 @@ class RipplHooks:
             return role is None or role in self.agents
         return True
 
-    # The blocked call's arguments are the same dict object in the pre- and post-call contexts
-    # (both the ReAct and the native paths pass it on), so it keys the verdict between the two.
-    def _remember(self, tool_input: Any, verdict: Verdict) -> None:
+    # -- judging --------------------------------------------------------------------------------
+    def _judge(self, ctx: ToolCallHookContext, name: str) -> Judged | None:
+        if not self._applies(ctx):
+            return None
+        args = ctx.tool_input
+        run = run_id(ctx.crew, ctx.task, ctx.agent) if self.capturing else None
+        if run is None:  # capture off, or no kickoff to record into: declared actions only
+            return Judged(self.guard.check(name, args))
+        role = getattr(ctx.agent, "role", None)
+        capture = self.runs.get(run, role if isinstance(role, str) else None)
+        turn = self._turn(run, ctx, name, args)
+        verdict = declared_veto(self.guard, name, args, self._decide(capture, run, turn))
+        judged = Judged(verdict, capture, turn.call)
+        if not judged.allowed:
+            assert verdict is not None
+            self._vetoed(run, turn.call[2], veto_text(name, verdict))
+            return judged
+        judged.runs = _will_run(ctx, name, args, native=turn.native)
+        cache = cache_of(ctx.agent)
+        if cache is not None and judged.runs:
+            judged.replayed = vet_replay(cache, self.memory, run, (name, args, turn.call[2]),
+                                         capture.agent)
+        original = getattr(getattr(ctx, "tool", None), "_original_tool", None)
+        if isinstance(original, GuardedTool) and judged.replayed is None:
+            judged.admission = original.admit(args, run, verdict)
+        return judged
+
+    def _turn(self, run: str, ctx: ToolCallHookContext, name: str, args: Mapping[str, Any]) -> Turn:
+        """The model turn this call is part of (see `rippl_crewai.runs`)."""
+        messages = executor_messages(ctx.agent)
+        if messages is None:  # no executor to read the turn from: a turn of its own
+            return single_turn(name, args, f"crewai-{uuid.uuid4().hex[:16]}")
+        turn = native_turn(messages, name, args)
+        if turn is None:
+            with self._lock:
+                vetoes = dict(self._vetoes.get(run, {}))
+            return react_turn(messages, name, args, vetoes)
+        with self._lock:  # the same call made twice in one turn: each takes its own id
+            state = self._state(run, turn.id)
+            free = [c for c in matching(turn.calls, name, args) if c[2] not in state.taken]
+            call = free[0] if free else turn.call
+            state.taken.add(call[2])
+        return replace(turn, call=call)
+
+    def _decide(self, capture: Capture, run: str, turn: Turn) -> Verdict | None:
+        """The first call of a turn records the turn and gets its verdict from it; every other
+        call of the turn (and a turn seen again) is judged just before it runs."""
         with self._lock:
-            self._pending[id(tool_input)] = (tool_input, verdict)
+            state = self._state(run, turn.id)
+        with state.lock:
+            if not state.decided:
+                state.decided = True
+                verdicts = capture.decide(turn.id, turn.calls, context=turn.context,
+                                          told=turn.told)
+                return verdicts[turn.calls.index(turn.call)]
+        return capture.judge(turn.call)
+
+    def _state(self, run: str, turn: str) -> _TurnState:
+        key = (run, turn)
+        state = self._turns.get(key)
+        if state is None:
+            state = self._turns[key] = _TurnState()
+            while len(self._turns) > _TURN_LIMIT:
+                self._turns.popitem(last=False)
+        return state
+
+    def _vetoed(self, run: str, call_id: str, text: str) -> None:
+        """Remember the veto text a ReAct model will read (its told set, later)."""
+        with self._lock:
+            self._vetoes.setdefault(run, {})[call_id] = text
+            self._vetoes.move_to_end(run)
+            while len(self._vetoes) > _PENDING_LIMIT:
+                self._vetoes.popitem(last=False)
+
+    def _executed(self, ctx: ToolCallHookContext, judged: Judged) -> None:
+        assert judged.capture is not None and judged.call is not None
+        raw = ctx.raw_tool_result if ctx.raw_tool_result is not None else ctx.tool_result
+        claim = judged.capture.executed(judged.call, raw, ok=_succeeded(raw))
+        if claim is None:  # kept by the capture, recorded before the run's next call
+            return
+        name, args, call_id = judged.call
+        self.executions.append(Execution(judged.capture.run_id, call_id, name, dict(args), claim))
+        cache = cache_of(ctx.agent)
+        if cache is not None:
+            REPLAYS.remember(cache, str(ctx.tool_name), ctx.tool_input, raw, claim)
+
+    # The call's arguments are the same dict object in the pre- and post-call contexts (both the
+    # ReAct and the native paths pass it on), so it keys the judged call between the two.
+    def _remember(self, tool_input: Any, judged: Judged) -> None:
+        with self._lock:
+            self._pending[id(tool_input)] = (tool_input, judged)
             while len(self._pending) > _PENDING_LIMIT:
                 self._pending.popitem(last=False)
 
-    def _take(self, tool_input: Any) -> Verdict | None:
+    def _take(self, tool_input: Any) -> Judged | None:
         with self._lock:
             entry = self._pending.get(id(tool_input))
             if entry is None or entry[0] is not tool_input:
@@ -172,18 +350,23 @@ class RipplHooks:
 def register_rippl_hooks(memory: Rippl, *, tools: Iterable[object] | None = None,
                          unguarded: Iterable[object] = (), agents: Iterable[str] | None = None,
                          policy: Policy | None = None,
-                         resolver: Resolver | Mapping[str, str] | None = None) -> RipplHooks:
+                         resolver: Resolver | Mapping[str, str] | None = None,
+                         capture: bool = True) -> RipplHooks:
     """Guard every tool call of every crew in this process (until `unregister()`).
 
     tools: only these tools (or tool names) are checked; None checks every tool.
-    unguarded: tools never checked (read-only lookups); `check_premises` never is.
+    unguarded: tools never vetoed (read-only lookups; under capture their calls and results are
+        still recorded: a result is an observation); `check_premises` is neither.
     agents: only calls made by agents with these roles are checked; None checks all.
-    policy: the pre-flight policy (default: the handle's, which fails closed).
+    policy: the pre-flight policy (default: the handle's, which fails closed; under capture, a
+        policy that leaves `unknown` unset judges undeclared calls by their run).
     resolver: tool name -> action id, or a function (name, args) -> action id | ToolCall | None;
         unresolved calls are matched by tool name and arguments against the graph's actions.
+    capture: record each task's turns, calls and executions (default), or check declared
+        actions only.
     """
     hooks = RipplHooks(memory, tools=tools, unguarded=unguarded, agents=agents, policy=policy,
-                       resolver=resolver)
+                       resolver=resolver, capture=capture)
     hooks._register_global()
     return hooks
 
@@ -192,7 +375,8 @@ def register_rippl_hooks(memory: Rippl, *, tools: Iterable[object] | None = None
 def rippl_guard(memory: Rippl, *, tools: Iterable[object] | None = None,
                 unguarded: Iterable[object] = (), agents: Iterable[str] | None = None,
                 policy: Policy | None = None,
-                resolver: Resolver | Mapping[str, str] | None = None) -> Iterator[RipplHooks]:
+                resolver: Resolver | Mapping[str, str] | None = None,
+                capture: bool = True) -> Iterator[RipplHooks]:
     """Guard the tool calls made inside the block only: `with rippl_guard(memory): crew.kickoff()`.
 
     The hooks live in CrewAI's execution-scoped registry (a contextvar), so they apply to this
@@ -200,7 +384,7 @@ def rippl_guard(memory: Rippl, *, tools: Iterable[object] | None = None,
     hook lists are never touched. Hooks already scoped by an enclosing block keep running.
     """
     hooks = RipplHooks(memory, tools=tools, unguarded=unguarded, agents=agents, policy=policy,
-                       resolver=resolver)
+                       resolver=resolver, capture=capture)
     guard, explain = hooks._hook_functions()
     inherited = {point: get_scoped_hooks(point) for point in InterceptionPoint}
     with scoped_hooks({point: list(fns) for point, fns in inherited.items() if fns}) as scope:
@@ -218,3 +402,26 @@ def rippl_guard(memory: Rippl, *, tools: Iterable[object] | None = None,
             yield hooks
         finally:
             hooks.unregister()
+
+
+def _will_run(ctx: ToolCallHookContext, name: str, args: Mapping[str, Any], *,
+              native: bool) -> bool:
+    """Whether CrewAI will run the tool once the hooks allow it: not when it has no such tool,
+    the tool reached its usage limit, or (ReAct) the call repeats the agent's previous call."""
+    tool = getattr(ctx, "tool", None)
+    if tool is None:
+        return False
+    original = getattr(tool, "_original_tool", None) or tool
+    limit = getattr(original, "max_usage_count", None)
+    if isinstance(limit, int) and getattr(original, "current_usage_count", 0) >= limit:
+        return False
+    last = getattr(getattr(getattr(ctx, "agent", None), "tools_handler", None), "last_used_tool",
+                   None)
+    return native or last is None or not (
+        sanitize_tool_name(str(getattr(last, "tool_name", ""))) == name
+        and getattr(last, "arguments", None) == args)
+
+
+def _succeeded(output: Any) -> bool:
+    return not isinstance(output, ToolFailure) and not (
+        isinstance(output, str) and output.startswith(ERROR_PREFIX))

@@ -13,6 +13,12 @@ Records are versioned (saving a changed record ends the old version; deleting en
 can be asked about the past: `Memory(storage=storage.as_of(t), ...)` recalls what the memory held
 at `t`, with each claim's status as it was then (`rippl_status`) and now (`rippl_status_now`).
 
+Under capture (the default) a recall inside a crew's task is an observation of that task's run
+(`rippl_crewai.runs`): the claims of the records returned are recorded as seen by the run, for the
+rest of it (CrewAI puts what the agent recalls into the task's prompt), so a later retraction of
+one vetoes the calls that rested on it. A recall that cannot be recorded returns nothing: the
+agent never reads a memory its run has no record of.
+
 CrewAI's `MemoryRecord` timestamps are naive UTC (`datetime.utcnow()`); they are read as UTC and
 given back naive UTC. Times passed to `as_of` follow Rippl's rule: aware datetimes or ISO-8601
 strings with an offset.
@@ -21,6 +27,7 @@ strings with an offset.
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +36,9 @@ from crewai.memory.types import MemoryRecord, ScopeInfo
 from rippl_core import InvalidInputError, NotFoundError, Record, Rippl, TimeLike, Wave
 from rippl_core.adapters import to_ms
 from rippl_crewai._guard import check_memory
+from rippl_crewai.runs import FRAMEWORK, run_id
+
+logger = logging.getLogger("rippl")
 
 CLAIM_KEY = "rippl_claim"
 STATUS_KEY = "rippl_status"
@@ -80,13 +90,17 @@ class RipplStorage:
     store: the name of this memory within the graph (several memories can share a graph and its
         claims). include_at_risk: recall records whose claim has a pending retraction proposal
         (flagged `rippl_status: Proposed Retraction`). keep_history: deletions end records (kept
-        for as-of recall); False erases them and their history.
+        for as-of recall); False erases them and their history. capture: a recall in a crew's
+        task is an observation of its run (default).
     """
 
     def __init__(self, memory: Rippl, *, store: str = "crewai", include_at_risk: bool = True,
                  keep_history: bool = True, as_of: TimeLike | None = None,
-                 known_at: TimeLike | None = None) -> None:
+                 known_at: TimeLike | None = None, capture: bool = True) -> None:
         self.rippl = check_memory(memory)
+        if not isinstance(capture, bool):
+            raise InvalidInputError("capture must be True or False")
+        self.capture = capture
         self.records = self.rippl.records(store)
         self.store = self.records.store
         self.include_at_risk = bool(include_at_risk)
@@ -102,7 +116,8 @@ class RipplStorage:
         """A read-only view of this memory as it was at `when` (valid time), as known at
         `known_at` (transaction time, default now). Writes to it are refused."""
         return RipplStorage(self.rippl, store=self.store, include_at_risk=self.include_at_risk,
-                            keep_history=self.keep_history, as_of=when, known_at=known_at)
+                            keep_history=self.keep_history, as_of=when, known_at=known_at,
+                            capture=self.capture)
 
     @property
     def read_only(self) -> bool:
@@ -132,12 +147,30 @@ class RipplStorage:
                categories: list[str] | None = None, metadata_filter: dict[str, Any] | None = None,
                limit: int = 10, min_score: float = 0.0) -> list[tuple[MemoryRecord, float]]:
         """Most similar records (cosine similarity, computed exactly in FalkorDB), best first;
-        records of retracted claims are never returned."""
+        records of retracted claims are never returned. In a crew's task, the claims returned
+        are recorded as observed by its run."""
         found = self.records.search(query_embedding, scope_prefix=scope_prefix,
                                     categories=categories, metadata_filter=metadata_filter,
                                     limit=limit, min_score=min_score,
                                     include_at_risk=self.include_at_risk, **self._time())
+        if not self._observed([record.claim for record, _ in found]):
+            return []
         return [(to_memory(record), score) for record, score in found]
+
+    def _observed(self, claims: list[str | None]) -> bool:
+        """Record the claims a recall returns as observed by the current run (if there is one).
+        False when they could not be recorded (then the recall returns nothing)."""
+        run = run_id() if self.capture else None
+        seen = sorted({claim for claim in claims if claim})
+        if run is None or not seen:
+            return True
+        try:
+            self.rippl.run(run, framework=FRAMEWORK).observe(seen)
+        except Exception as exc:
+            logger.warning("memory recall in run %s returned nothing: its claims could not be "
+                           "recorded as observed: %s: %s", run, type(exc).__name__, exc)
+            return False
+        return True
 
     def delete(self, scope_prefix: str | None = None, categories: list[str] | None = None,
                record_ids: list[str] | None = None, older_than: datetime | None = None,

@@ -7,12 +7,21 @@ action and some agent adapters call the tool without them. A `GuardedTool` check
 CrewAI `ToolFailure` whose message is the veto with every trail (the agent reads it; a flow or the
 tool-failure policy sees a failure), or raises `PremiseRetractedError` with on_deny="raise".
 Guarded results are never cached: a cached answer would skip the check.
+
+Under capture (the default) a call that reached the tool through the hooks was judged and is
+recorded by them (they hand the tool their verdict); on the other paths the tool records it
+itself, in the run CrewAI's context names (a crew's task, a flow) or `capture_run`: the call is a
+turn of its own resting on everything the run observed, and its execution and output are
+recorded. A call outside any run is checked against declared actions only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from crewai.tools import BaseTool
@@ -21,15 +30,18 @@ from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from rippl_core import Kind, Policy, PremiseRetractedError, Rippl, State, ToolCall, Verdict
-from rippl_core.adapters import unmappable
+from rippl_core.adapters import Capture, FrameworkCall, unmappable
 from rippl_crewai._guard import (
     Guard,
     Resolver,
+    capture_policy,
+    declared_veto,
     make_guard,
     tool_name,
     tool_names,
     veto_text,
 )
+from rippl_crewai.runs import Runs, run_id
 
 CHECK_TOOL_NAME = "check_premises"
 
@@ -44,9 +56,44 @@ def failure_code(verdict: Verdict) -> str:
         return "premise_retracted"
     if verdict.state is State.AT_RISK:
         return "premise_at_risk"
-    if "could not be checked" in verdict.reason:
+    if "could not be checked" in verdict.reason or "could not be recorded" in verdict.reason:
         return "premise_graph_unavailable"
     return "unknown_action"
+
+
+class Admission:
+    """The hooks' verdict on a call, handed to the `GuardedTool` that runs it (so the call is
+    judged and recorded once), from `PRE_TOOL_CALL` until `POST_TOOL_CALL` releases it."""
+
+    def __init__(self, tool: GuardedTool, args: Mapping[str, Any], run: str,
+                 verdict: Verdict | None) -> None:
+        self.tool, self.args, self.run, self.verdict = tool, dict(args), run, verdict
+
+    def fits(self, args: Mapping[str, Any], run: str | None) -> bool:
+        """Whether a run of the tool with `args` (after the tool's schema filled in defaults)
+        is this call, in `run` (None: CrewAI's context is not visible in the tool's thread)."""
+        return (run is None or run == self.run) and all(
+            key in args and args[key] == value for key, value in self.args.items())
+
+    def release(self) -> None:
+        self.tool._release(self)
+
+
+@dataclass
+class _Judged:
+    verdict: Verdict | None
+    positional: tuple[Any, ...]
+    named: dict[str, Any]
+    capture: Capture | None = None
+    call: FrameworkCall | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.verdict is None or self.verdict.allowed
+
+    def record(self, output: Any, *, ok: bool) -> None:
+        if self.capture is not None and self.call is not None:
+            self.capture.executed(self.call, output, ok=ok)
 
 
 class GuardedTool(BaseTool):
@@ -54,7 +101,9 @@ class GuardedTool(BaseTool):
 
     `GuardedTool(wrapped=tool, memory=rippl)` takes the wrapped tool's name, description and
     argument schema. `action_id` pins the action; otherwise the call is resolved by `resolver`,
-    then by tool name and arguments against the graph's actions.
+    then by tool name and arguments against the graph's actions. `capture` (default True) records
+    calls made outside the hooks in their run; `capture_run` names the run for calls made where
+    CrewAI's context names none (e.g. a script calling `tool.run()`).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -65,6 +114,8 @@ class GuardedTool(BaseTool):
     action_id: str | None = None
     resolver: Any = Field(default=None, exclude=True)
     on_deny: Literal["failure", "raise"] = "failure"
+    capture: bool = True
+    capture_run: str | None = None
     _last_verdict: Verdict | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
@@ -81,12 +132,19 @@ class GuardedTool(BaseTool):
         return {**defaults, **data}
 
     _guard: Guard = PrivateAttr()
+    _runs: Runs = PrivateAttr()
+    _admissions: list[Admission] = PrivateAttr(default_factory=list)
+    _admit_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, **data: Any) -> None:
-        guard = make_guard(data.get("memory"), policy=data.get("policy"),  # typed errors first
+        capture = data.get("capture", True)
+        guard = make_guard(data.get("memory"),  # typed errors first
+                           policy=capture_policy(data.get("memory"), data.get("policy"),
+                                                 capture is True),
                            resolver=data.get("resolver"), action_id=data.get("action_id"))
         super().__init__(**data)
         self._guard = guard
+        self._runs = Runs(guard)
 
     @property
     def last_verdict(self) -> Verdict | None:
@@ -94,12 +152,35 @@ class GuardedTool(BaseTool):
         return self._last_verdict
 
     def check(self, **kwargs: Any) -> Verdict:
-        """The verdict on calling this tool with `kwargs` now (never raises)."""
+        """The verdict of the declared actions on calling this tool with `kwargs` now (never
+        raises; records nothing)."""
         verdict = self._guard.check(tool_name(self), kwargs)
         assert verdict is not None  # a single tool's guard exempts nothing
         self._last_verdict = verdict
         return verdict
 
+    # -- the hooks' verdict, handed over -------------------------------------------------------
+    def admit(self, args: Mapping[str, Any], run: str, verdict: Verdict | None) -> Admission:
+        """Called by the hooks when they allowed a call to this tool (and record it)."""
+        admission = Admission(self, args, run, verdict)
+        with self._admit_lock:
+            self._admissions.append(admission)
+        return admission
+
+    def _release(self, admission: Admission) -> None:
+        with self._admit_lock:
+            if admission in self._admissions:
+                self._admissions.remove(admission)
+
+    def _admitted(self, args: Mapping[str, Any], run: str | None) -> Admission | None:
+        with self._admit_lock:
+            for admission in self._admissions:
+                if admission.fits(args, run):
+                    self._admissions.remove(admission)
+                    return admission
+        return None
+
+    # -- running -------------------------------------------------------------------------------
     def _deny(self, verdict: Verdict) -> ToolFailure:
         if self.on_deny == "raise":
             raise PremiseRetractedError(verdict)
@@ -117,31 +198,61 @@ class GuardedTool(BaseTool):
             raise TypeError(f"{self.name} takes at most {len(fields)} arguments")
         return {**dict(zip(fields, args, strict=False)), **kwargs}
 
-    def _judge(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-               ) -> tuple[Verdict, tuple[tuple[Any, ...], dict[str, Any]]]:
+    def _judge(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Judged:
         """The verdict on a run and the arguments the wrapped tool gets: by name when the schema
         names them all, else as given (a call that cannot be mapped, judged by policy.unknown)."""
+        name = tool_name(self)
         try:
             call_args = self._kwargs(args, kwargs)
         except TypeError as exc:
-            verdict = unmappable(tool_name(self), kwargs, None, exc, self.policy or self.memory.policy)
-            self._last_verdict = verdict
-            return verdict, (args, kwargs)
-        return self.check(**call_args), ((), call_args)
+            policy = self._guard.policy or self.memory.policy or Policy()
+            judged = _Judged(unmappable(name, kwargs, None, exc, policy), args, kwargs)
+        else:
+            judged = self._judged(name, call_args)
+        self._last_verdict = judged.verdict
+        return judged
+
+    def _judged(self, name: str, call_args: dict[str, Any]) -> _Judged:
+        run = (self.capture_run or run_id()) if self.capture else None
+        admission = self._admitted(call_args, run)
+        if admission is not None:  # judged and recorded by the hooks
+            return _Judged(admission.verdict, (), call_args)
+        if run is None:
+            return _Judged(self.check(**call_args), (), call_args)
+        call: FrameworkCall = (name, call_args, f"crewai-tool-{uuid.uuid4().hex[:16]}")
+        capture = self._runs.get(run)
+        verdict = declared_veto(self._guard, name, call_args, capture.judge(call))
+        return _Judged(verdict, (), call_args, capture, call)
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
-        verdict, (positional, named) = self._judge(args, kwargs)
-        if not verdict.allowed:
-            return self._deny(verdict)
-        return self.wrapped.run(*positional, **named)
+        judged = self._judge(args, kwargs)
+        if not judged.allowed:
+            assert judged.verdict is not None
+            return self._deny(judged.verdict)
+        try:
+            output = self.wrapped.run(*judged.positional, **judged.named)
+        except Exception as exc:  # it ran, and may have had effects
+            judged.record(f"{type(exc).__name__}: {exc}", ok=False)
+            raise
+        judged.record(output, ok=not isinstance(output, ToolFailure))
+        return output
 
     async def _arun(self, *args: Any, **kwargs: Any) -> Any:
-        verdict, (positional, named) = await asyncio.to_thread(self._judge, args, kwargs)
-        if not verdict.allowed:
-            return self._deny(verdict)
-        if _has_async(self.wrapped):
-            return await self.wrapped.arun(*positional, **named)
-        return await asyncio.to_thread(lambda: self.wrapped.run(*positional, **named))
+        judged = await asyncio.to_thread(self._judge, args, kwargs)
+        if not judged.allowed:
+            assert judged.verdict is not None
+            return self._deny(judged.verdict)
+        try:
+            if _has_async(self.wrapped):
+                output = await self.wrapped.arun(*judged.positional, **judged.named)
+            else:
+                output = await asyncio.to_thread(
+                    lambda: self.wrapped.run(*judged.positional, **judged.named))
+        except Exception as exc:
+            await asyncio.to_thread(judged.record, f"{type(exc).__name__}: {exc}", ok=False)
+            raise
+        await asyncio.to_thread(judged.record, output, ok=not isinstance(output, ToolFailure))
+        return output
 
 
 def _has_async(tool: BaseTool) -> bool:
@@ -153,7 +264,8 @@ def _has_async(tool: BaseTool) -> bool:
 def guard_tools(tools: Iterable[BaseTool], memory: Rippl, *, policy: Policy | None = None,
                 resolver: Resolver | Mapping[str, str] | None = None,
                 actions: Mapping[str, str] | None = None, unguarded: Iterable[object] = (),
-                on_deny: Literal["failure", "raise"] = "failure") -> list[BaseTool]:
+                on_deny: Literal["failure", "raise"] = "failure",
+                capture: bool = True) -> list[BaseTool]:
     """Wrap each tool in a `GuardedTool`. Tools already guarded, `CheckPremisesTool` and the
     `unguarded` ones (read-only lookups) are kept as they are. `actions` pins tool names to
     action ids."""
@@ -165,7 +277,8 @@ def guard_tools(tools: Iterable[BaseTool], memory: Rippl, *, policy: Policy | No
             out.append(tool)
             continue
         out.append(GuardedTool(wrapped=tool, memory=memory, policy=policy, resolver=resolver,
-                               action_id=pinned.get(tool_name(tool)), on_deny=on_deny))
+                               action_id=pinned.get(tool_name(tool)), on_deny=on_deny,
+                               capture=capture))
     return out
 
 

@@ -115,24 +115,39 @@ def test_parallel_native_calls_each_get_their_own_verdict(incident: Rippl) -> No
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_unknown_tool_is_denied_and_the_agent_is_told(incident: Rippl, path: str) -> None:
+def test_an_undeclared_call_is_recorded_and_judged_by_its_run(incident: Rippl, path: str) -> None:
+    wipe = WipeTool()
+    with rippl_guard(incident) as hooks:  # capture: nothing declared for wipe_disk
+        run_crew(model(path, ("wipe_disk", {"target": "shard-03"})), [wipe])
+    assert wipe.ran == [{"target": "shard-03"}]
+    verdict = hooks.verdicts[0]
+    assert verdict.allowed and verdict.target is not None and verdict.target.startswith("ACT-")
+    assert incident.get(verdict.target).status == "Executed"
+    [execution] = hooks.executions
+    assert (execution.tool, execution.args) == ("wipe_disk", {"target": "shard-03"})
+    assert "wiped shard-03" in incident.get(execution.claim).text
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_strict_policy_denies_an_undeclared_call_and_the_agent_is_told(incident: Rippl,
+                                                                         path: str) -> None:
     wipe = WipeTool()
     llm = model(path, ("wipe_disk", {"target": "shard-03"}))
-    with rippl_guard(incident) as hooks:
+    with rippl_guard(incident, policy=Policy(unknown="deny")) as hooks:
         run_crew(llm, [wipe])
     assert wipe.ran == []
     assert "no action in the graph is executed by tool 'wipe_disk'" in llm.shown(1)
     assert hooks.verdicts[0].reason.startswith("denied (fail closed)")
-    lenient = model(path, ("wipe_disk", {"target": "shard-03"}))
-    with rippl_guard(incident, policy=Policy(unknown="allow")):
-        run_crew(lenient, [wipe])
-    assert wipe.ran == [{"target": "shard-03"}]
+    for capture in (True, False):
+        with rippl_guard(incident, capture=capture, policy=Policy(unknown="allow")):
+            run_crew(model(path, ("wipe_disk", {"target": "shard-03"})), [wipe])
+    assert wipe.ran == [{"target": "shard-03"}] * 2
 
 
-def test_args_that_match_no_action_are_denied(incident: Rippl) -> None:
+def test_args_that_match_no_action_are_denied_without_capture(incident: Rippl) -> None:
     migrate = MigrateTablesTool()
     llm = model("react", ("migrate_tables", {"table": "billing", "shard": "11"}))
-    with rippl_guard(incident):
+    with rippl_guard(incident, capture=False):
         run_crew(llm, [migrate])
     assert migrate.ran == [] and "no action in the graph" in llm.shown(1)
 
@@ -152,11 +167,13 @@ def test_graph_down_blocks_instead_of_allowing(path: str) -> None:
             run_crew(llm, [migrate])
         assert migrate.ran == [SHARD_07]  # the second call was blocked, not allowed
         assert not hooks.verdicts[-1].allowed
-        assert "denied (fail closed): the premise graph could not be checked" in llm.shown(1)
-        lenient = model(path, ("migrate_tables", SHARD_07))
-        with rippl_guard(handle, policy=Policy(on_error="allow")):
-            run_crew(lenient, [migrate])
-        assert len(migrate.ran) == 2
+        assert "denied (fail closed): the run crewai/" in llm.shown(1)
+        assert "could not be recorded or checked" in llm.shown(1)
+        for capture in (True, False):  # on_error="allow" never lets an unrecorded call run
+            lenient = model(path, ("migrate_tables", SHARD_07))
+            with rippl_guard(handle, capture=capture, policy=Policy(on_error="allow")):
+                run_crew(lenient, [migrate])
+            assert len(migrate.ran) == (1 if capture else 2)
         handle.close()
     finally:
         server.stop()
