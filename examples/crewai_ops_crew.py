@@ -1,6 +1,20 @@
-"""A CrewAI ops crew on the incident graph, guarded by Rippl.
+"""A CrewAI ops crew guarded by Rippl: two stories.
 
-One database engineer works two tasks of examples/incident.yaml:
+**The captured story** (nothing declared in advance). Rippl records what each call of the crew
+rests on as it runs (provenance capture, the hooks' default):
+
+1. the engineer reads shard 09's health: "healthy" (the result is served from a stale replica);
+2. resting on that, it announces a maintenance window (the call runs) and plans to migrate
+   billing to shard 09; the task pauses for a human's approval (`Task(human_input=True)`);
+3. during the pause a monitor finds the health read came from a stale replica and proposes
+   retracting that observation; a human approves the retraction;
+4. the human says go ahead; the engineer calls the migration, and Rippl vetoes it before it runs,
+   with the trail observation -> decision -> action; the engineer reads why, re-plans without the
+   false observation (reads shard 07's health from the primary) and migrates to shard 07;
+5. `rippl.compensations()` lists the maintenance announcement: it ran on a premise since retracted.
+
+**The declared story** (the incident graph). One database engineer works two tasks of
+examples/incident.yaml:
 
 1. roll checkout-api back to v2.3.7: the call is allowed (every premise under ACT-012 holds);
 2. between the tasks, telemetry disputes "Shard 09 is healthy" (CLM-001) and a human approves the
@@ -17,9 +31,10 @@ believed then.
     uv run python examples/crewai_ops_crew.py                # offline: a scripted model, seconds
     GROQ_API_KEY=... uv run python examples/crewai_ops_crew.py   # a Groq model
 
-Options: --native (the scripted model uses native function calling instead of ReAct text),
---db PATH (embedded database file, default a temporary one), --url falkordb://host:port (a
-server), --offline (scripted even with a key).
+Options: --story captured|declared|both (default both), --native (the scripted model uses native
+function calling instead of ReAct text), --db PATH (embedded database file, default a temporary
+one), --url falkordb://host:port (a server), --offline (scripted even with a key; the captured
+story is always scripted, its human too).
 """
 
 from __future__ import annotations
@@ -42,6 +57,11 @@ from pathlib import Path
 from typing import Any
 
 from crewai import LLM, Agent, BaseLLM, Crew, Memory, Task
+from crewai.core.providers.human_input import (
+    SyncHumanInputProvider,
+    reset_provider,
+    set_provider,
+)
 from crewai.events.event_listener import event_listener
 from crewai.tools import BaseTool
 from pydantic import BaseModel, Field
@@ -54,7 +74,7 @@ from rippl_crewai.testing import (
     react_final,
 )
 
-from rippl_core import Rippl, Verdict
+from rippl_core import Compensation, Rippl, Verdict
 
 INCIDENT = Path(__file__).with_name("incident.yaml")
 GROQ_BASE_URL = "https://api.groq.com/openai/v1"
@@ -243,25 +263,185 @@ def _shown(llm: BaseLLM) -> list[str]:
     return []
 
 
+# ------------------------------------------------------------------- the captured story
+
+
+HEALTH = {"09": "shard 09: healthy, 0 replication lag, 61% disk free (served from read replica r3)",
+          "07": "shard 07: healthy, 58% disk free (read from the primary)"}
+WINDOW = {"shard": "09", "at": "02:00Z"}
+APPROVAL = "Approved: go ahead with the billing migration."
+
+
+class ShardInput(BaseModel):
+    shard: str = Field(description="The shard, two digits, e.g. '09'")
+
+
+class ShardHealthTool(BaseTool):
+    name: str = "get_shard_health"
+    description: str = "Read a Postgres shard's health: replication lag, disk, I/O errors."
+    args_schema: type[BaseModel] = ShardInput
+    ops: Any = Field(exclude=True)
+
+    def _run(self, shard: str) -> str:
+        self.ops.ran.append((self.name, {"shard": shard}))
+        return HEALTH.get(shard, f"shard {shard}: unknown")
+
+
+class WindowInput(BaseModel):
+    shard: str = Field(description="The shard under maintenance, e.g. '09'")
+    at: str = Field(description="When the window opens, e.g. '02:00Z'")
+
+
+class AnnounceWindowTool(BaseTool):
+    name: str = "announce_window"
+    description: str = "Announce a maintenance window on a shard to #ops and the status page."
+    args_schema: type[BaseModel] = WindowInput
+    ops: Any = Field(exclude=True)
+
+    def _run(self, shard: str, at: str) -> str:
+        self.ops.ran.append((self.name, {"shard": shard, "at": at}))
+        return f"maintenance window on shard {shard} at {at} announced to #ops and the status page"
+
+
+class MigrationPlanner(OpsEngineer):
+    """A scripted model for the captured story: it reads shard health, announces the window, plans
+    the migration and asks for approval; once approved it migrates, and when a call is vetoed it
+    reads why and re-plans on a shard whose health it reads afresh."""
+
+    def __call__(self, messages: list[dict[str, Any]]) -> Any:
+        seen = observations(messages)
+        last = seen[-1] if seen else ""
+        approved = any(APPROVAL in str(m.get("content") or "") for m in messages
+                       if m.get("role") == "user")
+        if not seen:
+            return self.call("get_shard_health", {"shard": "09"}, "Check shard 09 first.")
+        if not approved:
+            if "announced" not in last:
+                return self.call("announce_window", WINDOW, "Shard 09 is healthy; announce.")
+            return self.final("Plan: migrate billing to shard 09 in the 02:00Z window "
+                              "(announced). Awaiting approval.")
+        if "VETOED by Rippl" in last:
+            return self.call("get_shard_health", {"shard": "07"},
+                             "The shard-09 reading was false; read shard 07 afresh.")
+        if last.lstrip().startswith("shard 07: healthy"):
+            return self.call("migrate_tables", TO_07, "Shard 07 is healthy; migrate there.")
+        if "migrated billing to shard 07" in last:
+            return self.final("Billing migrated to shard 07. The shard-09 migration was vetoed: "
+                              "its health reading came from a stale replica.")
+        return self.call("migrate_tables", TO_09, "Approved; migrate billing to shard 09.")
+
+
+class ScriptedHuman(SyncHumanInputProvider):
+    """The human at the task's approval pause: while the run waits, `meanwhile` runs (the monitor
+    and the reviewer); then the human approves, and accepts the next answer."""
+
+    def __init__(self, meanwhile: Any) -> None:
+        self.meanwhile = meanwhile
+        self.answers = iter([APPROVAL])
+
+    def _prompt_input(self, crew: Any) -> str:
+        answer = next(self.answers, "")
+        if answer:
+            self.meanwhile()
+        return answer
+
+
+@dataclass
+class CapturedStory:
+    """What happened in the captured story, for the printout and for the tests."""
+
+    ran: list[tuple[str, dict[str, Any]]]
+    verdicts: list[Verdict]
+    health_claim: str
+    answer: str
+    compensations: list[Compensation]
+    llm: ScriptedLLM
+    run: str
+
+
+def run_captured_story(rippl: Rippl, *, native: bool = False,
+                       say: Any = lambda *_: None) -> CapturedStory:
+    """The captured story: nothing declared; a veto after a pause; the re-plan; compensation."""
+    ops = Ops()
+    llm = ScriptedLLM([MigrationPlanner(native)], native=native)
+    engineer = Agent(
+        role="database engineer", goal="Move billing off shard 03 safely",
+        backstory="You run the payments Postgres fleet.", llm=llm, max_iter=8,
+        tools=[ShardHealthTool(ops=ops), AnnounceWindowTool(ops=ops), MigrateTablesTool(ops=ops)],
+        allow_delegation=False, verbose=False)
+    task = Task(description=(
+        "Move the billing tables off shard 03 to a healthy shard. Announce a maintenance window "
+        "first, and get a human's approval before you migrate."),
+        expected_output="where billing lives now and why", agent=engineer, human_input=True)
+    crew = Crew(agents=[engineer], tasks=[task], verbose=False)
+    found: dict[str, str] = {}
+
+    def monitor_and_reviewer() -> None:  # while the task waits for approval
+        [health] = [e for e in hooks.executions if e.tool == "get_shard_health"]
+        found["claim"], found["run"] = health.claim, health.run
+        review = rippl.propose_retraction(
+            health.claim, reason="served from a stale cache: replica r3 lagged 40 minutes",
+            by="monitor:replica-lag")
+        rippl.approve(review.id, by="alice@oncall")
+        say(f"[pause] monitor: {health.claim} ('{HEALTH['09']}') came from a stale replica; "
+            "retraction approved by alice@oncall")
+
+    token = set_provider(ScriptedHuman(monitor_and_reviewer))
+    try:
+        with rippl_guard(rippl) as hooks:  # capture is the default: nothing declared
+            crew.kickoff()
+    finally:
+        reset_provider(token)
+    return CapturedStory(ops.ran, list(hooks.verdicts), found.get("claim", ""),
+                         str(task.output.raw) if task.output else "", rippl.compensations(), llm,
+                         found.get("run", ""))
+
+
+def print_captured(story: CapturedStory) -> None:
+    print("\ncalls, in order (nothing was declared: each verdict rests on what the run observed):")
+    for verdict in story.verdicts:
+        call = verdict.tool_call
+        label = f"{call.name}({call.args})" if call else str(verdict.target)
+        print(f"  {'ALLOW' if verdict.allowed else 'VETO '} {label}")
+        if not verdict.allowed:
+            print("        " + verdict.explain().replace("\n", "\n        "))
+    print("\ntools that really ran:")
+    for name, call_args in story.ran:
+        print(f"  {name} {call_args}")
+    print(f"\nanswer: {story.answer}")
+    print("\nexecuted on a premise since retracted (rippl compensations):")
+    for compensation in story.compensations:
+        print("  " + compensation.explain().replace("\n", "\n  "))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", help="embedded database file (default: a temporary one)")
     parser.add_argument("--url", help="a FalkorDB server, falkordb://host:port")
+    parser.add_argument("--story", choices=["captured", "declared", "both"], default="both")
     parser.add_argument("--native", action="store_true", help="scripted native function calls")
     parser.add_argument("--offline", action="store_true", help="scripted even with a Groq key")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
+    logging.basicConfig(level=logging.ERROR)
     event_listener.formatter.verbose = False  # this script prints its own story
 
     folder = tempfile.TemporaryDirectory(prefix="rippl-crewai-")
-    graph = f"crewai-demo-{uuid.uuid4().hex[:6]}"
-    with (Rippl.open(url=args.url, graph=graph) if args.url else
-          Rippl.open(args.db or Path(folder.name) / "rippl.db", graph=graph)) as rippl:
-        story = run_story(rippl, offline=args.offline, native=args.native, say=print)
-        if args.url or args.db:
-            rippl.drop()
+    for name in (["captured", "declared"] if args.story == "both" else [args.story]):
+        graph = f"crewai-demo-{uuid.uuid4().hex[:6]}"
+        print(f"\n===== the {name} story =====")
+        with (Rippl.open(url=args.url, graph=graph) if args.url else
+              Rippl.open(args.db or Path(folder.name) / "rippl.db", graph=graph)) as rippl:
+            if name == "captured":
+                print_captured(run_captured_story(rippl, native=args.native, say=print))
+            else:
+                print_declared(run_story(rippl, offline=args.offline, native=args.native,
+                                         say=print))
+            if args.url or args.db:
+                rippl.drop()
     folder.cleanup()
 
+
+def print_declared(story: Story) -> None:
     print("\nverdicts, in order:")
     for verdict in story.verdicts:
         text = verdict.explain().replace("\n", "\n        ")
