@@ -77,3 +77,33 @@ def run_crew(llm: ScriptedLLM, tools: Sequence[BaseTool], *, max_iter: int = 6) 
     task = Task(description="Move the billing tables off shard 03.", expected_output="a summary",
                 agent=agent)
     return str(Crew(agents=[agent], tasks=[task], verbose=False).kickoff())
+
+
+class ShardInput(BaseModel):
+    shard: str = Field(description="The shard, e.g. '09'")
+
+
+class HealthTool(BaseTool):
+    """A read: what each shard's health reads as (`readings`), counted per real run."""
+
+    name: str = "get_shard_health"
+    description: str = "Read a shard's health."
+    args_schema: type[BaseModel] = ShardInput
+    readings: dict[str, str] = Field(default_factory=lambda: {
+        "09": "shard 09: healthy (served from replica r3)", "07": "shard 07: healthy (primary)"})
+    ran: list[str] = Field(default_factory=list)
+
+    def _run(self, shard: str) -> str:
+        self.ran.append(shard)
+        return self.readings.get(shard, f"shard {shard}: unknown")
+
+
+def crew_of(llm: ScriptedLLM, tools: Sequence[BaseTool], *, max_iter: int = 6,
+            **crew: Any) -> Crew:
+    """One agent, one task, the scripted model (not kicked off)."""
+    agent = Agent(role="ops engineer", goal="Move billing off shard 03",
+                  backstory="You run the payments database fleet.", llm=llm, tools=list(tools),
+                  max_iter=max_iter, verbose=False, allow_delegation=False)
+    task = Task(description="Move the billing tables off shard 03.", expected_output="a summary",
+                agent=agent)
+    return Crew(agents=[agent], tasks=[task], verbose=False, **crew)

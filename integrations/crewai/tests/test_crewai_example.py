@@ -1,4 +1,4 @@
-"""examples/crewai_ops_crew.py runs offline: the story holds on both backends and both tool-call
+"""examples/crewai_ops_crew.py runs offline: both stories hold on both backends and both tool-call
 paths, and the script runs as a script."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from rippl_core import Rippl
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "crewai_ops_crew.py"
 TO_07 = ("migrate_tables", {"table": "billing", "shard": "07"})
+WINDOW = ("announce_window", {"shard": "09", "at": "02:00Z"})
 ROLLBACK = ("rollback_deploy", {"service": "checkout-api", "to_version": "2.3.7"})
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -47,17 +48,51 @@ def test_story(rippl: Rippl, native: bool) -> None:
     assert rippl.get("CLM-001").status == "Retracted"
 
 
+@pytest.mark.parametrize("native", [False, True])
+def test_captured_story(rippl: Rippl, native: bool) -> None:
+    story = load_example().run_captured_story(rippl, native=native)
+    # nothing was declared: every verdict came from what the run observed
+    assert [(v.allowed, v.tool_call.name, v.tool_call.args["shard"]) for v in story.verdicts
+            if v.tool_call] == [(True, "get_shard_health", "09"), (True, "announce_window", "09"),
+                                (False, "migrate_tables", "09"), (True, "get_shard_health", "07"),
+                                (True, "migrate_tables", "07")]
+    assert story.ran == [("get_shard_health", {"shard": "09"}), WINDOW,
+                         ("get_shard_health", {"shard": "07"}), TO_07]  # never the veto
+    veto = story.verdicts[2]
+    [blocker] = veto.blockers  # the trail: observation -> decision -> action
+    assert blocker.premise == story.health_claim and blocker.status == "Retracted"
+    assert len(blocker.trail) == 3 and blocker.trail[0] == story.health_claim
+    assert rippl.get(blocker.trail[1]).kind.value == "Decision"
+    assert blocker.trail[2] == veto.target
+    assert "served from read replica r3" in rippl.get(story.health_claim).text
+    # the model was told why after the pause, and re-planned without the false reading
+    after_pause = [i for i, call in enumerate(story.llm.received)
+                   if "VETOED by Rippl" in story.llm.shown(i)]
+    assert after_pause and " -> ".join(blocker.trail) in story.llm.shown(after_pause[0])
+    assert "shard 07" in story.answer
+    # what already ran on it, for compensation: the announcement, in this run
+    [compensation] = story.compensations
+    assert (compensation.tool, compensation.args) == WINDOW
+    assert compensation.run == story.run and compensation.blockers[0].premise == story.health_claim
+
+
 def test_runs_offline_as_a_script() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("GROQ_API_KEY", "RIPPL_FALKORDB_URL",
                                                             "RIPPL_DB")}
     done = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True, env=env,
-                          timeout=240, check=False)
+                          timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "VETO  ACT-001 denied: Premise Retracted" in done.stdout
-    assert "CLM-001 -> DEC-001 -> ACT-001" in done.stdout
-    assert "the agent read the veto's reason: True" in done.stdout
-    assert "migrate_tables {'table': 'billing', 'shard': '07'}" in done.stdout
-    assert "'shard': '09'" not in done.stdout.split("tools that really ran:")[1]
+    captured, declared = done.stdout.split("===== the declared story =====")
+    assert "VETO  migrate_tables({'table': 'billing', 'shard': '09'})" in captured
+    assert "announce_window({'at': '02:00Z', 'shard': '09'})) executed" in captured
+    ran = captured.split("tools that really ran:")[1].split("answer:")[0]
+    assert "migrate_tables {'table': 'billing', 'shard': '07'}" in ran
+    assert "migrate_tables {'table': 'billing', 'shard': '09'}" not in ran
+    assert "VETO  ACT-001 denied: Premise Retracted" in declared
+    assert "CLM-001 -> DEC-001 -> ACT-001" in declared
+    assert "the agent read the veto's reason: True" in declared
+    assert "migrate_tables {'table': 'billing', 'shard': '07'}" in declared
+    assert "'shard': '09'" not in declared.split("tools that really ran:")[1]
 
 
 @pytest.mark.groq
