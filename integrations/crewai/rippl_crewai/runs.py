@@ -5,8 +5,9 @@ turn a call is part of, and what the model had in its input when it made that tu
   kickoff id (`crew._kickoff_event_id`) is kept by `Crew.from_checkpoint`, so a crew resumed from
   a checkpoint continues its trace, and a human-input pause keeps both ids; every `kickoff()` (and
   `replay()`) starts new runs. Inside a hook the crew and the task are in the hook's context;
-  elsewhere (a memory read, a tool's own run) CrewAI's context variables name them. A tool run in
-  a flow outside any crew belongs to the flow (`crewai/flow/<flow id>`).
+  elsewhere (a memory read, a tool's own run) CrewAI's context variables name them. An agent kicked
+  off on its own (`agent.kickoff(...)`) is a run of its own (`crewai/<its kickoff id>`); a tool run
+  in a flow outside any kickoff belongs to the flow (`crewai/flow/<flow id>`).
 - **Turn, native function calling**: the assistant message carrying the turn's tool calls (all of
   them, with their ids) is in the executor's messages when the first call's `PRE_TOOL_CALL` runs;
   a call finds its own id there by its name and parsed arguments. The turn's context is the
@@ -35,7 +36,7 @@ from crewai.utilities.string_utils import sanitize_tool_name
 from rippl_core.adapters import VETO_PREFIX, Capture, FrameworkCall, Guard, check_id
 
 FRAMEWORK = "crewai"
-KICKOFF_EVENT = "crew_kickoff_started"
+KICKOFFS = ("crew_kickoff_started", "lite_agent_execution_started")  # a crew's, an agent's own
 
 
 # ------------------------------------------------------------------------------------ runs
@@ -64,7 +65,7 @@ def run_id(crew: object | None = None, task: object | None = None,
 
 def _kickoff_on_stack() -> str | None:
     for event_id, kind in reversed(_event_id_stack.get()):
-        if kind == KICKOFF_EVENT:
+        if kind in KICKOFFS:
             return event_id
     return None
 

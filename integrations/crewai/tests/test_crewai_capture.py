@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crewai import Crew, Memory
+from crewai import Agent, Crew, Memory
 from crewai.flow.flow import Flow, start
 from crewai.hooks import InterceptionPoint
 from crewai.hooks.dispatch import register, unregister
@@ -323,3 +323,15 @@ def test_hooks_and_guarded_tools_record_each_call_once(rippl: Rippl, path: str) 
     rippl.retract(reading, reason="stale replica", by="monitor")
     assert [c.tool for c in rippl.compensations()] == ["migrate_tables"]  # one action, not two
     assert rippl.stats().nodes["Action"] == 2
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_an_agent_kicked_off_alone_is_a_run_of_its_own(rippl: Rippl, path: str) -> None:
+    health, migrate = HealthTool(), MigrateTablesTool()
+    agent = Agent(role="ops engineer", goal="Move billing", backstory="You run the fleet.",
+                  llm=model(path, H09, M09), tools=[health, migrate], max_iter=4)
+    with rippl_guard(rippl) as hooks:
+        agent.kickoff("Move billing off shard 03.")
+    assert [e.run for e in hooks.executions] == [f"crewai/{agent._kickoff_event_id}"] * 2
+    reading = claim_of(hooks, "get_shard_health", shard="09")
+    assert reading in rests_on(rippl, action_of(hooks, *M09))
