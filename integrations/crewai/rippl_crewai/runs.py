@@ -45,12 +45,17 @@ KICKOFFS = ("crew_kickoff_started", "lite_agent_execution_started")  # a crew's,
 def run_id(crew: object | None = None, task: object | None = None,
            agent: object | None = None) -> str | None:
     """The capture run of a crew's task: `crewai/<kickoff id>/<task id>`, from the objects a hook
-    is given, else from CrewAI's context variables (the kickoff on the event scope stack, the
-    current task id). A flow outside any crew: `crewai/flow/<flow id>`. None when no kickoff and
-    no flow is running (nothing to record into)."""
-    kickoff = (getattr(crew, "_kickoff_event_id", None) or _kickoff_on_stack()
-               or getattr(agent, "_kickoff_event_id", None))
-    task_id = getattr(task, "id", None) or get_current_task_id()
+    is given, else from CrewAI's context variables (the innermost kickoff on the event scope stack,
+    the current task id). An agent kicked off on its own: `crewai/<its kickoff id>`. A flow outside
+    any kickoff: `crewai/flow/<flow id>`. None when nothing is running (nothing to record into)."""
+    kickoff, crews = getattr(crew, "_kickoff_event_id", None), True
+    if not kickoff:
+        kickoff, crews = _kickoff_on_stack()
+    if not kickoff:
+        kickoff, crews = getattr(agent, "_kickoff_event_id", None), False
+    # The current task id only names a crew's task (CrewAI can leave a stale one behind, e.g.
+    # after restoring a checkpoint's context), so an agent's own kickoff takes only a given task.
+    task_id = getattr(task, "id", None) or (get_current_task_id() if crews else None)
     if kickoff:
         found = f"crewai/{kickoff}" + (f"/{task_id}" if task_id else "")
     elif flow := current_flow_id.get():
@@ -63,11 +68,12 @@ def run_id(crew: object | None = None, task: object | None = None,
         return f"crewai/{_digest(found)}"
 
 
-def _kickoff_on_stack() -> str | None:
+def _kickoff_on_stack() -> tuple[str | None, bool]:
+    """The innermost kickoff running (a crew's or an agent's own), and whether it is a crew's."""
     for event_id, kind in reversed(_event_id_stack.get()):
         if kind in KICKOFFS:
-            return event_id
-    return None
+            return event_id, kind == KICKOFFS[0]
+    return None, False
 
 
 class Runs:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,8 @@ from crewai import Agent, Crew, Task
 from crewai.tools import BaseTool
 from pydantic import BaseModel, Field
 from rippl_crewai.testing import ScriptedLLM
+
+from rippl_core import Verdict
 
 SHARD_09 = {"table": "billing", "shard": "09"}  # ACT-001, rests on CLM-001
 SHARD_07 = {"table": "billing", "shard": "07"}  # ACT-002, the safe fallback
@@ -67,6 +70,14 @@ class WipeTool(BaseTool):
     def _run(self, target: str) -> str:
         self.ran.append({"target": target})
         return f"wiped {target}"
+
+
+def declared_action(verdict: Verdict) -> str | None:
+    """The declared action of the incident graph (ACT-0NN) a verdict judged the call by: the
+    target, or one of the actions its reason names (a captured call is judged by its own captured
+    action and every declared match)."""
+    found = re.findall(r"\bACT-\d{3}\b", f"{verdict.target} {verdict.reason}")
+    return found[0] if found else None
 
 
 def run_crew(llm: ScriptedLLM, tools: Sequence[BaseTool], *, max_iter: int = 6) -> str:

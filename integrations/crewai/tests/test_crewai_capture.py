@@ -4,6 +4,7 @@ each call rests on is recorded as the crew runs."""
 
 from __future__ import annotations
 
+import contextvars
 import glob
 import threading
 from collections.abc import Callable
@@ -177,11 +178,16 @@ def test_a_resumed_crew_continues_its_run_and_records_nothing_twice(rippl: Rippl
         crew.kickoff()
     recorded = rippl.stats()
     [checkpoint] = [f for f in glob.glob(f"{tmp_path}/**/*.json", recursive=True)]
-    resumed = Crew.from_checkpoint(CheckpointConfig(restore_from=checkpoint))  # the task re-runs
-    resumed.agents[0].llm = model(path, H09)  # rebuilt, as a new process would
-    resumed.agents[0].tools = resumed.tasks[0].tools = [health]
-    with rippl_guard(rippl) as second:
-        resumed.kickoff()
+
+    def resume() -> RipplHooks:  # as a new process would (restoring sets CrewAI's context)
+        resumed = Crew.from_checkpoint(CheckpointConfig(restore_from=checkpoint))
+        resumed.agents[0].llm = model(path, H09)
+        resumed.agents[0].tools = resumed.tasks[0].tools = [health]
+        with rippl_guard(rippl) as hooks:
+            resumed.kickoff()  # the unfinished task re-runs from its start
+        return hooks
+
+    second = contextvars.copy_context().run(resume)
     assert health.ran == ["09", "09"]  # the tool ran again...
     assert [e.run for e in second.executions] == [e.run for e in first.executions]
     assert rippl.stats() == recorded  # ...and the same turn, call and result were found, not added

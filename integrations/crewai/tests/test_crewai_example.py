@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from crewai_helpers import declared_action
 
 from rippl_core import Rippl
 
@@ -35,7 +36,7 @@ def load_example() -> ModuleType:
 def test_story(rippl: Rippl, native: bool) -> None:
     story = load_example().run_story(rippl, offline=True, native=native)
     assert story.ran == [ROLLBACK, TO_07]  # never the shard-09 migration
-    assert [(v.allowed, v.target) for v in story.verdicts] == [
+    assert [(v.allowed, declared_action(v)) for v in story.verdicts] == [
         (True, "ACT-012"), (False, "ACT-001"), (True, "ACT-002")]
     assert story.veto_seen_by_agent
     shown = [story.llm.shown(i) for i in range(len(story.llm.received))]

@@ -17,6 +17,7 @@ from crewai_helpers import (
     MigrateTablesTool,
     RollbackTool,
     WipeTool,
+    declared_action,
     run_crew,
 )
 from hypothesis import HealthCheck, given, settings
@@ -66,7 +67,7 @@ def test_allowed_call_runs(incident: Rippl, path: str) -> None:
         assert run_crew(llm, [migrate]) == "done"
     assert migrate.ran == [SHARD_09]
     assert [v.allowed for v in hooks.verdicts] == [True]
-    assert hooks.last_verdict is not None and hooks.last_verdict.target == "ACT-001"
+    assert hooks.last_verdict is not None and declared_action(hooks.last_verdict) == "ACT-001"
     assert "migrated billing to shard 09" in llm.shown(1)
 
 
@@ -78,8 +79,8 @@ def test_retracted_premise_vetoes_and_the_agent_reads_why(incident: Rippl, path:
     with rippl_guard(incident) as hooks:
         run_crew(llm, [migrate])
     assert migrate.ran == [SHARD_07]  # the vetoed call never ran; the fallback did
-    assert [(v.allowed, v.target) for v in hooks.verdicts] == [(False, "ACT-001"),
-                                                               (True, "ACT-002")]
+    assert [(v.allowed, declared_action(v)) for v in hooks.verdicts] == [(False, "ACT-001"),
+                                                                         (True, "ACT-002")]
     shown = llm.shown(1)  # what the model was given after the vetoed call
     assert "VETOED by Rippl: the call to migrate_tables did not run" in shown
     assert "CLM-001 is Retracted (disk errors on shard 09): " + TRAIL in shown
@@ -191,10 +192,13 @@ def test_a_failing_resolver_blocks_the_call(incident: Rippl) -> None:
     assert "could not be mapped to an action" in llm.shown(1) and "resolver bug" in llm.shown(1)
 
 
-def test_resolver_pins_a_tool_to_an_action(incident: Rippl) -> None:
+@pytest.mark.parametrize("capture", [False, pytest.param(True, marks=pytest.mark.xfail(
+    reason="the core ignores a resolver's action id inside a captured run until the fix on the "
+           "capture-autogen branch (f28c631) is merged"))])
+def test_resolver_pins_a_tool_to_an_action(incident: Rippl, capture: bool) -> None:
     incident.retract("CLM-001", reason="disk errors on shard 09", by="sre")
     wipe = WipeTool()
-    with rippl_guard(incident, resolver={"wipe_disk": "ACT-001"}) as hooks:
+    with rippl_guard(incident, resolver={"wipe_disk": "ACT-001"}, capture=capture) as hooks:
         run_crew(model("react", ("wipe_disk", {"target": "x"})), [wipe])
     assert wipe.ran == [] and hooks.verdicts[0].target == "ACT-001"
 
