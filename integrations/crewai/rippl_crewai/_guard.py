@@ -2,9 +2,9 @@
 call to an action of the graph (resolver, then tool name and canonical arguments), ask the graph,
 and fail closed. CrewAI's hooks and tools are synchronous, so the handle is a `Rippl`.
 
-Under capture (the default) a policy that does not say what to do with a call no declared action
-matches judges it by what its run observed (`unknown="record"`); `Policy(unknown="deny")` keeps a
-strict allow-list (calls are still recorded, and one no declared action matches is denied).
+Under capture (the default) the core's run judges a call no declared action matches by what the
+run observed, unless the policy says otherwise (`unknown="record"`); `Policy(unknown="deny")` keeps
+a strict allow-list (calls are still recorded, and one no declared action matches is denied).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from crewai.utilities.string_utils import sanitize_tool_name
 from rippl_core import InvalidInputError, Policy, Rippl, Verdict
 from rippl_core.adapters import VETO_PREFIX, Guard, Resolver, veto_text
 
-__all__ = ["VETO_PREFIX", "Guard", "Resolver", "capture_policy", "check_call", "check_memory",
-           "declared_veto", "make_guard", "tool_name", "tool_names", "veto_text"]
+__all__ = ["VETO_PREFIX", "Guard", "Resolver", "check_call", "check_memory", "make_guard",
+           "tool_name", "tool_names", "veto_text"]
 
 
 def tool_name(tool: object) -> str:
@@ -43,27 +43,6 @@ def check_memory(memory: object) -> Rippl:
             f"expected a rippl_core.Rippl handle (CrewAI hooks and tools are synchronous), got "
             f"{type(memory).__name__}; open one with Rippl.open(...)")
     return memory
-
-
-def capture_policy(memory: Rippl, policy: Policy | None, capture: bool) -> Policy | None:
-    """The policy a guard judges by: under capture, one that leaves `unknown` unset (the handle's
-    included) judges undeclared calls by their run (`unknown="record"`)."""
-    if not capture:
-        return policy
-    if policy is not None and not isinstance(policy, Policy):
-        return policy  # the guard refuses it with a typed error
-    base = policy or check_memory(memory).policy or Policy()
-    return base if "unknown" in base.model_fields_set else base.model_copy(update={"unknown": "record"})
-
-
-def declared_veto(guard: Guard, name: str, args: Any, verdict: Verdict | None) -> Verdict | None:
-    """Under a strict policy (`unknown="deny"`), a captured call must also match a declared action
-    that allows it: the declared check's denial, else `verdict`."""
-    if verdict is None or not verdict.allowed or guard.policy is None or \
-            guard.policy.unknown != "deny":
-        return verdict
-    declared = guard.check(name, args)
-    return declared if declared is not None and not declared.allowed else verdict
 
 
 def make_guard(memory: Rippl, *, policy: Policy | None = None, resolver: Resolver | None = None,

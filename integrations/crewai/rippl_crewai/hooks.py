@@ -56,9 +56,7 @@ from rippl_core import InvalidInputError, Policy, Rippl, Verdict
 from rippl_core.adapters import Capture, FrameworkCall
 from rippl_crewai._guard import (
     Resolver,
-    capture_policy,
     check_memory,
-    declared_veto,
     make_guard,
     tool_names,
     veto_text,
@@ -132,8 +130,7 @@ class RipplHooks:
         if not isinstance(capture, bool):
             raise InvalidInputError("capture must be True or False")
         self.capturing = capture
-        self.guard = make_guard(self.memory, policy=capture_policy(self.memory, policy, capture),
-                                resolver=resolver, tools=tools,
+        self.guard = make_guard(self.memory, policy=policy, resolver=resolver, tools=tools,
                                 unguarded=[*(tool_names(unguarded, what="unguarded") or ()),
                                            CHECK_TOOL_NAME])
         self.policy, self.resolver = self.guard.policy, self.guard.resolver
@@ -218,7 +215,7 @@ class RipplHooks:
         role = getattr(ctx.agent, "role", None)
         capture = self.runs.get(run, role if isinstance(role, str) else None)
         turn = self._turn(run, ctx, name, args)
-        verdict = declared_veto(self.guard, name, args, self._decide(capture, run, turn))
+        verdict = self._decide(capture, run, turn)
         judged = Judged(verdict, capture, turn.call)
         if not judged.allowed:
             assert verdict is not None

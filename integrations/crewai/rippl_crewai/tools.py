@@ -34,8 +34,6 @@ from rippl_core.adapters import Capture, FrameworkCall, unmappable
 from rippl_crewai._guard import (
     Guard,
     Resolver,
-    capture_policy,
-    declared_veto,
     make_guard,
     tool_name,
     tool_names,
@@ -137,10 +135,7 @@ class GuardedTool(BaseTool):
     _admit_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, **data: Any) -> None:
-        capture = data.get("capture", True)
-        guard = make_guard(data.get("memory"),  # typed errors first
-                           policy=capture_policy(data.get("memory"), data.get("policy"),
-                                                 capture is True),
+        guard = make_guard(data.get("memory"), policy=data.get("policy"),  # typed errors first
                            resolver=data.get("resolver"), action_id=data.get("action_id"))
         super().__init__(**data)
         self._guard = guard
@@ -221,8 +216,7 @@ class GuardedTool(BaseTool):
             return _Judged(self.check(**call_args), (), call_args)
         call: FrameworkCall = (name, call_args, f"crewai-tool-{uuid.uuid4().hex[:16]}")
         capture = self._runs.get(run)
-        verdict = declared_veto(self._guard, name, call_args, capture.judge(call))
-        return _Judged(verdict, (), call_args, capture, call)
+        return _Judged(capture.judge(call), (), call_args, capture, call)
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         judged = self._judge(args, kwargs)
