@@ -205,3 +205,13 @@ def test_a_database_path_under_a_file_is_a_rippl_error(tmp_path: Path) -> None:
     with pytest.raises(RipplError, match="folder"):
         Rippl.open(blocker / "rippl.db")
     assert os.path.isfile(blocker)
+
+
+def test_the_embedded_server_fsyncs_every_write_before_acknowledging_it(tmp_path: Path) -> None:
+    """A retraction or approval that returned is on disk: power loss cannot lift a veto."""
+    db = tmp_path / "rippl.db"
+    with Rippl.open(db) as first, Rippl.open(db) as joined:  # the starter and a process joining
+        for handle in (first, joined):
+            config = handle.redis.config_get("append*")
+            assert config["appendonly"] == "yes"
+            assert config["appendfsync"] == "always"
