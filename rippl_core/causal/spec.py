@@ -23,8 +23,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rippl_core._runtime.validation import (
+    MAX_ARGS_BYTES,
     call_key,
     canonical_args,
+    canonical_json,
     check_id,
     check_ids,
     check_text,
@@ -62,6 +64,9 @@ class NodeSpec:
             if value is not None:
                 check_text(value, what=key)
         unique = list({frozenset(j): j for j in justs if j}.values())  # a repeat is one justification
+        canonical_args(self.args)
+        if self.provenance is not None:
+            canonical_json(self.provenance, what="provenance", limit=MAX_ARGS_BYTES)
         return NodeSpec(self.kind, text, node_id, self.uri, self.source_type, self.tool,
                         self.args, unique, self.provenance, check_ids(self.sources, what="sources"))
 
@@ -153,10 +158,11 @@ def node_specs(graph: GraphSpec) -> list[NodeSpec]:
     by_id = {s.id: s for s in specs if s.id is not None}
     for extra in graph.justifications:
         if extra.node not in by_id:
+            missing = f"justifications: {extra.node} is not defined in this file"
             raise InvalidInputError(
-                f"justifications: {extra.node} is not defined in this file; "
-                "use justify() to add support to a node already in the graph"
-            )
+                f"{missing}; use justify() to add support to a node already in the graph",
+                cli=f"{missing}; define it in the file too (as it is in the graph) to add "
+                    "support to it")
         by_id[extra.node].justifications.append(list(extra.antecedents))
     return specs
 
@@ -197,9 +203,7 @@ def action_spec(id: str | None, title: str, *, decisions: Any = (), tool: str | 
 
 
 def _ids(values: Any, what: str) -> list[str]:
-    if isinstance(values, str):
-        raise InvalidInputError(f"{what} must be a list of ids, not a single string")
-    return list(values or [])
+    return check_ids(values, what=what)
 
 
 def read_spec(spec: Mapping[str, Any] | GraphSpec | str | Path) -> GraphSpec:

@@ -85,9 +85,12 @@ def _plan_node(change: Change, spec: NodeSpec, old: Mapping[str, Any] | None,
         change.new_justifications[node] = missing
         return "replaced"
     if not replace:
+        differs = f"{node} already exists with different content or support"
         raise ConflictError(
-            f"{node} already exists with different content or support; pass replace=True to "
-            "overwrite it, or use justify() to add an alternative justification")
+            f"{differs}; pass replace=True to overwrite it, or use justify() to add an "
+            "alternative justification",
+            cli=f"{differs}; load with --replace to overwrite it, or list the extra support "
+                "under justifications: to add an alternative justification")
     if Kind(old["kind"]) is not spec.kind:
         raise ConflictError(f"{node} is a {old['kind']}; it cannot become a {spec.kind}")
     keep = {k: old.get(k) for k in _KEPT_ON_REPLACE}

@@ -26,7 +26,7 @@ from typing import Any
 from rippl_core._runtime import schema
 from rippl_core._runtime.op import Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, to_ms
-from rippl_core._runtime.validation import check_id, check_text, semantic_id
+from rippl_core._runtime.validation import check_collection, check_id, check_text, semantic_id
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal import history
 from rippl_core.causal.nodes import fetch_justifications, fetch_nodes
@@ -45,6 +45,7 @@ from rippl_core.records.model import (
     check_store,
     check_vector,
     normalise_scope,
+    record_ids,
     scope_prefix,
 )
 from rippl_core.vocabulary import Kind, State
@@ -167,7 +168,7 @@ def find(store: str, *, view: View, prefix: str | None = None,
     """Records matching every filter given, newest first (by creation time)."""
     store = check_store(store)
     cats = check_categories(categories, what="categories filter") if categories is not None else None
-    rids = [check_id(i, what="record id") for i in ids] if ids is not None else None
+    rids = record_ids(ids) if ids is not None else None
     wanted = _check_filter(metadata_filter)
     offset = check_limit(offset, what="offset")
     if limit is not None:
@@ -278,7 +279,8 @@ def _prepare_all(store: str, records: Sequence[Record] | Record, now: int) -> li
     """Validate every record before anything is read or written; ids must be distinct."""
     if isinstance(records, Record):
         records = [records]
-    prepared = [_prepare(store, record, now) for record in records]
+    prepared = [_prepare(store, record, now)
+                for record in check_collection(records, what="records", item="Record")]
     ids = [p.rid for p in prepared]
     if len(set(ids)) != len(ids):
         raise InvalidInputError("the same record id appears twice in one save; save it once")
@@ -413,7 +415,7 @@ def delete(store: str, *, now: int, prefix: str | None = None,
 def touch(store: str, ids: Sequence[str], *, now: int) -> Op[int]:
     """Record an access to the open versions of `ids` (no new version)."""
     store = check_store(store)
-    rids = [check_id(i, what="record id") for i in ids]
+    rids = record_ids(ids)
     if not rids:
         return 0
     results = yield Commit(queries=[cypher.touch(store, rids, now)])
