@@ -70,7 +70,7 @@ from rippl_core.records.store import AsyncRecordStore, RecordStore
 from rippl_core.review import cypher as review_cypher
 from rippl_core.review import gate
 from rippl_core.review.events import AsyncEventStream, EventStream
-from rippl_core.review.receipts import SigningKey, export_line
+from rippl_core.review.receipts import SigningKey, export_lines
 
 type Target = str | ToolCall
 type PathLike = str | os.PathLike[str]
@@ -332,14 +332,18 @@ class Rippl:
         """The receipt chain, in order."""
         return self._driver.run(gate.list_receipts)
 
-    def export_receipts(self) -> list[str]:
-        """The receipt chain as JSON Lines, one line per receipt (no newlines): the format
-        `rippl receipts verify FILE` checks."""
-        return [export_line(r) for r in self.receipts()]
-
     def verify_receipts(self, public_keys: Mapping[str, Any] | None = None) -> ReceiptCheck:
         """Re-walk the chain; report every edited, deleted, inserted or reordered receipt."""
         return self._driver.run(lambda: gate.verify(public_keys))
+
+    def export_receipts(self, *, signing_key: SigningKey | None = None,
+                        by: str | None = None) -> list[str]:
+        """The receipt chain as JSON Lines (no newlines), to keep and verify elsewhere with
+        `rippl receipts verify --file`: first its head (how many receipts, the last hash; signed
+        by `by` with `signing_key` if given), which makes a cut tail detectable, then each
+        receipt as stored."""
+        records, head = self._driver.run(gate.chain)
+        return export_lines(records, head=head, signing_key=signing_key, by=by)
 
     def subscribe(self) -> EventStream:
         """Live events of this graph (status changes, review decisions), from now on."""
@@ -658,14 +662,16 @@ class AsyncRippl:
         """The receipt chain, in order."""
         return await self._driver.run(gate.list_receipts)
 
-    async def export_receipts(self) -> list[str]:
-        """The receipt chain as JSON Lines, one line per receipt (no newlines): the format
-        `rippl receipts verify FILE` checks."""
-        return [export_line(r) for r in await self.receipts()]
-
     async def verify_receipts(self, public_keys: Mapping[str, Any] | None = None) -> ReceiptCheck:
         """Re-walk the chain; report every edited, deleted, inserted or reordered receipt."""
         return await self._driver.run(lambda: gate.verify(public_keys))
+
+    async def export_receipts(self, *, signing_key: SigningKey | None = None,
+                              by: str | None = None) -> list[str]:
+        """The receipt chain as JSON Lines, headed by its count and last hash (see the sync
+        twin)."""
+        records, head = await self._driver.run(gate.chain)
+        return export_lines(records, head=head, signing_key=signing_key, by=by)
 
     async def subscribe(self) -> AsyncEventStream:
         """Live events of this graph (status changes, review decisions), from now on."""

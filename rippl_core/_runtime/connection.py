@@ -153,10 +153,10 @@ class EmbeddedServer:
             status = _spawn_watchdog([str(lifeline_path), socket_path, str(START_TIMEOUT), "--",
                                       str(server_bin), str(config), "--loadmodule", str(module)])
             if not status.startswith("ready "):
-                raise UnavailableError(
-                    f"could not start embedded FalkorDB for {self.db}: "
-                    f"{status.removeprefix('failed ') or 'its watchdog stopped'}. Or use a server "
-                    "with url='falkordb://host:6379'")
+                why = (f"could not start embedded FalkorDB for {self.db}: "
+                       f"{status.removeprefix('failed ') or 'its watchdog stopped'}")
+                raise UnavailableError(f"{why}. Or use a server with url='falkordb://host:6379'",
+                                       cli=f"{why}. Or use a server with --url falkordb://host:6379")
             pid, watchdog = (int(word) for word in status.split()[1:3])
             running = {"pid": pid, "started": _start_time(pid), "watchdog": watchdog,
                        "watchdog_started": _start_time(watchdog), "socket": socket_path,

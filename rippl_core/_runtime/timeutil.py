@@ -42,14 +42,17 @@ def to_ms(value: TimeLike | None, *, name: str = "time", default: int | None = N
         except ValueError:
             raise InvalidInputError(
                 f"{name}={value!r} is not an ISO-8601 timestamp; "
-                "write it like 2026-10-09T14:00:00+00:00"
+                "write it like 2026-10-09T14:00:00+00:00",
+                cli=f"{value!r} is not an ISO-8601 timestamp; write it like 2026-10-09T14:00:00Z",
             ) from None
     if not isinstance(value, datetime):
         raise InvalidInputError(f"{name} must be a datetime or ISO-8601 string, got {type(value)}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInputError(
             f"{name}={value.isoformat()} has no time zone; pass an aware datetime "
-            "(datetime.now(UTC)) or a string with an offset (…+00:00 or …Z)"
+            "(datetime.now(UTC)) or a string with an offset (…+00:00 or …Z)",
+            cli=f"{value.isoformat()} has no time zone; write it with an offset, e.g. "
+                "2026-10-09T14:00:00Z or …+02:00",
         )
     return int(value.timestamp() * 1000)
 

@@ -383,8 +383,9 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
     points = [p for row in last for p in (row.valid_from, row.valid_to) if p < cypher.OPEN]
     points += [row.valid_from for row in first]
     if not points:
-        raise NotFoundError(f"{agent} has no recorded belief about {topic} (as known at "
-                            f"{iso(known)}); record one with believe()")
+        missing = f"{agent} has no recorded belief about {topic} (as known at {iso(known)})"
+        raise NotFoundError(f"{missing}; record one with believe()",
+                            cli=f"{missing}; record one with `rippl believe`")
     changed = min(points, key=lambda p: (abs(p - t), p > t))
     before = [r for r in [(yield from covering(key, changed - 1, _as_known(known)))] if r]
     after = [r for r in [(yield from covering(key, changed, _as_known(known)))] if r]
