@@ -301,7 +301,7 @@ def test_a_rewritten_head_is_caught_by_its_signature(chained: Rippl, tmp_path: P
     assert any("not signed" in p for p in problems), problems
     mallory = KEYS["mallory"]
     forged_head = cut[0]["head"] | {"by": "mallory"}
-    from rippl_core.receipts import digest
+    from rippl_core.review.receipts import digest
 
     forged = [{"head": forged_head, "signature": mallory.sign(digest(forged_head).encode()).hex(),
                "public_key": public_hex(mallory.public_key())}, *cut[1:]]
