@@ -48,6 +48,11 @@ class Location:
     def describe(self) -> str:
         return f"embedded FalkorDB at {self.path}" if self.path else f"FalkorDB server {self.url}"
 
+    def missing(self) -> bool:
+        """An embedded database that was never created (no snapshot, no append-only folder)."""
+        path = self.path
+        return path is not None and not path.exists() and not path.with_name(f"{path.name}.aof").is_dir()
+
 
 def locate(path: str | os.PathLike[str] | None = None, url: str | None = None) -> Location:
     """Resolve the connection options: explicit url, explicit path, RIPPL_FALKORDB_URL, RIPPL_DB,

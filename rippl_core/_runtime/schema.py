@@ -73,6 +73,11 @@ def create_missing(indexes: tuple[Index, ...]) -> Op[None]:
                 raise
 
 
+def exists(graph: str) -> Op[bool]:
+    """Whether `graph` was ever opened (its schema marker is set)."""
+    return bool((yield Command("EXISTS", schema_key(graph))))
+
+
 def ensure(schema: Schema, graph: str) -> Op[None]:
     """Bring `graph` to `schema` (idempotent; cheap when the marker says it is done)."""
     marker = schema_key(graph)

@@ -36,6 +36,20 @@ def check_id(value: object, *, what: str = "id") -> str:
     return value
 
 
+def plain_errors(errors: Iterable[Mapping[str, Any]]) -> str:
+    """Pydantic validation errors (`exc.errors()`) in plain words, one per line: where, what was
+    expected, what was given; no URLs, no internal type names."""
+    lines = []
+    for error in errors:
+        where = ".".join(str(part) for part in error.get("loc", ())) or "value"
+        expected = str(error.get("msg", "is not valid"))
+        expected = expected[:1].lower() + expected[1:]
+        given = error.get("input")
+        shown = f" (got {given!r:.60})" if not isinstance(given, Mapping | list) else ""
+        lines.append(f"{where}: {expected}{shown}")
+    return "\n".join(lines)
+
+
 def check_collection(values: object, *, what: str, item: str = "id") -> list[object]:
     """The items of a parameter that takes several values (a list, tuple, set or other iterable).
     A single string, bytes, a mapping or a scalar is refused: iterating them would silently take

@@ -31,6 +31,7 @@ from rippl_core._runtime.validation import (
     check_ids,
     check_text,
     normalise_text,
+    plain_errors,
     semantic_id,
 )
 from rippl_core.errors import InvalidInputError
@@ -214,7 +215,13 @@ def read_spec(spec: Mapping[str, Any] | GraphSpec | str | Path) -> GraphSpec:
         path = Path(spec)
         if not path.is_file():
             raise InvalidInputError(f"{path} is not a file; give a .yaml or .json graph file")
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInputError(f"{path} is not a graph file (not UTF-8 text); give a .yaml "
+                                    "or .json graph file") from None
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from None
         try:
             data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
         except (json.JSONDecodeError, yaml.YAMLError) as exc:
@@ -228,4 +235,5 @@ def read_spec(spec: Mapping[str, Any] | GraphSpec | str | Path) -> GraphSpec:
     try:
         return GraphSpec.model_validate(data)
     except ValidationError as exc:
-        raise InvalidInputError(f"the graph description is not valid:\n{exc}") from None
+        raise InvalidInputError("the graph description is not valid:\n"
+                                + plain_errors(exc.errors(include_url=False))) from None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rippl_core._runtime.op import Op
@@ -15,12 +15,23 @@ from rippl_core.errors import ConflictError, InvalidInputError
 from rippl_core.models import LoadReport, Node
 from rippl_core.vocabulary import Kind, edge_type
 
+type LoadProgress = Callable[[str, int, int], None]
+CHECK_STEP = 1000  # nodes checked between two progress reports
 
-def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int,
-                cause: str = "add") -> Op[LoadReport]:
+
+def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int, cause: str = "add",
+                progress: LoadProgress | None = None) -> Op[LoadReport]:
     """Create or update nodes and their support in one atomic commit (all or nothing): validate
-    every spec, read what exists, check the edges, plan each node, then commit the change."""
-    by_id = _distinct([spec.validated() for spec in specs])
+    every spec, read what exists, check the edges, plan each node, then commit the change.
+    `progress(stage, done, total)` is told how far "check" and "write" are."""
+    report_progress = progress or (lambda stage, done, total: None)
+    validated = []
+    for done, spec in enumerate(specs):
+        if done % CHECK_STEP == 0:
+            report_progress("check", done, len(specs))
+        validated.append(spec.validated())
+    report_progress("check", len(specs), len(specs))
+    by_id = _distinct(validated)
     referenced = {a for s in by_id.values() for j in s.justifications for a in j}
     stored = yield from fetch_nodes(sorted(set(by_id) | referenced))
     yield from require_nodes([a for a in sorted(referenced) if a not in by_id and a not in stored],
@@ -38,9 +49,11 @@ def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int,
                              replace=replace, now=now)
         report[outcome].append(node)
     edges = sum(len(j) for justs in change.new_justifications.values() for j in justs)
+    report_progress("write", 0, 1)
     if change.new_nodes or change.set_props or change.new_justifications:
         commit = yield from plan_change(change, cause=cause, at=now, now=now)
         yield commit
+    report_progress("write", 1, 1)
     return LoadReport(**report, edges=edges)
 
 
@@ -149,8 +162,9 @@ def add(spec: NodeSpec, *, replace: bool) -> Op[Node]:
     return node
 
 
-def load(spec: GraphSpec, *, replace: bool) -> Op[LoadReport]:
-    report = yield from write_nodes(node_specs(spec), replace=replace, now=now_ms(), cause="load")
+def load(spec: GraphSpec, *, replace: bool, progress: LoadProgress | None = None) -> Op[LoadReport]:
+    report = yield from write_nodes(node_specs(spec), replace=replace, now=now_ms(), cause="load",
+                                    progress=progress)
     return report
 
 
