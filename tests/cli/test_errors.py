@@ -298,3 +298,16 @@ def test_load_reports_its_progress(tmp_path: Path) -> None:
                            str(tmp_path / "cli.db"), "load", str(path)], capture_output=True,
                           text=True, timeout=300, env=env)
     assert done.returncode == 0 and "2500 created" in done.stdout, done.stderr
+
+
+def test_install_hints_keep_their_extra(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rippl_core.cli import mcp as mcp_command
+    from rippl_core.mcp import INSTALL_HINT, McpUnavailableError
+
+    def missing(**options: object) -> None:
+        raise McpUnavailableError(f"the MCP SDK is not installed. Install it with: {INSTALL_HINT}")
+
+    monkeypatch.setattr(mcp_command, "serve", missing)
+    result = run(db, "mcp")
+    assert result.exit_code == EXIT_ERROR
+    assert "pip install 'rippl-core[mcp]'" in collapse(result.output)
