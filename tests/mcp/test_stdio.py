@@ -214,11 +214,19 @@ async def test_review_gate_end_to_end_propose_via_mcp_approve_via_cli(client: Cl
     assert (await client.call("verify_receipts"))["ok"] is True
 
 
-async def test_propose_retraction_takes_an_explicit_proposer_and_refuses_non_claims(
-        client: Client) -> None:
+async def test_the_proposer_is_always_the_mcp_client_and_non_claims_are_refused(
+        client: Client, direct: Rippl) -> None:
+    """`by` only names the agent under the client's identity: an agent can never propose as a
+    person, or as another client."""
     ids = await chain(client)
-    review = await client.call("propose_retraction", claim_id=ids["clm"], reason="stale", by="agent-7")
-    assert review["proposed_by"] == "agent-7"
+    for by, recorded in (("agent-7", "mcp:rippl-tests/agent-7"), ("alice", "mcp:rippl-tests/alice"),
+                         ("mcp:other-client", "mcp:rippl-tests/mcp:other-client"),
+                         ("x" * 128, ("mcp:rippl-tests/" + "x" * 128)[:128]), (None, "mcp:rippl-tests")):
+        arguments = {"by": by} if by is not None else {}
+        review = await client.call("propose_retraction", claim_id=ids["clm"], reason="stale",
+                                   **arguments)
+        assert review["proposed_by"] == recorded
+        assert direct.review(review["id"]).proposed_by == recorded
     assert "only sources and claims" in await client.fail("propose_retraction", claim_id=ids["dec"],
                                                           reason="x")
     assert "NotFoundError" in await client.fail("propose_retraction", claim_id="CLM-404", reason="x")
