@@ -81,7 +81,7 @@ type PathLike = str | os.PathLike[str]
 # Version 4: capture's indexes.
 GRAPH_SCHEMA = dataclasses.replace(
     causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA + capture_cypher.SCHEMA,
-    version="4")
+    version="5", backfills=(nodes.backfill_text_keys,))  # 5: Claim.text_key
 
 
 def _policy(base: Policy, at_risk: str | None, unknown: str | None,
@@ -257,6 +257,11 @@ class Rippl:
     def get(self, id: str) -> Node:
         """A node as stored, with its status and justifications."""
         return self._driver.run(lambda: nodes.get(id))
+
+    def claims_stating(self, text: str) -> list[Node]:
+        """The claims that state `text` (equal once case, spacing and a final period are
+        normalised), whatever their ids: how to find the claim a statement already is."""
+        return self._driver.run(lambda: nodes.claims_stating(text))
 
     def blast_radius(self, node_id: str, *, max_depth: int | None = None) -> list[Reached]:
         """Everything downstream of a node, at any depth, each with one trail from the node."""
@@ -584,6 +589,10 @@ class AsyncRippl:
     async def get(self, id: str) -> Node:
         """A node as stored, with its status and justifications."""
         return await self._driver.run(lambda: nodes.get(id))
+
+    async def claims_stating(self, text: str) -> list[Node]:
+        """The claims that state `text`, whatever their ids (see the sync twin)."""
+        return await self._driver.run(lambda: nodes.claims_stating(text))
 
     async def blast_radius(self, node_id: str, *, max_depth: int | None = None) -> list[Reached]:
         """Everything downstream of a node, at any depth, each with one trail from the node."""

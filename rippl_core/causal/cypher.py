@@ -12,10 +12,29 @@ from rippl_core._runtime.wire import Query
 from rippl_core.vocabulary import CAUSAL_RELS, Kind
 
 # Every causal node carries :Node and its kind's label, each with a unique `id`; status history
-# (:Change) is read by node and by time.
+# (:Change) is read by node and by time; a claim is found by what it states (`text_key`, the
+# semantic id of its text, whatever its own id).
 SCHEMA = Schema("3", unique_ids=("Node", "Source", "Claim", "Decision", "Action"), indexes=(
     Index("Action", "call_key"), Index("Change", "node"), Index("Change", "valid_from"),
-    Index("Change", "recorded_at")))
+    Index("Change", "recorded_at"), Index("Claim", "text_key")))
+
+
+def claims_stating(text_keys: Sequence[str]) -> Query:
+    """The claims stating the same thing (equal once normalised) as each text key:
+    (text key, properties)."""
+    return Query("UNWIND $keys AS key MATCH (c:Claim {text_key: key}) "
+                 "RETURN key, properties(c) ORDER BY key, c.id", {"keys": list(text_keys)},
+                 read_only=True)
+
+
+def claims_without_text_key(limit: int) -> Query:
+    return Query("MATCH (c:Claim) WHERE c.text_key IS NULL RETURN c.id, c.text LIMIT $limit",
+                 {"limit": limit}, read_only=True)
+
+
+def set_text_keys(rows: Sequence[Mapping[str, str]]) -> Query:
+    return Query("UNWIND $rows AS r MATCH (c:Claim {id: r.id}) SET c.text_key = r.key",
+                 {"rows": list(rows)})
 
 
 def get_nodes(ids: Sequence[str]) -> Query:

@@ -84,6 +84,8 @@ class NodeSpec:
         # re-adding the same statement written differently is a no-op, not a conflict.
         semantic = self.id == semantic_id(self.kind, self.text)
         props["digest"] = content_digest({**props, "text": normalise_text(self.text)} if semantic else props)
+        if self.kind is Kind.CLAIM:  # found by what it states, whatever its id
+            props["text_key"] = semantic_id(Kind.CLAIM, self.text)
         return {k: v for k, v in props.items() if v is not None}
 
 

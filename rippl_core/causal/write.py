@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.timeutil import now_ms
 from rippl_core._runtime.validation import check_id, check_ids
-from rippl_core.causal.nodes import fetch_justifications, fetch_nodes, get, require_nodes
+from rippl_core.causal.nodes import (
+    fetch_justifications,
+    fetch_nodes,
+    get,
+    require_nodes,
+    stated_claims,
+)
 from rippl_core.causal.relabel import Change, plan_change
 from rippl_core.causal.spec import GraphSpec, NodeSpec, node_specs
 from rippl_core.errors import ConflictError, InvalidInputError
@@ -25,6 +32,7 @@ def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int, cause: st
     every spec, read what exists, check the edges, plan each node, then commit the change.
     `progress(stage, done, total)` is told how far "check" and "write" are."""
     report_progress = progress or (lambda stage, done, total: None)
+    specs = yield from _named(specs)
     validated = []
     for done, spec in enumerate(specs):
         if done % CHECK_STEP == 0:
@@ -55,6 +63,15 @@ def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int, cause: st
         yield commit
     report_progress("write", 1, 1)
     return LoadReport(**report, edges=edges)
+
+
+def _named(specs: Sequence[NodeSpec]) -> Op[list[NodeSpec]]:
+    """Claims given without an id are the claims already stating their text (whatever their ids,
+    in their stored wording), else new claims with an id derived from the text."""
+    unnamed = [s.text for s in specs if s.kind is Kind.CLAIM and s.id is None]
+    stated = yield from stated_claims(unnamed)
+    return [dataclasses.replace(s, id=stated[s.text][0], text=stated[s.text][1])
+            if s.kind is Kind.CLAIM and s.id is None and s.text in stated else s for s in specs]
 
 
 def _distinct(specs: Sequence[NodeSpec]) -> dict[str, NodeSpec]:

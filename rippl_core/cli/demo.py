@@ -13,7 +13,6 @@ from rippl_core.cli.serve import run_console
 from rippl_core.cli.stories import incident
 
 
-
 class Story(StrEnum):
     """Which story the demo tells."""
 

@@ -29,7 +29,7 @@ from rippl_core._runtime.timeutil import TimeLike, from_ms, to_ms
 from rippl_core._runtime.validation import check_collection, check_id, check_text, semantic_id
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal import history
-from rippl_core.causal.nodes import fetch_justifications, fetch_nodes
+from rippl_core.causal.nodes import fetch_justifications, fetch_nodes, stated_claims
 from rippl_core.causal.relabel import Change, plan_change
 from rippl_core.causal.spec import NodeSpec
 from rippl_core.errors import ConflictError, InvalidInputError, NotFoundError
@@ -63,9 +63,10 @@ def source_id(store: str, source: str | None) -> tuple[str, str]:
 @dataclass
 class _Prepared:
     rid: str
-    claim: str | None
+    claim: str | None  # the claim the caller named
     source: tuple[str, str]
     props: dict[str, Any]
+    derived: str | None = None  # else: the claim stating its content (set when saving)
 
 
 def _prepare(store: str, record: Record, now: int) -> _Prepared:
@@ -306,7 +307,7 @@ def _version_queries(commit: Commit, store: str, prepared: Sequence[_Prepared],
     ones) and access times of unchanged ones."""
     creates, closes, touched = [], [], []
     for p in prepared:
-        claim = p.claim or semantic_id(Kind.CLAIM, p.props["content"])
+        claim = p.claim or p.derived or semantic_id(Kind.CLAIM, p.props["content"])
         props = {**p.props, "claim": claim, "linked": p.claim is not None}
         old = existing.get(p.rid)
         if old is not None and all(old.get(k) == props.get(k) for k in _COMPARED):
@@ -353,12 +354,15 @@ def _claims_change(store: str, prepared: Sequence[_Prepared], now: int) -> Op[Ch
     derived: dict[str, tuple[str, set[str]]] = {}  # claim -> (text, source ids)
     titles: dict[str, str] = {}
     named: set[str] = set()
+    stated = yield from stated_claims([p.props["content"] for p in prepared if p.claim is None])
     for p in prepared:
         if p.claim is not None:
             named.add(p.claim)
             continue
-        claim = semantic_id(Kind.CLAIM, p.props["content"])
-        text, sources = derived.setdefault(claim, (p.props["content"], set()))
+        claim, text = stated.get(p.props["content"],
+                                 (semantic_id(Kind.CLAIM, p.props["content"]), p.props["content"]))
+        p.derived = claim
+        text, sources = derived.setdefault(claim, (text, set()))
         sources.add(p.source[0])
         titles[p.source[0]] = p.source[1]
     found = yield from fetch_nodes(sorted(named | set(derived) | set(titles)))
