@@ -194,8 +194,9 @@ def receipts_export(ctx: typer.Context, file: Path, key: KEY = None,
     keep and verify elsewhere with `rippl receipts verify --file`."""
     signing_key = signing_key_file(key)
     with connection(ctx).open() as rippl:
-        count = rippl.export_receipts(file, signing_key=signing_key, by=by)
-    console.print(f"wrote {count} receipts to {file}")
+        lines = rippl.export_receipts(signing_key=signing_key, by=by)
+    file.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    console.print(f"wrote {len(lines) - 1} receipts to {file}")
 
 
 @command("watch")
