@@ -19,7 +19,7 @@ from helpers_mcp import REPO, Client, module_stdio_params, readme_stdio_params, 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rippl_core import InvalidInputError, NotFoundError, Rippl
+from rippl_core import InvalidInputError, NotFoundError, Rippl, ToolCall
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -309,7 +309,8 @@ async def test_bad_input_is_a_tool_error_and_writes_nothing(client: Client, dire
         ("add_claim", {"id": fresh, "text": "   "}, "empty"),
         ("add_claim", {"id": fresh, "text": "t", "sources": 7}, "validation error"),
         ("add_claim", {"id": fresh}, "validation error"),
-        ("add_action", {"id": fresh, "title": "t", "args": {"blob": "x" * 70_000}}, "limit"),
+        ("add_action", {"id": fresh, "title": "t", "decisions": [ids["dec"]],
+                        "args": {"blob": "x" * 70_000}}, "limit"),
         ("add_action", {"id": fresh, "title": "t", "tool": ""}, "validation error"),
         ("add_source", {"id": fresh, "title": "t", "uri": ""}, "validation error"),
         ("add_decision", {"id": ids["dec"], "title": "Move onto it", "premises": [ids["dec"]]},
@@ -512,3 +513,33 @@ async def test_strings_that_look_like_json_stay_strings(client: Client, direct: 
     # lists sent as JSON text (as some clients do) are still decoded where a list is expected
     await client.call("add_claim", id=claim, text="t", sources=json.dumps([source]))
     assert direct.get(claim).justifications == [[source]]
+
+
+async def test_an_agent_cannot_record_what_rests_on_nothing(client: Client) -> None:
+    ids = await chain(client)
+    for tool, arguments in (
+            ("add_action", {"title": "x", "tool": ids["tool"], "args": {"table": "billing"}}),
+            ("add_action", {"title": "x", "tool": ids["tool"], "decisions": [], "triggers": []}),
+            ("add_action", {"title": "x", "tool": uid("undeclared")}),
+            ("add_decision", {"title": "y"}),
+            ("add_decision", {"title": "y", "premises": [], "depends_on": []})):
+        message = await client.fail(tool, **arguments)
+        assert "rest on something" in message, message
+
+
+async def test_an_agent_cannot_lift_a_veto_by_declaring_the_call_again(client: Client,
+                                                                      direct: Rippl) -> None:
+    ids = await chain(client)
+    call = {"tool": ids["tool"], "args": {"table": "billing"}}
+    direct.retract(ids["clm"], reason="disk errors", by="ops")
+    assert (await client.call("check_premises", **call))["safe"] is False
+    # A fresh claim -> decision -> action for the same call (exact args, then any args): the
+    # retracted premise still vetoes it, through MCP and in the core.
+    fresh = {k: uid(k.upper()) for k in ("clm", "dec")}
+    await client.call("add_claim", id=fresh["clm"], text=f"{fresh['clm']} all is well")
+    await client.call("add_decision", id=fresh["dec"], title="Go anyway", premises=[fresh["clm"]])
+    for extra in ({"args": {"table": "billing"}}, {}):
+        await client.call("add_action", id=uid("ACT"), title="Migrate again",
+                          decisions=[fresh["dec"]], tool=ids["tool"], **extra)
+        assert (await client.call("check_premises", **call))["safe"] is False
+        assert not direct.check(ToolCall(name=ids["tool"], args={"table": "billing"})).allowed
