@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rippl_core._runtime.op import Commit, Op
-from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, ms, now_ms, read_times, required_ms
+from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, required_ms, to_ms
 from rippl_core._runtime.validation import check_id, check_ids, check_text
 from rippl_core.beliefs import cypher
 from rippl_core.beliefs.models import Belief, BeliefChange
@@ -43,7 +43,7 @@ READ_CHUNK = 10_000
 
 
 def _transaction_time(recorded_at: TimeLike | None, now: int) -> int:
-    tx = ms(recorded_at, name="recorded_at", default=now)
+    tx = to_ms(recorded_at, name="recorded_at", default=now)
     if tx > now:
         raise InvalidInputError(
             f"recorded_at={from_ms(tx).isoformat()} is in the future; it is when Rippl "  # type: ignore[union-attr]
@@ -233,7 +233,7 @@ def believe(agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | Non
     note = _note(note)
     now = now_ms()
     tx = _transaction_time(recorded_at, now)
-    start = ms(valid_from, name="valid_from", default=tx)
+    start = to_ms(valid_from, name="valid_from", default=tx)
     text, claim_state, states = yield from _claim_and_evidence(claim_id, evidence_ids)
     yield from _forward_only(key, tx)
     covering = yield from _covering_current(key, start)
@@ -270,7 +270,7 @@ def retract_belief(agent: str, topic: str, *, at: TimeLike | None, reason: str |
     reason = check_text(reason, what="reason") if reason is not None else None
     now = now_ms()
     tx = _transaction_time(recorded_at, now)
-    end = ms(at, name="at", default=tx)
+    end = to_ms(at, name="at", default=tx)
     yield from _forward_only(key, tx)
     covering = yield from _covering_current(key, end)
     if covering is None:
@@ -295,7 +295,7 @@ def revise(agent: str, topic: str, claim_id: str, *, valid_from: TimeLike | None
     now = now_ms()
     tx = _transaction_time(recorded_at, now)
     start = required_ms(valid_from, name="valid_from")
-    end = ms(valid_to, name="valid_to") if valid_to is not None else cypher.OPEN
+    end = to_ms(valid_to, name="valid_to") if valid_to is not None else cypher.OPEN
     if end <= start:
         raise InvalidInputError(f"valid_to ({iso(end)}) must be after valid_from ({iso(start)})")
     text, claim_state, states = yield from _claim_and_evidence(claim_id, evidence_ids)
@@ -358,7 +358,7 @@ def beliefs(agent: str, *, as_of: TimeLike | None, known_at: TimeLike | None) ->
 def timeline(agent: str, topic: str, *, known_at: TimeLike | None) -> Op[list[Belief]]:
     """Every interval of the agent's belief about `topic`, oldest first, as recorded at `known_at`."""
     _, _, key = subject(agent, topic)
-    known = ms(known_at, name="known_at", default=now_ms())
+    known = to_ms(known_at, name="known_at", default=now_ms())
     records = yield cypher.visible(key, known)
     result = yield from _beliefs(rows_of(records))
     return result
@@ -370,7 +370,7 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
     on, the evidence that arrived, and any retracted evidence source."""
     agent, topic, key = subject(agent, topic)
     t = required_ms(at, name="at")
-    known = ms(known_at, name="known_at", default=now_ms())
+    known = to_ms(known_at, name="known_at", default=now_ms())
     held = yield from covering(key, t, _as_known(known))
     last, first = ([held] if held is not None else []), []
     if held is None:  # t falls in a gap, or before or after everything: find the neighbours

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rippl_core._runtime.op import Op
-from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, ms, now_ms, read_times
+from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
 from rippl_core._runtime.validation import check_id
 from rippl_core._runtime.wire import Query
 from rippl_core.causal import cypher, preflight
@@ -50,7 +50,7 @@ def _changes(ids: Sequence[str], known: int) -> Op[dict[str, list[_Change]]]:
 def history(node_id: str, *, known_at: TimeLike | None) -> Op[list[StatusChange]]:
     """Every status change of a causal node recorded by `known_at`, in valid-time order."""
     node_id = check_id(node_id, what="node id")
-    known = ms(known_at, name="known_at", default=now_ms())
+    known = to_ms(known_at, name="known_at", default=now_ms())
     records = yield cypher.node_briefs([node_id])
     if not records:
         raise NotFoundError(f"node {node_id} not found; check the id")
