@@ -81,7 +81,8 @@ type PathLike = str | os.PathLike[str]
 # Version 4: capture's indexes.
 GRAPH_SCHEMA = dataclasses.replace(
     causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA + capture_cypher.SCHEMA,
-    version="5", backfills=(nodes.backfill_text_keys,))  # 5: Claim.text_key
+    # 5: Claim.text_key, 6: own retraction records (:Retraction)
+    version="6", backfills=(nodes.backfill_text_keys, history.backfill_own_changes))
 
 
 def _policy(base: Policy, at_risk: str | None, unknown: str | None,
