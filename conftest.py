@@ -27,9 +27,9 @@ BACKENDS = ["embedded", "server"]
 def no_orphan_servers() -> Iterator[None]:
     """Stop the embedded FalkorDB servers this session started and left running.
 
-    An embedded server outlives a process that is killed (by design: the next open joins it and
-    nothing is lost), and tests kill processes on purpose (crash tests, MCP server subprocesses).
-    Only servers started from this checkout's binary after the session began are stopped."""
+    An embedded server stops by itself once no process uses it (its watchdog sees to that); this
+    is a safety net for a test that breaks that, e.g. by freezing a watchdog. Only servers started
+    from this checkout's binary after the session began are stopped."""
     binary = str(falkordb_binaries()[0])
 
     def servers() -> dict[int, psutil.Process]:

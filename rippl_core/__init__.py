@@ -23,6 +23,7 @@ from rippl_core.causal.spec import (
     JustificationEntry,
     SourceEntry,
 )
+from rippl_core.causal.write import LoadProgress
 from rippl_core.client import AsyncRippl, PathLike, Rippl, Target
 from rippl_core.errors import (
     ConflictError,
@@ -118,6 +119,7 @@ __all__ = [
     "Justification",
     "JustificationEntry",
     "Kind",
+    "LoadProgress",
     "LoadReport",
     "Location",
     "Node",

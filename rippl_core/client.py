@@ -17,13 +17,14 @@ from typing import Any, Self
 
 import redis
 import redis.asyncio
+from pydantic import ValidationError
 
 from rippl_core._runtime import schema
 from rippl_core._runtime.connection import EmbeddedServer, Location, async_client, locate, sync_client
 from rippl_core._runtime.driver import AsyncDriver, SyncDriver, translated_errors
 from rippl_core._runtime.keys import tenant_pattern
 from rippl_core._runtime.timeutil import TimeLike, now_ms
-from rippl_core._runtime.validation import check_id
+from rippl_core._runtime.validation import check_id, plain_errors
 from rippl_core.beliefs import cypher as beliefs_cypher
 from rippl_core.beliefs import memory, subjects, whatif
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
@@ -42,7 +43,8 @@ from rippl_core.causal.spec import (
     read_spec,
     source_spec,
 )
-from rippl_core.errors import DatabaseError, InvalidInputError, PremiseRetractedError
+from rippl_core.causal.write import LoadProgress
+from rippl_core.errors import DatabaseError, InvalidInputError, NotFoundError, PremiseRetractedError
 from rippl_core.ingest import pipeline
 from rippl_core.ingest.document import Document
 from rippl_core.ingest.extractors.base import Extractor
@@ -70,7 +72,7 @@ from rippl_core.records.store import AsyncRecordStore, RecordStore
 from rippl_core.review import cypher as review_cypher
 from rippl_core.review import gate
 from rippl_core.review.events import AsyncEventStream, EventStream
-from rippl_core.review.receipts import SigningKey, export_line
+from rippl_core.review.receipts import SigningKey, export_lines
 
 type Target = str | ToolCall
 type PathLike = str | os.PathLike[str]
@@ -79,7 +81,8 @@ type PathLike = str | os.PathLike[str]
 # Version 4: capture's indexes.
 GRAPH_SCHEMA = dataclasses.replace(
     causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA + capture_cypher.SCHEMA,
-    version="4")
+    # 5: Claim.text_key, 6: own retraction records (:Retraction)
+    version="6", backfills=(nodes.backfill_text_keys, history.backfill_own_changes))
 
 
 def _policy(base: Policy, at_risk: str | None, unknown: str | None,
@@ -92,16 +95,31 @@ def _policy(base: Policy, at_risk: str | None, unknown: str | None,
     try:
         return base.model_copy(update=overrides) if not overrides else Policy(
             **{**base.model_dump(), **overrides})
-    except ValueError as exc:
-        raise InvalidInputError(f"bad policy: {exc}") from None
+    except ValidationError as exc:
+        raise InvalidInputError(f"bad policy: {plain_errors(exc.errors())}") from None
 
 
-def _prepare(location: Location, graph: str) -> tuple[EmbeddedServer | None, redis.Redis]:
-    """Start or join the embedded server if needed, and create the schema (idempotent)."""
+def _prepare(location: Location, graph: str,
+             create: bool = True) -> tuple[EmbeddedServer | None, redis.Redis]:
+    """Start or join the embedded server if needed, and create the schema (idempotent). With
+    `create=False` a database or graph that does not exist yet is refused, not created."""
+    if not create and location.missing():
+        raise NotFoundError(
+            f"no database at {location.path}; check the path (or RIPPL_DB), or open it with "
+            "create=True to create it",
+            cli=f"no database at {location.path}: check --db (or RIPPL_DB); `rippl load FILE` "
+                "creates one")
     server = EmbeddedServer(location.path) if location.path else None
     client = sync_client(location, server.socket_path if server else None)
     try:
-        SyncDriver(client, graph, location.describe()).run(lambda: schema.ensure(GRAPH_SCHEMA, graph))
+        driver = SyncDriver(client, graph, location.describe())
+        if not create and not driver.run(lambda: schema.exists(graph)):
+            raise NotFoundError(
+                f"no graph {graph!r} in {location.describe()}; check the graph name, or open it "
+                "with create=True to create it",
+                cli=f"no graph {graph!r} in {location.describe()}: check --graph; `rippl --graph "
+                    f"{graph} load FILE` creates it")
+        driver.run(lambda: schema.ensure(GRAPH_SCHEMA, graph))
     except BaseException:
         client.close()
         if server is not None:
@@ -118,8 +136,14 @@ def _check(target: Target, policy: Policy, as_of: TimeLike | None,
     return lambda: preflight.check(target, policy)
 
 
-def _spec(spec: Mapping[str, Any] | GraphSpec | PathLike) -> GraphSpec:
-    return read_spec(spec if not isinstance(spec, os.PathLike) else Path(spec))
+def _spec(spec: Mapping[str, Any] | GraphSpec | PathLike,
+          progress: LoadProgress | None = None) -> GraphSpec:
+    if progress is not None:
+        progress("read", 0, 1)
+    graph = read_spec(spec if not isinstance(spec, os.PathLike) else Path(spec))
+    if progress is not None:
+        progress("read", 1, 1)
+    return graph
 
 
 class Rippl:
@@ -139,11 +163,13 @@ class Rippl:
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
     def open(cls, path: PathLike | None = None, *, url: str | None = None, graph: str = "rippl",
-             policy: Policy | None = None, distinct_approver: bool = False) -> Rippl:
+             policy: Policy | None = None, distinct_approver: bool = False,
+             create: bool = True) -> Rippl:
         """Open a graph: embedded (path, RIPPL_DB, ./.rippl/) or on a server (url=falkordb://...,
-        RIPPL_FALKORDB_URL). Creates the schema on first use."""
+        RIPPL_FALKORDB_URL). Creates the database and the graph's schema on first use; with
+        `create=False`, a database or graph that does not exist raises NotFoundError instead."""
         location, graph = locate(path, url), check_id(graph, what="graph")
-        server, client = _prepare(location, graph)
+        server, client = _prepare(location, graph, create)
         return cls(location, graph, client, server, policy or Policy(), distinct_approver)
 
     def close(self) -> None:
@@ -207,11 +233,13 @@ class Rippl:
         """Add an alternative justification (all `antecedents` needed); False if it existed."""
         return self._driver.run(lambda: write.add_justification(node_id, antecedents), write=True)
 
-    def load(self, spec: Mapping[str, Any] | GraphSpec | PathLike, *,
-             replace: bool = False) -> LoadReport:
-        """Load a whole graph (a dict, a GraphSpec, or a .yaml/.json file), all or nothing."""
-        graph = _spec(spec)
-        return self._driver.run(lambda: write.load(graph, replace=replace), write=True)
+    def load(self, spec: Mapping[str, Any] | GraphSpec | PathLike, *, replace: bool = False,
+             progress: LoadProgress | None = None) -> LoadReport:
+        """Load a whole graph (a dict, a GraphSpec, or a .yaml/.json file), all or nothing.
+        `progress(stage, done, total)` follows a long load: "read", "check" (nodes), "write"."""
+        graph = _spec(spec, progress)
+        return self._driver.run(lambda: write.load(graph, replace=replace, progress=progress),
+                                write=True)
 
     def retract(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None,
                 signing_key: SigningKey | None = None) -> Wave:
@@ -230,6 +258,11 @@ class Rippl:
     def get(self, id: str) -> Node:
         """A node as stored, with its status and justifications."""
         return self._driver.run(lambda: nodes.get(id))
+
+    def claims_stating(self, text: str) -> list[Node]:
+        """The claims that state `text` (equal once case, spacing and a final period are
+        normalised), whatever their ids: how to find the claim a statement already is."""
+        return self._driver.run(lambda: nodes.claims_stating(text))
 
     def blast_radius(self, node_id: str, *, max_depth: int | None = None) -> list[Reached]:
         """Everything downstream of a node, at any depth, each with one trail from the node."""
@@ -332,14 +365,18 @@ class Rippl:
         """The receipt chain, in order."""
         return self._driver.run(gate.list_receipts)
 
-    def export_receipts(self) -> list[str]:
-        """The receipt chain as JSON Lines, one line per receipt (no newlines): the format
-        `rippl receipts verify FILE` checks."""
-        return [export_line(r) for r in self.receipts()]
-
     def verify_receipts(self, public_keys: Mapping[str, Any] | None = None) -> ReceiptCheck:
         """Re-walk the chain; report every edited, deleted, inserted or reordered receipt."""
         return self._driver.run(lambda: gate.verify(public_keys))
+
+    def export_receipts(self, *, signing_key: SigningKey | None = None,
+                        by: str | None = None) -> list[str]:
+        """The receipt chain as JSON Lines (no newlines), to keep and verify elsewhere with
+        `rippl receipts verify --file`: first its head (how many receipts, the last hash; signed
+        by `by` with `signing_key` if given), which makes a cut tail detectable, then each
+        receipt as stored."""
+        records, head = self._driver.run(gate.chain)
+        return export_lines(records, head=head, signing_key=signing_key, by=by)
 
     def subscribe(self) -> EventStream:
         """Live events of this graph (status changes, review decisions), from now on."""
@@ -457,11 +494,10 @@ class AsyncRippl:
     @classmethod
     async def open(cls, path: PathLike | None = None, *, url: str | None = None,
                    graph: str = "rippl", policy: Policy | None = None,
-                   distinct_approver: bool = False) -> AsyncRippl:
-        """Open a graph: embedded (path, RIPPL_DB, ./.rippl/) or on a server (url=falkordb://...,
-        RIPPL_FALKORDB_URL). Creates the schema on first use."""
+                   distinct_approver: bool = False, create: bool = True) -> AsyncRippl:
+        """Open a graph (see `Rippl.open`)."""
         location, graph = locate(path, url), check_id(graph, what="graph")
-        server, sync = await asyncio.to_thread(_prepare, location, graph)
+        server, sync = await asyncio.to_thread(_prepare, location, graph, create)
         sync.close()
         client = async_client(location, server.socket_path if server else None)
         return cls(location, graph, client, server, policy or Policy(), distinct_approver)
@@ -529,11 +565,12 @@ class AsyncRippl:
         return await self._driver.run(lambda: write.add_justification(node_id, antecedents),
                                       write=True)
 
-    async def load(self, spec: Mapping[str, Any] | GraphSpec | PathLike, *,
-                   replace: bool = False) -> LoadReport:
+    async def load(self, spec: Mapping[str, Any] | GraphSpec | PathLike, *, replace: bool = False,
+                   progress: LoadProgress | None = None) -> LoadReport:
         """Load a whole graph (a dict, a GraphSpec, or a .yaml/.json file), all or nothing."""
-        graph = _spec(spec)
-        return await self._driver.run(lambda: write.load(graph, replace=replace), write=True)
+        graph = await asyncio.to_thread(_spec, spec, progress)
+        return await self._driver.run(lambda: write.load(graph, replace=replace, progress=progress),
+                                      write=True)
 
     async def retract(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None,
                       signing_key: SigningKey | None = None) -> Wave:
@@ -553,6 +590,10 @@ class AsyncRippl:
     async def get(self, id: str) -> Node:
         """A node as stored, with its status and justifications."""
         return await self._driver.run(lambda: nodes.get(id))
+
+    async def claims_stating(self, text: str) -> list[Node]:
+        """The claims that state `text`, whatever their ids (see the sync twin)."""
+        return await self._driver.run(lambda: nodes.claims_stating(text))
 
     async def blast_radius(self, node_id: str, *, max_depth: int | None = None) -> list[Reached]:
         """Everything downstream of a node, at any depth, each with one trail from the node."""
@@ -658,14 +699,16 @@ class AsyncRippl:
         """The receipt chain, in order."""
         return await self._driver.run(gate.list_receipts)
 
-    async def export_receipts(self) -> list[str]:
-        """The receipt chain as JSON Lines, one line per receipt (no newlines): the format
-        `rippl receipts verify FILE` checks."""
-        return [export_line(r) for r in await self.receipts()]
-
     async def verify_receipts(self, public_keys: Mapping[str, Any] | None = None) -> ReceiptCheck:
         """Re-walk the chain; report every edited, deleted, inserted or reordered receipt."""
         return await self._driver.run(lambda: gate.verify(public_keys))
+
+    async def export_receipts(self, *, signing_key: SigningKey | None = None,
+                              by: str | None = None) -> list[str]:
+        """The receipt chain as JSON Lines, headed by its count and last hash (see the sync
+        twin)."""
+        records, head = await self._driver.run(gate.chain)
+        return export_lines(records, head=head, signing_key=signing_key, by=by)
 
     async def subscribe(self) -> AsyncEventStream:
         """Live events of this graph (status changes, review decisions), from now on."""

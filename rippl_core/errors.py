@@ -9,7 +9,18 @@ if TYPE_CHECKING:
 
 
 class RipplError(Exception):
-    """Base class of every error Rippl raises."""
+    """Base class of every error Rippl raises.
+
+    The message speaks Python (what to call next); `cli`, when the next step differs on the
+    command line, is the same message in the `rippl` command's words."""
+
+    def __init__(self, *args: object, cli: str | None = None) -> None:
+        super().__init__(*args)
+        self.cli = cli
+
+    def for_cli(self) -> str:
+        """The message as the `rippl` command shows it."""
+        return self.cli or str(self)
 
 
 class InvalidInputError(RipplError, ValueError):

@@ -222,6 +222,24 @@ class Event(_Model):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
 
+    @property
+    def before_status(self) -> str | None:
+        """The public status (Verified, Blocked...) the node had before; None if not a change."""
+        return self._public(self.before)
+
+    @property
+    def after_status(self) -> str | None:
+        """The public status the node has after the change; None if not a status change."""
+        return self._public(self.after)
+
+    def _public(self, state: str | None) -> str | None:
+        if state is None or self.kind is None:
+            return state
+        try:
+            return public_status(Kind(self.kind), State(state))
+        except ValueError:
+            return state
+
 
 class StatusChange(_Model):
     """One status change of a causal node. `before` is None for the node's creation."""

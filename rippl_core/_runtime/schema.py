@@ -8,6 +8,7 @@ and sets the marker last, so a half-created schema is completed by the next open
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rippl_core._runtime.keys import schema_key
@@ -36,13 +37,14 @@ class Schema:
     version: str
     unique_ids: tuple[str, ...] = ()
     indexes: tuple[Index, ...] = ()
+    backfills: tuple[Callable[[], Op[None]], ...] = ()  # fill a new indexed property (idempotent)
 
     def all_indexes(self) -> tuple[Index, ...]:
         return (*(Index(label, "id") for label in self.unique_ids), *self.indexes)
 
     def __add__(self, other: Schema) -> Schema:
         return Schema(self.version, (*self.unique_ids, *other.unique_ids),
-                      (*self.indexes, *other.indexes))
+                      (*self.indexes, *other.indexes), (*self.backfills, *other.backfills))
 
 
 LIST_INDEXES = Query("CALL db.indexes() YIELD label, properties RETURN label, properties",
@@ -73,6 +75,11 @@ def create_missing(indexes: tuple[Index, ...]) -> Op[None]:
                 raise
 
 
+def exists(graph: str) -> Op[bool]:
+    """Whether `graph` was ever opened (its schema marker is set)."""
+    return bool((yield Command("EXISTS", schema_key(graph))))
+
+
 def ensure(schema: Schema, graph: str) -> Op[None]:
     """Bring `graph` to `schema` (idempotent; cheap when the marker says it is done)."""
     marker = schema_key(graph)
@@ -86,4 +93,6 @@ def ensure(schema: Schema, graph: str) -> Op[None]:
         except DatabaseError as exc:
             if "already exists" not in str(exc):
                 raise
+    for backfill in schema.backfills:
+        yield from backfill()
     yield Command("SET", marker, schema.version)

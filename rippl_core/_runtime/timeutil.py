@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from rippl_core.errors import InvalidInputError
+from rippl_core.errors import DatabaseError, InvalidInputError
 
 type TimeLike = datetime | str | int
 
@@ -21,18 +21,26 @@ def now_ms() -> int:
 
 
 def to_ms(value: TimeLike | None, *, name: str = "time", default: int | None = None) -> int:
-    """Convert an aware datetime, an ISO-8601 string with an offset, or epoch ms to epoch ms.
-
-    Naive datetimes and strings without an offset are refused: Rippl never guesses a time zone.
-    """
+    """The one parser of every time Rippl is given: an aware datetime, an ISO-8601 string with an
+    offset, or epoch milliseconds, to epoch milliseconds within the years 1 to 9999 (None: the
+    default, else now). Naive, malformed and out-of-range times are refused with
+    InvalidInputError, so an operation parses its times before it writes anything, and every
+    stored time can be read back as a datetime."""
     if value is None:
-        if default is None:
-            return now_ms()
-        return default
-    if isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be a datetime or ISO-8601 string, not a bool")
-    if isinstance(value, int):
-        return value
+        return now_ms() if default is None else default
+    if isinstance(value, bool) or not isinstance(value, int | str | datetime):
+        raise InvalidInputError(f"{name} must be a datetime, an ISO-8601 string or epoch "
+                                f"milliseconds (an int), not {type(value).__name__}")
+    value_ms = value if isinstance(value, int) else _parsed(value, name)
+    if not EARLIEST <= value_ms < END_OF_TIME:
+        raise InvalidInputError(f"{name}={value!r} is out of range; give a time between the years "
+                                "1 and 9999",
+                                cli=f"{value!r} is out of range; give a time between the years 1 "
+                                    "and 9999")
+    return value_ms
+
+
+def _parsed(value: str | datetime, name: str) -> int:
     if isinstance(value, str):
         text = value.strip()
         if text.endswith(("Z", "z")):
@@ -42,49 +50,58 @@ def to_ms(value: TimeLike | None, *, name: str = "time", default: int | None = N
         except ValueError:
             raise InvalidInputError(
                 f"{name}={value!r} is not an ISO-8601 timestamp; "
-                "write it like 2026-10-09T14:00:00+00:00"
+                "write it like 2026-10-09T14:00:00+00:00",
+                cli=f"{value!r} is not an ISO-8601 timestamp; write it like 2026-10-09T14:00:00Z",
             ) from None
-    if not isinstance(value, datetime):
-        raise InvalidInputError(f"{name} must be a datetime or ISO-8601 string, got {type(value)}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInputError(
             f"{name}={value.isoformat()} has no time zone; pass an aware datetime "
-            "(datetime.now(UTC)) or a string with an offset (…+00:00 or …Z)"
+            "(datetime.now(UTC)) or a string with an offset (…+00:00 or …Z)",
+            cli=f"{value.isoformat()} has no time zone; write it with an offset, e.g. "
+                "2026-10-09T14:00:00Z or …+02:00",
         )
-    return int(value.timestamp() * 1000)
+    try:  # exact (a float timestamp loses a millisecond now and then)
+        return (value - _EPOCH) // timedelta(milliseconds=1)
+    except OverflowError:  # e.g. year 1 with a positive offset
+        return EARLIEST - 1
 
 
-def from_ms(ms: int | None) -> datetime | None:
-    """Epoch milliseconds to an aware UTC datetime."""
-    if ms is None:
+def from_ms(value: object) -> datetime | None:
+    """A stored time (epoch milliseconds) as an aware UTC datetime, whatever was stored: a value
+    outside the years 1 to 9999 (written before Rippl checked, or by hand) reads as the nearest
+    end of that range, never as an error. None stays None."""
+    if value is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise DatabaseError(f"a stored time is {value!r}, not epoch milliseconds")
+    try:
+        number = float(value)
+    except ValueError:
+        raise DatabaseError(f"a stored time is {value!r}, not epoch milliseconds") from None
+    if number != number:  # NaN
+        raise DatabaseError("a stored time is NaN, not epoch milliseconds")
+    clamped = min(max(number, EARLIEST), END_OF_TIME - 1)
+    return _EPOCH + timedelta(milliseconds=clamped)
 
 
-def ms(value: TimeLike | None, *, name: str, default: int | None = None) -> int:
-    """Epoch ms of an aware datetime, an ISO-8601 string with an offset, or epoch ms (None: the
-    default, else now), within the years 1 to 9999. Naive and malformed times are refused."""
-    value_ms = to_ms(value, name=name, default=default)
-    if not EARLIEST <= value_ms < END_OF_TIME:
-        raise InvalidInputError(f"{name}={value!r} is out of range; give a time between the years "
-                                "1 and 9999")
-    return value_ms
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def required_ms(value: TimeLike | None, *, name: str) -> int:
-    """Like `ms`, for a time the caller must give."""
+    """Like `to_ms`, for a time the caller must give."""
     if value is None:
         raise InvalidInputError(f"{name} is required: give an aware datetime or an ISO-8601 string "
                                 "such as 2026-10-09T14:00:00+00:00")
-    return ms(value, name=name)
+    return to_ms(value, name=name)
 
 
 def read_times(as_of: TimeLike | None, known_at: TimeLike | None) -> tuple[int, int]:
     """The (valid time, transaction time) of a read: `as_of` and `known_at`, both default now."""
     now = now_ms()
-    return ms(as_of, name="as_of", default=now), ms(known_at, name="known_at", default=now)
+    return to_ms(as_of, name="as_of", default=now), to_ms(known_at, name="known_at", default=now)
 
 
 def iso(value: int) -> str:
-    """Epoch ms as an ISO-8601 UTC string."""
-    return datetime.fromtimestamp(value / 1000, tz=UTC).isoformat()
+    """Epoch ms as an ISO-8601 UTC string (any stored value, see `from_ms`)."""
+    moment = from_ms(value)
+    return moment.isoformat() if moment is not None else "-"

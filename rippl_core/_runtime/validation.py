@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rippl_core.errors import InvalidInputError
@@ -36,14 +36,39 @@ def check_id(value: object, *, what: str = "id") -> str:
     return value
 
 
-def check_ids(values: Iterable[object] | None, *, what: str) -> list[str]:
+def plain_errors(errors: Iterable[Mapping[str, Any]]) -> str:
+    """Pydantic validation errors (`exc.errors()`) in plain words, one per line: where, what was
+    expected, what was given; no URLs, no internal type names."""
+    lines = []
+    for error in errors:
+        where = ".".join(str(part) for part in error.get("loc", ())) or "value"
+        expected = str(error.get("msg", "is not valid"))
+        expected = expected[:1].lower() + expected[1:]
+        given = error.get("input")
+        shown = f" (got {given!r:.60})" if not isinstance(given, Mapping | list) else ""
+        lines.append(f"{where}: {expected}{shown}")
+    return "\n".join(lines)
+
+
+def check_collection(values: object, *, what: str, item: str = "id") -> list[object]:
+    """The items of a parameter that takes several values (a list, tuple, set or other iterable).
+    A single string, bytes, a mapping or a scalar is refused: iterating them would silently take
+    their characters, keys or fail with a TypeError."""
+    if isinstance(values, str | bytes | bytearray | Mapping) or not isinstance(values, Iterable):
+        raise InvalidInputError(f"{what} must be a list of {item}s, not {_a(values)}")
+    return list(values)
+
+
+def _a(value: object) -> str:
+    return "a single string" if isinstance(value, str) else f"{type(value).__name__} {value!r:.40}"
+
+
+def check_ids(values: object, *, what: str) -> list[str]:
     """Validate a list of ids, keeping order and dropping repeats."""
     if values is None:
         return []
-    if isinstance(values, str):
-        raise InvalidInputError(f"{what} must be a list of ids, not a single string")
     seen: dict[str, None] = {}
-    for value in values:
+    for value in check_collection(values, what=what):
         seen[check_id(value, what=what)] = None
     return list(seen)
 
@@ -85,18 +110,45 @@ def canonical_args(args: Mapping[str, Any] | None) -> str | None:
     """Canonical JSON of tool arguments (sorted keys, no spaces), or None for no arguments."""
     if args is None:
         return None
-    if not isinstance(args, Mapping):
-        raise InvalidInputError(f"args must be a JSON object (a dict), got {type(args).__name__}")
+    return canonical_json(args, what="args", limit=MAX_ARGS_BYTES)
+
+
+MAX_DEPTH = 64
+
+
+def canonical_json(value: object, *, what: str, limit: int,
+                   default: Callable[[Any], Any] | None = None) -> str:
+    """Canonical JSON (sorted keys, no spaces) of a JSON object given by a caller: a mapping whose
+    keys are strings at every depth, holding only JSON values. Anything else is refused, never
+    coerced (json.dumps would store {1: 2} as {"1": 2}, and 1 and "1" would then collide)."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"{what} must be a JSON object (a dict), got {type(value).__name__}")
+    _check_json_keys(value, what, 0)
     try:
-        text = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False)
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False, default=default)
     except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"args must be JSON-serialisable: {exc}") from None
+        raise InvalidInputError(f"{what} must be JSON-serialisable: {exc}") from None
     if not _is_utf8(text):
-        raise InvalidInputError("args are not valid Unicode text (a string holds a lone surrogate)")
-    if len(text.encode()) > MAX_ARGS_BYTES:
-        raise InvalidInputError(f"args are {len(text)} bytes of JSON; the limit is {MAX_ARGS_BYTES}")
+        raise InvalidInputError(f"{what} is not valid Unicode text (a string holds a lone surrogate)")
+    if len(text.encode()) > limit:
+        raise InvalidInputError(f"{what} is {len(text)} bytes of JSON; the limit is {limit}")
     return text
+
+
+def _check_json_keys(value: object, where: str, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise InvalidInputError(f"{where} is nested more than {MAX_DEPTH} levels deep (or refers "
+                                "to itself)")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInputError(f"{where} has the key {key!r} ({type(key).__name__}); "
+                                        "keys of a JSON object are strings")
+            _check_json_keys(item, f"{where}[{key!r}]", depth + 1)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _check_json_keys(item, f"{where}[{index}]", depth + 1)
 
 
 def call_key(tool: str, args_json: str | None) -> str:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rippl_core._runtime.op import Commit, Op
-from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, ms, now_ms, read_times, required_ms
+from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, required_ms, to_ms
 from rippl_core._runtime.validation import check_id, check_ids, check_text
 from rippl_core.beliefs import cypher
 from rippl_core.beliefs.models import Belief, BeliefChange
@@ -43,7 +43,7 @@ READ_CHUNK = 10_000
 
 
 def _transaction_time(recorded_at: TimeLike | None, now: int) -> int:
-    tx = ms(recorded_at, name="recorded_at", default=now)
+    tx = to_ms(recorded_at, name="recorded_at", default=now)
     if tx > now:
         raise InvalidInputError(
             f"recorded_at={from_ms(tx).isoformat()} is in the future; it is when Rippl "  # type: ignore[union-attr]
@@ -233,7 +233,7 @@ def believe(agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | Non
     note = _note(note)
     now = now_ms()
     tx = _transaction_time(recorded_at, now)
-    start = ms(valid_from, name="valid_from", default=tx)
+    start = to_ms(valid_from, name="valid_from", default=tx)
     text, claim_state, states = yield from _claim_and_evidence(claim_id, evidence_ids)
     yield from _forward_only(key, tx)
     covering = yield from _covering_current(key, start)
@@ -255,7 +255,8 @@ def believe(agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | Non
     if covering is not None:
         superseded.append(covering)
         if covering.valid_from < start:
-            inserted.append(replace(covering, valid_to=start, recorded_at=tx, reason=None))
+            inserted.append(replace(covering, valid_to=start, recorded_at=tx, reason=None,
+                                    cause="believe"))
     inserted.append(new)
     yield _write(agent, topic, claim_id, key, superseded, inserted, tx,
                  belief_event("belief_recorded", new, tx))
@@ -270,12 +271,12 @@ def retract_belief(agent: str, topic: str, *, at: TimeLike | None, reason: str |
     reason = check_text(reason, what="reason") if reason is not None else None
     now = now_ms()
     tx = _transaction_time(recorded_at, now)
-    end = ms(at, name="at", default=tx)
+    end = to_ms(at, name="at", default=tx)
     yield from _forward_only(key, tx)
     covering = yield from _covering_current(key, end)
     if covering is None:
         return None
-    closed = replace(covering, valid_to=end, recorded_at=tx, reason=reason)
+    closed = replace(covering, valid_to=end, recorded_at=tx, reason=reason, cause="retract_belief")
     withdrawn = covering.valid_from >= end  # it had only just started: the whole interval goes
     states = yield from evidence_states([covering])
     yield _write(agent, topic, None, key, [covering], [] if withdrawn else [closed], tx,
@@ -295,7 +296,7 @@ def revise(agent: str, topic: str, claim_id: str, *, valid_from: TimeLike | None
     now = now_ms()
     tx = _transaction_time(recorded_at, now)
     start = required_ms(valid_from, name="valid_from")
-    end = ms(valid_to, name="valid_to") if valid_to is not None else cypher.OPEN
+    end = to_ms(valid_to, name="valid_to") if valid_to is not None else cypher.OPEN
     if end <= start:
         raise InvalidInputError(f"valid_to ({iso(end)}) must be after valid_from ({iso(start)})")
     text, claim_state, states = yield from _claim_and_evidence(claim_id, evidence_ids)
@@ -310,9 +311,9 @@ def revise(agent: str, topic: str, claim_id: str, *, valid_from: TimeLike | None
     inserted = []
     for row in overlapping:
         if row.valid_from < start:
-            inserted.append(replace(row, valid_to=start, recorded_at=tx, reason=None))
+            inserted.append(replace(row, valid_to=start, recorded_at=tx, reason=None, cause="revise"))
         if row.valid_to > end:
-            inserted.append(replace(row, valid_from=end, recorded_at=tx))
+            inserted.append(replace(row, valid_from=end, recorded_at=tx, cause="revise"))
     inserted.append(new)
     yield _write(agent, topic, claim_id, key, overlapping, inserted, tx,
                  belief_event("belief_revised", new, tx))
@@ -358,7 +359,7 @@ def beliefs(agent: str, *, as_of: TimeLike | None, known_at: TimeLike | None) ->
 def timeline(agent: str, topic: str, *, known_at: TimeLike | None) -> Op[list[Belief]]:
     """Every interval of the agent's belief about `topic`, oldest first, as recorded at `known_at`."""
     _, _, key = subject(agent, topic)
-    known = ms(known_at, name="known_at", default=now_ms())
+    known = to_ms(known_at, name="known_at", default=now_ms())
     records = yield cypher.visible(key, known)
     result = yield from _beliefs(rows_of(records))
     return result
@@ -370,7 +371,7 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
     on, the evidence that arrived, and any retracted evidence source."""
     agent, topic, key = subject(agent, topic)
     t = required_ms(at, name="at")
-    known = ms(known_at, name="known_at", default=now_ms())
+    known = to_ms(known_at, name="known_at", default=now_ms())
     held = yield from covering(key, t, _as_known(known))
     last, first = ([held] if held is not None else []), []
     if held is None:  # t falls in a gap, or before or after everything: find the neighbours
@@ -379,15 +380,24 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
             if last:
                 break
         first = rows_of((yield cypher.first_start_after(key, t, known)))
-    # an interval covering t bounds the nearest changes: its start and its end
-    points = [p for row in last for p in (row.valid_from, row.valid_to) if p < cypher.OPEN]
-    points += [row.valid_from for row in first]
-    if not points:
-        raise NotFoundError(f"{agent} has no recorded belief about {topic} (as known at "
-                            f"{iso(known)}); record one with believe()")
-    changed = min(points, key=lambda p: (abs(p - t), p > t))
-    before = [r for r in [(yield from covering(key, changed - 1, _as_known(known)))] if r]
-    after = [r for r in [(yield from covering(key, changed, _as_known(known)))] if r]
+    # an interval covering t bounds the nearest changes: its start and its end; a boundary where
+    # nothing changes (the same claim and evidence on both sides) is no change: look past it
+    starts = [(row.valid_from, -1) for row in last]
+    starts += [(row.valid_to, 1) for row in last if row.valid_to < cypher.OPEN]
+    starts += [(row.valid_from, 1) for row in first]
+    if not starts:
+        missing = f"{agent} has no recorded belief about {topic} (as known at {iso(known)})"
+        raise NotFoundError(f"{missing}; record one with believe()",
+                            cli=f"{missing}; record one with `rippl believe`")
+    found = []
+    for start, step in starts:
+        change = yield from _real_change(key, start, step, _as_known(known))
+        if change is not None:
+            found.append(change)
+    if not found:
+        missing = f"{agent}'s belief about {topic} never changed (as known at {iso(known)})"
+        raise NotFoundError(missing)
+    changed, before, after = min(found, key=lambda c: (abs(c[0] - t), c[0] > t))
     models = yield from _beliefs(before + after)
     before_model = models[0] if before else None
     after_model = models[-1] if after else None
@@ -402,6 +412,25 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
                         new_evidence=[e for e in new if e not in old],
                         dropped_evidence=[e for e in old if e not in new],
                         retracted_evidence=retracted)
+
+
+def _real_change(key: str, point: int | None, step: int, known: int | None,
+                 limit: int = 10_000) -> Op[tuple[int, list[Row], list[Row]] | None]:
+    """From boundary `point`, walking back (step -1) or forward (+1) over boundaries where the
+    same claim with the same evidence holds on both sides, the first one where the belief really
+    changes: (its time, the interval before it, the interval from it); None if there is none."""
+    for _ in range(limit):
+        if point is None or point >= cypher.OPEN:
+            return None
+        before = yield from covering(key, point - 1, known)
+        after = yield from covering(key, point, known)
+        same = (before is not None and after is not None and before.claim == after.claim
+                and set(before.evidence) == set(after.evidence))
+        if not same:
+            return point, [r for r in [before] if r], [r for r in [after] if r]
+        assert before is not None and after is not None
+        point = before.valid_from if step < 0 else after.valid_to
+    return None
 
 
 # ---------------------------------------------------------------------------- status history

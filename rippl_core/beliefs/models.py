@@ -28,8 +28,10 @@ class Belief(_Model):
     `claim_state`, `claim_status` and `rests_on_retracted` describe the claim's status now (the
     materialised truth-maintenance state), so a belief held last week in a claim retracted since is
     reported as resting on a retracted claim. `retracted_evidence` lists the evidence sources that
-    are retracted now. `cause` says which operation wrote this version of the interval (believe,
-    retract_belief or revise); `reason` is the reason given when the agent dropped the belief.
+    are retracted now. `cause` says which operation wrote this version of the interval: `believe`
+    (an adoption, or an interval closed by the next adoption), `retract_belief` (closed when the
+    agent dropped it) or `revise` (a correction, and the parts of older rows it kept); `reason`
+    is the reason given when the agent dropped the belief.
     `recorded_at` is when this version of the interval was recorded (closing an interval records
     a new version); `first_recorded_at` is when Rippl first learned of the adoption.
     """

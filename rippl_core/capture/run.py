@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rippl_core._runtime.op import Batch, Commit, Op
-from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, ms, now_ms, read_times
+from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
 from rippl_core._runtime.validation import call_key, check_id, check_ids
 from rippl_core.capture import cypher, ids
 from rippl_core.causal import cypher as causal_cypher
@@ -284,7 +284,7 @@ def mark_executed(action_id: str, *, at: TimeLike | None, output: Any | None) ->
     """Mark any action executed (a declared one included): from then on, a retraction that
     reaches it lists it among the compensations."""
     action_id = check_id(action_id, what="action id")
-    when = ms(at, name="at", default=now_ms())
+    when = to_ms(at, name="at", default=now_ms())
     digest = ids.output_digest(output) if output is not None else None
     found = yield causal_cypher.node_briefs([action_id])
     if not found:
@@ -331,7 +331,7 @@ def prune_runs(*, older_than: TimeLike, include_open: bool) -> Op[list[str]]:
     """Remove the capture of runs closed before `older_than` (with include_open, also of runs
     idle since before it): observations, decisions, actions, result sources, and result claims
     nothing else rests on. Receipts, reviews, and claims retracted or under review are kept."""
-    before = ms(older_than, name="older_than")
+    before = to_ms(older_than, name="older_than")
     rows = yield cypher.stale_runs(before, include_open)
     runs = [row[0] for row in rows]
     if runs:

@@ -12,10 +12,29 @@ from rippl_core._runtime.wire import Query
 from rippl_core.vocabulary import CAUSAL_RELS, Kind
 
 # Every causal node carries :Node and its kind's label, each with a unique `id`; status history
-# (:Change) is read by node and by time.
+# (:Change) is read by node and by time; a claim is found by what it states (`text_key`, the
+# semantic id of its text, whatever its own id).
 SCHEMA = Schema("3", unique_ids=("Node", "Source", "Claim", "Decision", "Action"), indexes=(
     Index("Action", "call_key"), Index("Change", "node"), Index("Change", "valid_from"),
-    Index("Change", "recorded_at")))
+    Index("Change", "recorded_at"), Index("Claim", "text_key"), Index("Retraction", "node")))
+
+
+def claims_stating(text_keys: Sequence[str]) -> Query:
+    """The claims stating the same thing (equal once normalised) as each text key:
+    (text key, properties)."""
+    return Query("UNWIND $keys AS key MATCH (c:Claim {text_key: key}) "
+                 "RETURN key, properties(c) ORDER BY key, c.id", {"keys": list(text_keys)},
+                 read_only=True)
+
+
+def claims_without_text_key(limit: int) -> Query:
+    return Query("MATCH (c:Claim) WHERE c.text_key IS NULL RETURN c.id, c.text LIMIT $limit",
+                 {"limit": limit}, read_only=True)
+
+
+def set_text_keys(rows: Sequence[Mapping[str, str]]) -> Query:
+    return Query("UNWIND $rows AS r MATCH (c:Claim {id: r.id}) SET c.text_key = r.key",
+                 {"rows": list(rows)})
 
 
 def get_nodes(ids: Sequence[str]) -> Query:
@@ -113,6 +132,33 @@ def creation_records(rows: Sequence[Mapping[str, Any]], *, at: int, now: int, ca
     return Query("UNWIND $rows AS r CREATE (:Change {node: r.id, kind: r.kind, after: r.after, "
                  "valid_from: $at, recorded_at: $now, cause: $cause, review: $review})",
                  {"rows": list(rows), "at": at, "now": now, "cause": cause, "review": review})
+
+
+def own_changes(rows: Sequence[Mapping[str, Any]], *, cause: str, review: str | None) -> Query:
+    """Nodes' own retraction state (`retracted`, and/or the count of `pending` proposals; a
+    missing field is unchanged) from valid time `at` on, recorded at `now`: rows of {id,
+    retracted, pending, at, now}."""
+    return Query("UNWIND $rows AS r CREATE (:Retraction {node: r.id, retracted: r.retracted, "
+                 "pending: r.pending, valid_from: r.at, recorded_at: r.now, cause: $cause, "
+                 "review: $review})", {"rows": list(rows), "cause": cause, "review": review})
+
+
+def flags_without_records(limit: int) -> Query:
+    """Retracted or proposed nodes of a graph written before own retraction records existed, and
+    no record yet: (id, retracted, retracted_at, pending, created_at, latest pending proposal)."""
+    return Query("MATCH (n:Node) WHERE n.retracted = true OR n.pending > 0 "
+                 "OPTIONAL MATCH (r:Retraction {node: n.id}) WITH n, count(r) AS records "
+                 "WHERE records = 0 OPTIONAL MATCH (v:ReviewItem {claim: n.id, status: 'pending'}) "
+                 "RETURN n.id, n.retracted, n.retracted_at, n.pending, n.created_at, "
+                 "max(v.proposed_at) LIMIT $limit", {"limit": limit}, read_only=True)
+
+
+def own_changes_of(ids: Sequence[str], known: int) -> Query:
+    """The own retraction records of `ids` recorded by `known`: (node, retracted, pending,
+    valid_from, recorded_at, order)."""
+    return Query("UNWIND $ids AS id MATCH (r:Retraction {node: id}) WHERE r.recorded_at <= $known "
+                 "RETURN r.node, r.retracted, r.pending, r.valid_from, r.recorded_at, id(r)",
+                 {"ids": list(ids), "known": known}, read_only=True)
 
 
 def changes_of(ids: Sequence[str], known: int) -> Query:

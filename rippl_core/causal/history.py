@@ -7,15 +7,16 @@ answers a pre-flight check as it would have been answered then.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rippl_core._runtime.op import Op
-from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, ms, now_ms, read_times
+from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
 from rippl_core._runtime.validation import check_id
 from rippl_core._runtime.wire import Query
 from rippl_core.causal import cypher, preflight
+from rippl_core.causal.tms import Premise, Region, label
 from rippl_core.causal.walk import walk
 from rippl_core.errors import NotFoundError
 from rippl_core.models import Blocker, Policy, StatusChange, ToolCall, Verdict
@@ -50,7 +51,7 @@ def _changes(ids: Sequence[str], known: int) -> Op[dict[str, list[_Change]]]:
 def history(node_id: str, *, known_at: TimeLike | None) -> Op[list[StatusChange]]:
     """Every status change of a causal node recorded by `known_at`, in valid-time order."""
     node_id = check_id(node_id, what="node id")
-    known = ms(known_at, name="known_at", default=now_ms())
+    known = to_ms(known_at, name="known_at", default=now_ms())
     records = yield cypher.node_briefs([node_id])
     if not records:
         raise NotFoundError(f"node {node_id} not found; check the id")
@@ -65,7 +66,8 @@ def history(node_id: str, *, known_at: TimeLike | None) -> Op[list[StatusChange]
 
 
 def state_at(changes: Sequence[_Change], t: int) -> State | None:
-    """The state at valid time `t` given changes in transaction order.
+    """The recorded state at valid time `t` given a node's changes in transaction order (what its
+    history shows; as-of checks compute states from own retractions instead, see `view_at`).
 
     Each change asserts its `after` state from its valid time on, overriding what earlier
     transactions said for those times; valid times before the first assertion take the state it
@@ -97,53 +99,107 @@ def _infos(ids: Sequence[str]) -> Op[dict[str, _Info]]:
     return found
 
 
-def states_at(ids: Sequence[str], t: int, known: int,
-              infos: Mapping[str, _Info] | None = None) -> Op[dict[str, State | None]]:
+def own_at(ids: Sequence[str], t: int, known: int) -> Op[dict[str, Premise]]:
+    """Each node's own retraction state at valid time `t` as recorded by `known`: whether it was
+    retracted itself, and how many retractions of it were proposed and undecided. Each record
+    asserts its fields from its valid time on, later transactions overriding earlier ones for
+    the times they cover (so a retraction recorded late with an earlier `at` counts from then)."""
+    records: dict[str, list[tuple[int, int, int, bool | None, int | None]]] = defaultdict(list)
+    for start in range(0, len(ids), READ_CHUNK):
+        rows = yield cypher.own_changes_of(ids[start:start + READ_CHUNK], known)
+        for node, retracted, pending, valid_from, recorded_at, order in rows:
+            records[node].append((recorded_at, order, valid_from, retracted, pending))
+    own = {}
+    for node, found in records.items():
+        retracted, pending = False, 0
+        for _, _, valid_from, is_retracted, count in sorted(found):
+            if valid_from <= t and is_retracted is not None:
+                retracted = bool(is_retracted)
+            if valid_from <= t and count is not None:
+                pending = int(count)
+        own[node] = Premise(retracted, pending)
+    return own
+
+
+@dataclass
+class View:
+    """Nodes as of a valid time, as known at a transaction time: each node of the ancestry of the
+    targets with its state then (None: Rippl did not know it then), its own retraction state,
+    and its justifications."""
+
+    states: dict[str, State | None]
+    own: dict[str, Premise]
+    justifications: dict[str, list[list[str]]]
+    infos: dict[str, _Info]
+
+
+def view_at(ids: Sequence[str], t: int, known: int) -> Op[View]:
+    """The states of `ids` at valid time `t` as known at `known`, right by construction: the own
+    retraction state of every node of their ancestry at that time, then truth maintenance over
+    the ancestry (the graph's structure is today's; a node Rippl learned of after `known` was
+    not there)."""
+    visits = yield from walk(ids, down=False)
+    nodes = list(dict.fromkeys([*ids, *visits]))
+    infos = yield from _infos(nodes)
+    present = [n for n in nodes if n in infos
+               and (infos[n].created_at is None or infos[n].created_at <= known)]
+    own = yield from own_at(present, t, known)
+    justs, _ = yield from support_of(present, cypher.step_up_all)
+    kept = set(present)
+    region = Region(nodes={n: own.get(n, Premise()) for n in present},
+                    justifications={n: [j for j in justs.get(n, []) if set(j) <= kept]
+                                    for n in present})
+    labels = label(region)
+    return View({n: labels.get(n) for n in nodes}, own, region.justifications, infos)
+
+
+def states_at(ids: Sequence[str], t: int, known: int) -> Op[dict[str, State | None]]:
     """Each node's state at valid time `t` as recorded by `known` (None: not known by then)."""
-    if infos is None:
-        infos = yield from _infos(ids)
-    changes = yield from _changes(list(ids), known)
-    states: dict[str, State | None] = {}
-    for node in ids:
-        info = infos.get(node)
-        if info is None or (info.created_at is not None and info.created_at > known):
-            states[node] = None
-        elif changes.get(node):
-            states[node] = state_at(changes[node], t)
-        else:  # recorded before creation records existed, and never changed since
-            states[node] = info.state
-    return states
+    view = yield from view_at(ids, t, known)
+    return {node: view.states.get(node) for node in ids}
 
 
 def check_at(target: str | ToolCall, policy: Policy, *, as_of: TimeLike | None,
              known_at: TimeLike | None) -> Op[Verdict]:
     """Was `target` allowed at valid time `as_of`, as Rippl knew things at `known_at`?
 
-    The graph's structure is today's; each node's status is read from its recorded history.
-    """
+    Computed, not read back: the own retractions of the sources and claims under it at that time
+    (valid time, as recorded then), and truth maintenance over its ancestry. A tool call follows
+    the matching rule of the live check: allowed only if every declared action it matches was."""
     t, known = read_times(as_of, known_at)
     when = f"on {iso(t)} (as known at {iso(known)})"
     call = target if isinstance(target, ToolCall) else None
-    if call is not None:
-        resolved = yield from preflight.resolve(call)
-        if not isinstance(resolved, str):
-            return _unknown_at(call, resolved, policy, when)
-        node_id = resolved
+    if call is not None and call.action_id is None:
+        rows = yield from preflight.declared(call)
+        ids = [r[0] for r in rows]
+        if not ids:
+            return _unknown_at(call, None, policy, when)
     else:
-        node_id = check_id(target, what="target")
-    infos = yield from _infos([node_id])
-    states = yield from states_at([node_id], t, known, infos)
-    state = states[node_id]
-    if state is None:
-        return _unknown_at(call, node_id, policy, when)
-    info = infos[node_id]
-    executed = info.executed_at is not None and info.executed_at <= t
-    status = public_status(info.kind, state, executed)
-    if state is State.IN:
-        return Verdict(allowed=True, target=node_id, kind=info.kind, state=state, tool_call=call,
-                       reason=f"{node_id} was {status} {when}: every premise under it held")
-    blockers = yield from blockers_at(node_id, t, known)
-    allowed = state is State.AT_RISK and policy.at_risk == "allow"
+        ids = [check_id(call.action_id if call is not None else target,
+                        what="action_id" if call is not None else "target")]
+    view = yield from view_at(ids, t, known)
+    for node_id in ids:
+        if view.states.get(node_id) is None:
+            return _unknown_at(call, node_id, policy, when)
+    shaky = [n for n in ids if view.states[n] is not State.IN]
+    if not shaky:
+        node_id = ids[0]
+        info = view.infos[node_id]
+        executed = info.executed_at is not None and info.executed_at <= t
+        status = public_status(info.kind, State.IN, executed)
+        held = f"{node_id} was {status}" if len(ids) == 1 else f"{', '.join(ids)} were {status}"
+        return Verdict(allowed=True, target=node_id, kind=info.kind, state=State.IN,
+                       tool_call=call, reason=f"{held} {when}: every premise under "
+                                              f"{'it' if len(ids) == 1 else 'each'} held")
+    denying = [n for n in shaky if not (view.states[n] is State.AT_RISK and policy.at_risk == "allow")]
+    node_id = (denying or shaky)[0]
+    blockers: list[Blocker] = []
+    for node in denying or shaky:
+        blockers += [b for b in (yield from blockers_at(node, view)) if b not in blockers]
+    info, state = view.infos[node_id], view.states[node_id]
+    assert state is not None
+    status = public_status(info.kind, state)
+    allowed = not denying
     names = ", ".join(f"{b.premise} ({b.status})" for b in blockers) or "unknown premises"
     verb = "would have been allowed despite" if allowed else "would have been denied:"
     reason = f"{node_id} {verb} {status} {when}; premise {names}"
@@ -167,36 +223,26 @@ def _unknown_at(call: ToolCall | None, found: str | list[str] | None, policy: Po
     return Verdict(allowed=allowed, target=target, reason=f"{outcome}: {what}", tool_call=call)
 
 
-def blockers_at(node_id: str, t: int, known: int) -> Op[list[Blocker]]:
-    """The premises under `node_id` that were retracted (or proposed for retraction) themselves at
-    `t` as known at `known`, each with its trail to the node through premises that were not IN."""
-    visits = yield from walk([node_id], down=False)
-    ids = [node_id, *visits]
-    antecedents, _ = yield from support_of(ids, cypher.step_up_all)
-    states = yield from states_at(ids, t, known)
+def blockers_at(node_id: str, view: View) -> Op[list[Blocker]]:
+    """The premises under `node_id` that were retracted, or proposed for retraction, themselves
+    at the view's time (never a node that was only OUT or at risk because of what it rests on),
+    each with its trail to the node through premises that were not IN."""
 
     def state(n: str) -> State:
-        return states.get(n) or State.IN  # a premise not known then did not block
-
-    def explained(n: str) -> bool:
-        justs = antecedents.get(n) or []
-        if not justs:
-            return False
-        if state(n) is State.OUT:
-            return all(any(state(a) is State.OUT for a in j) for j in justs)
-        return all(any(state(a) is not State.IN for a in j) for j in justs)
+        return view.states.get(n) or State.IN
 
     parents: dict[str, str | None] = {node_id: None}
     frontier = [node_id]
     while frontier:  # breadth first, upstream, through nodes that were not IN
         nxt = []
         for n in frontier:
-            for a in sorted({a for j in antecedents.get(n, []) for a in j}):
+            for a in sorted({a for j in view.justifications.get(n, []) for a in j}):
                 if a not in parents and state(a) is not State.IN:
                     parents[a] = n
                     nxt.append(a)
         frontier = nxt
-    roots = [n for n in parents if state(n) is not State.IN and not explained(n)]
+    roots = [n for n in parents if state(n) is not State.IN
+             and (view.own.get(n, Premise()).retracted or view.own.get(n, Premise()).pending)]
     props: dict[str, dict[str, Any]] = {}
     if roots:
         records = yield cypher.get_nodes(roots)
@@ -206,9 +252,32 @@ def blockers_at(node_id: str, t: int, known: int) -> Op[list[Blocker]]:
         path = [root]
         while (parent := parents[path[-1]]) is not None:
             path.append(parent)
-        blockers.append(Blocker(premise=root, kind=Kind(props[root]["kind"]), state=state(root),
+        own = view.own[root]
+        blockers.append(Blocker(premise=root, kind=Kind(props[root]["kind"]),
+                                state=State.OUT if own.retracted else State.AT_RISK,
                                 reason=props[root].get("reason"), trail=path))
     return sorted(blockers, key=lambda b: (len(b.trail), b.premise))
+
+
+def backfill_own_changes() -> Op[None]:
+    """For a graph written before own retraction records existed: a record of each node's current
+    own retraction state (retracted since its `retracted_at`; pending since its latest undecided
+    proposal), so as-of reads see it. Earlier retractions, since undone, are not reconstructed."""
+    while True:
+        rows = yield cypher.flags_without_records(5000)
+        if not rows:
+            return
+        records = []
+        for node, retracted, retracted_at, pending, created_at, proposed_at in rows:
+            since = created_at if created_at is not None else 0
+            if retracted:
+                at = retracted_at if retracted_at is not None else since
+                records.append({"id": node, "retracted": True, "pending": None, "at": at, "now": at})
+            if pending:
+                at = proposed_at if proposed_at is not None else since
+                records.append({"id": node, "retracted": None, "pending": int(pending), "at": at,
+                                "now": at})
+        yield cypher.own_changes(records, cause="backfill", review=None)
 
 
 def support_of(ids: Sequence[str], query: Callable[[Sequence[str]], Query]) -> Op[

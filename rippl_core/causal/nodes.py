@@ -9,7 +9,7 @@ from typing import Any
 
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.timeutil import from_ms
-from rippl_core._runtime.validation import check_id, check_ids
+from rippl_core._runtime.validation import check_id, check_ids, check_text, semantic_id
 from rippl_core.causal import cypher
 from rippl_core.causal.walk import trail, walk
 from rippl_core.errors import InvalidInputError, NotFoundError
@@ -64,6 +64,47 @@ def node_model(props: dict[str, Any], justs: list[list[str]] | None = None) -> N
         created_at=from_ms(props.get("created_at")), justifications=justs or [],
         provenance=json.loads(props["provenance"]) if props.get("provenance") else None,
     )
+
+
+def claims_stating(text: str) -> Op[list[Node]]:
+    """The claims stating `text` (equal once normalised: case, spacing, a final period), whatever
+    their ids, in id order."""
+    rows = yield cypher.claims_stating([semantic_id(Kind.CLAIM, check_text(text, what="text"))])
+    found = {props["id"]: props for _, props in rows}
+    justs, _ = yield from fetch_justifications(list(found))
+    return [node_model(props, justs.get(node_id)) for node_id, props in found.items()]
+
+
+def stated_claims(texts: Sequence[str]) -> Op[dict[str, tuple[str, str]]]:
+    """For each text, the claim that already states it, whatever its id: (id, stored wording).
+    A statement is one claim: a claim given without an id is that claim, not a second one that a
+    retraction of the first would miss. Several claims stating one text are refused: the caller
+    must say which (by id)."""
+    keys = {semantic_id(Kind.CLAIM, check_text(text, what="claim text")): text for text in texts}
+    if not keys:
+        return {}
+    rows = yield cypher.claims_stating(list(keys))
+    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for key, props in rows:
+        found[key].append(props)
+    stated = {}
+    for key, claims in found.items():
+        if len(claims) > 1:
+            ids = ", ".join(c["id"] for c in claims)
+            raise InvalidInputError(f"{len(claims)} claims state {keys[key]!r} ({ids}); give the "
+                                    "id of the one you mean")
+        stated[keys[key]] = (claims[0]["id"], claims[0]["text"])
+    return stated
+
+
+def backfill_text_keys() -> Op[None]:
+    """Give the claims written before claims had a text key theirs (a schema upgrade)."""
+    while True:
+        rows = yield cypher.claims_without_text_key(5000)
+        if not rows:
+            return
+        yield cypher.set_text_keys([{"id": node_id, "key": semantic_id(Kind.CLAIM, str(text))}
+                                    for node_id, text in rows])
 
 
 def get(node_id: str) -> Op[Node]:

@@ -100,6 +100,12 @@ def commit_labels(change: Change, labels: dict[str, State], old: dict[str, State
     if change.set_props:
         rows = [{"id": node, "props": props} for node, props in change.set_props.items()]
         commit.queries.append(cypher.update_nodes(rows))
+    own = [{"id": node, "retracted": props.get("retracted"), "pending": props.get("pending"),
+            "at": at, "now": now}
+           for node, props in change.set_props.items()
+           if props.get("retracted") is not None or props.get("pending") is not None]
+    if own:  # a node's own retraction state, bitemporally: what as-of reads rest on
+        commit.queries.append(cypher.own_changes(own, cause=cause, review=review))
     commit.queries.extend(_edge_queries(change))
     transitions = [
         {"id": node, "kind": change.kinds[node].value, "before": old[node].value,

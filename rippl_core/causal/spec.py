@@ -23,12 +23,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rippl_core._runtime.validation import (
+    MAX_ARGS_BYTES,
     call_key,
     canonical_args,
+    canonical_json,
     check_id,
     check_ids,
     check_text,
     normalise_text,
+    plain_errors,
     semantic_id,
 )
 from rippl_core.errors import InvalidInputError
@@ -62,6 +65,9 @@ class NodeSpec:
             if value is not None:
                 check_text(value, what=key)
         unique = list({frozenset(j): j for j in justs if j}.values())  # a repeat is one justification
+        canonical_args(self.args)
+        if self.provenance is not None:
+            canonical_json(self.provenance, what="provenance", limit=MAX_ARGS_BYTES)
         return NodeSpec(self.kind, text, node_id, self.uri, self.source_type, self.tool,
                         self.args, unique, self.provenance, check_ids(self.sources, what="sources"))
 
@@ -78,6 +84,8 @@ class NodeSpec:
         # re-adding the same statement written differently is a no-op, not a conflict.
         semantic = self.id == semantic_id(self.kind, self.text)
         props["digest"] = content_digest({**props, "text": normalise_text(self.text)} if semantic else props)
+        if self.kind is Kind.CLAIM:  # found by what it states, whatever its id
+            props["text_key"] = semantic_id(Kind.CLAIM, self.text)
         return {k: v for k, v in props.items() if v is not None}
 
 
@@ -153,10 +161,11 @@ def node_specs(graph: GraphSpec) -> list[NodeSpec]:
     by_id = {s.id: s for s in specs if s.id is not None}
     for extra in graph.justifications:
         if extra.node not in by_id:
+            missing = f"justifications: {extra.node} is not defined in this file"
             raise InvalidInputError(
-                f"justifications: {extra.node} is not defined in this file; "
-                "use justify() to add support to a node already in the graph"
-            )
+                f"{missing}; use justify() to add support to a node already in the graph",
+                cli=f"{missing}; define it in the file too (as it is in the graph) to add "
+                    "support to it")
         by_id[extra.node].justifications.append(list(extra.antecedents))
     return specs
 
@@ -197,9 +206,7 @@ def action_spec(id: str | None, title: str, *, decisions: Any = (), tool: str | 
 
 
 def _ids(values: Any, what: str) -> list[str]:
-    if isinstance(values, str):
-        raise InvalidInputError(f"{what} must be a list of ids, not a single string")
-    return list(values or [])
+    return check_ids(values, what=what)
 
 
 def read_spec(spec: Mapping[str, Any] | GraphSpec | str | Path) -> GraphSpec:
@@ -210,7 +217,13 @@ def read_spec(spec: Mapping[str, Any] | GraphSpec | str | Path) -> GraphSpec:
         path = Path(spec)
         if not path.is_file():
             raise InvalidInputError(f"{path} is not a file; give a .yaml or .json graph file")
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInputError(f"{path} is not a graph file (not UTF-8 text); give a .yaml "
+                                    "or .json graph file") from None
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from None
         try:
             data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
         except (json.JSONDecodeError, yaml.YAMLError) as exc:
@@ -224,4 +237,5 @@ def read_spec(spec: Mapping[str, Any] | GraphSpec | str | Path) -> GraphSpec:
     try:
         return GraphSpec.model_validate(data)
     except ValidationError as exc:
-        raise InvalidInputError(f"the graph description is not valid:\n{exc}") from None
+        raise InvalidInputError("the graph description is not valid:\n"
+                                + plain_errors(exc.errors(include_url=False))) from None

@@ -2,25 +2,44 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.timeutil import now_ms
 from rippl_core._runtime.validation import check_id, check_ids
-from rippl_core.causal.nodes import fetch_justifications, fetch_nodes, get, require_nodes
+from rippl_core.causal.nodes import (
+    fetch_justifications,
+    fetch_nodes,
+    get,
+    require_nodes,
+    stated_claims,
+)
 from rippl_core.causal.relabel import Change, plan_change
 from rippl_core.causal.spec import GraphSpec, NodeSpec, node_specs
 from rippl_core.errors import ConflictError, InvalidInputError
 from rippl_core.models import LoadReport, Node
 from rippl_core.vocabulary import Kind, edge_type
 
+type LoadProgress = Callable[[str, int, int], None]
+CHECK_STEP = 1000  # nodes checked between two progress reports
 
-def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int,
-                cause: str = "add") -> Op[LoadReport]:
+
+def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int, cause: str = "add",
+                progress: LoadProgress | None = None) -> Op[LoadReport]:
     """Create or update nodes and their support in one atomic commit (all or nothing): validate
-    every spec, read what exists, check the edges, plan each node, then commit the change."""
-    by_id = _distinct([spec.validated() for spec in specs])
+    every spec, read what exists, check the edges, plan each node, then commit the change.
+    `progress(stage, done, total)` is told how far "check" and "write" are."""
+    report_progress = progress or (lambda stage, done, total: None)
+    specs = yield from _named(specs)
+    validated = []
+    for done, spec in enumerate(specs):
+        if done % CHECK_STEP == 0:
+            report_progress("check", done, len(specs))
+        validated.append(spec.validated())
+    report_progress("check", len(specs), len(specs))
+    by_id = _distinct(validated)
     referenced = {a for s in by_id.values() for j in s.justifications for a in j}
     stored = yield from fetch_nodes(sorted(set(by_id) | referenced))
     yield from require_nodes([a for a in sorted(referenced) if a not in by_id and a not in stored],
@@ -38,10 +57,21 @@ def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int,
                              replace=replace, now=now)
         report[outcome].append(node)
     edges = sum(len(j) for justs in change.new_justifications.values() for j in justs)
+    report_progress("write", 0, 1)
     if change.new_nodes or change.set_props or change.new_justifications:
         commit = yield from plan_change(change, cause=cause, at=now, now=now)
         yield commit
+    report_progress("write", 1, 1)
     return LoadReport(**report, edges=edges)
+
+
+def _named(specs: Sequence[NodeSpec]) -> Op[list[NodeSpec]]:
+    """Claims given without an id are the claims already stating their text (whatever their ids,
+    in their stored wording), else new claims with an id derived from the text."""
+    unnamed = [s.text for s in specs if s.kind is Kind.CLAIM and s.id is None]
+    stated = yield from stated_claims(unnamed)
+    return [dataclasses.replace(s, id=stated[s.text][0], text=stated[s.text][1])
+            if s.kind is Kind.CLAIM and s.id is None and s.text in stated else s for s in specs]
 
 
 def _distinct(specs: Sequence[NodeSpec]) -> dict[str, NodeSpec]:
@@ -85,9 +115,12 @@ def _plan_node(change: Change, spec: NodeSpec, old: Mapping[str, Any] | None,
         change.new_justifications[node] = missing
         return "replaced"
     if not replace:
+        differs = f"{node} already exists with different content or support"
         raise ConflictError(
-            f"{node} already exists with different content or support; pass replace=True to "
-            "overwrite it, or use justify() to add an alternative justification")
+            f"{differs}; pass replace=True to overwrite it, or use justify() to add an "
+            "alternative justification",
+            cli=f"{differs}; load with --replace to overwrite it, or list the extra support "
+                "under justifications: to add an alternative justification")
     if Kind(old["kind"]) is not spec.kind:
         raise ConflictError(f"{node} is a {old['kind']}; it cannot become a {spec.kind}")
     keep = {k: old.get(k) for k in _KEPT_ON_REPLACE}
@@ -146,8 +179,9 @@ def add(spec: NodeSpec, *, replace: bool) -> Op[Node]:
     return node
 
 
-def load(spec: GraphSpec, *, replace: bool) -> Op[LoadReport]:
-    report = yield from write_nodes(node_specs(spec), replace=replace, now=now_ms(), cause="load")
+def load(spec: GraphSpec, *, replace: bool, progress: LoadProgress | None = None) -> Op[LoadReport]:
+    report = yield from write_nodes(node_specs(spec), replace=replace, now=now_ms(), cause="load",
+                                    progress=progress)
     return report
 
 

@@ -1,4 +1,5 @@
-"""The `rippl` command: a thin face over the same API. Exit codes: 0 ok, 2 denied, 1 error."""
+"""The `rippl` command: a thin face over the same API. Exit codes: 0 ok, 1 error, 2 usage error,
+3 denied (see `rippl_core.cli.app`)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@ seconds; with `--serve`, then the review console on the demo graph."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from enum import StrEnum
+from typing import Annotated
 
 import typer
 
@@ -11,7 +12,15 @@ from rippl_core.cli.app import command, connection, console
 from rippl_core.cli.serve import run_console
 from rippl_core.cli.stories import incident
 
-type Story = Literal["all", "incident", "beliefs", "capture"]
+
+class Story(StrEnum):
+    """Which story the demo tells."""
+
+    all = "all"
+    incident = "incident"
+    beliefs = "beliefs"
+    capture = "capture"
+
 DEMO_REVIEWER = "demo-reviewer"
 
 
@@ -20,26 +29,23 @@ def demo_cmd(ctx: typer.Context,
              temporal: bool | None = typer.Option(None, "--temporal/--causal",
                                                   help="Only the belief-time story, or only the "
                                                        "incident story."),
-             story: Annotated[str, typer.Option(help="Which story: all, incident, beliefs or "
-                                                     "capture.")] = "all",
+             story: Annotated[Story, typer.Option(help="Which story.")] = Story.all,
              serve: bool = typer.Option(False, "--serve",
                                         help="Then open the demo graph in the review console, "
                                              "with a pending proposal and a one-off reviewer."),
              port: int = typer.Option(8765, help="With --serve: the console's port.")) -> None:
     """Run the demo: a vetoed tool call, its blast radius and receipt; belief time travel; and a
     run captured as it happens, its call vetoed after a pause, with what to compensate."""
-    if story not in ("all", "incident", "beliefs", "capture"):
-        raise typer.BadParameter("story must be all, incident, beliefs or capture", param_hint="--story")
-    chosen = {None: story, True: "beliefs", False: "incident"}[temporal]
+    chosen = {None: story.value, True: "beliefs", False: "incident"}[temporal]
     conn = connection(ctx)
     if conn.graph == "rippl":
         conn.graph = "rippl-demo"  # never touch the default graph's data
-    with conn.open() as rippl:
-        incident.run(rippl, console, story=chosen)  # type: ignore[arg-type]
+    with conn.open(create=True) as rippl:
+        incident.run(rippl, console, story=chosen)
         if serve and chosen in ("all", "incident"):
             item = incident.propose_again(rippl)
             console.print(f"\nA monitor proposes retracting {item.claim} again ({item.id}): decide "
-                          "it in the console.", highlight=False)
+                          "it in the console.")
     if serve:
         run_console(conn, host="127.0.0.1", port=port, reviewers=None, reviewer=DEMO_REVIEWER,
                     allow_remote=False, allowed_host=[], distinct_approver=True, log_level="warning")

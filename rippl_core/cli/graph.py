@@ -3,105 +3,139 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from rippl_core.cli import render
-from rippl_core.cli.app import EXIT_DENIED, command, connection, console
+from rippl_core.cli.app import (
+    EXIT_DENIED,
+    GraphFormat,
+    GraphOutput,
+    Output,
+    OutputFormat,
+    command,
+    connection,
+    console,
+    errors,
+    print_json,
+    styled,
+    time_option,
+)
 from rippl_core.cli.capture import compensation_lines
 from rippl_core.cli.render import STATE_STYLE
 from rippl_core.models import Verdict, Wave
+from rippl_core.vocabulary import public_status
+
+_STAGES = {"read": "reading the file", "check": "checking nodes", "write": "writing the graph"}
 
 
 @command("load")
 def load_cmd(ctx: typer.Context, file: Annotated[Path, typer.Argument(help="YAML or JSON graph.")],
              replace: bool = typer.Option(False, help="Overwrite nodes whose content differs.")
              ) -> None:
-    """Load a whole graph from a YAML or JSON file (all or nothing)."""
-    with connection(ctx).open() as rippl:
-        report = rippl.load(file, replace=replace)
+    """Load a whole graph from a YAML or JSON file (all or nothing), with a progress bar."""
+    with connection(ctx).open(create=True) as rippl, Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=errors, transient=True, disable=not errors.is_terminal,
+    ) as progress:
+        task = progress.add_task(_STAGES["read"], total=1)
+
+        def advance(stage: str, done: int, total: int) -> None:
+            progress.update(task, description=_STAGES.get(stage, stage), completed=done, total=total)
+
+        report = rippl.load(file, replace=replace, progress=advance)
     console.print(f"loaded {file}: {len(report.created)} created, {len(report.unchanged)} "
                   f"unchanged, {len(report.replaced)} updated, {report.edges} edges")
 
 
 @command("show")
-def show_cmd(ctx: typer.Context, node_id: str,
-             json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def show_cmd(ctx: typer.Context, node_id: str, format: OutputFormat = Output.table) -> None:
     """Show one node: its status and what supports it."""
     with connection(ctx).open() as rippl:
         node = rippl.get(node_id)
         owed = [c for c in rippl.compensations() if c.action == node.id
                 or any(node.id in b.trail for b in c.blockers)]
-    if json_out:
-        console.print_json(node.model_dump_json())
+    if format is Output.json:
+        print_json(node.model_dump(mode="json") | {"status": node.status})
         return
-    style = STATE_STYLE[node.state]
-    console.print(f"[bold]{node.id}[/bold] {node.kind}: [{style}]{node.status}[/]")
-    console.print(f"  {node.text}", highlight=False)
+    console.print(styled(f"[bold]{{}}[/bold] {{}}: [{STATE_STYLE[node.state]}]{{}}[/]",
+                         node.id, node.kind, node.status))
+    console.print(f"  {node.text}")
     for field in ("uri", "source_type", "tool", "reason"):
         if getattr(node, field):
-            console.print(f"  {field}: {getattr(node, field)}", highlight=False)
+            console.print(f"  {field}: {getattr(node, field)}")
     if node.args is not None:
-        console.print(f"  args: {json.dumps(node.args)}", highlight=False)
+        console.print(f"  args: {json.dumps(node.args)}")
     for i, justification in enumerate(node.justifications, 1):
         console.print(f"  justification {i}: {' + '.join(justification)}")
     if not node.justifications:
         console.print("  (a premise: nothing supports it but itself)")
     if owed:
-        console.print("  [bold]executed on a premise since retracted (compensate):[/bold]")
+        console.print(styled("  [bold]executed on a premise since retracted (compensate):[/bold]"))
         for line in compensation_lines(owed):
-            console.print(f"    {line}", highlight=False)
+            console.print(Text("    ") + line)
 
 
 @command("blast-radius")
 def blast_cmd(ctx: typer.Context, node_id: str,
               max_depth: int | None = typer.Option(None, help="Stop after this many levels."),
-              format: str = typer.Option("tree", help="tree, json, mermaid or dot.")) -> None:
-    """Everything downstream of a node, exact at any depth."""
+              format: GraphFormat = GraphOutput.table) -> None:
+    """Everything downstream of a node, exact at any depth: a tree, JSON, Mermaid or DOT."""
     with connection(ctx).open() as rippl:
         root = rippl.get(node_id)
         reached = rippl.blast_radius(node_id, max_depth=max_depth)
-        texts = {n: rippl.get(n).text for n in [r.id for r in reached]} if format == "tree" else {}
-    if format == "json":
-        console.print_json(json.dumps([r.model_dump(mode="json") | {"status": r.status}
-                                       for r in reached]))
-    elif format == "mermaid":
+        texts = ({n: rippl.get(n).text for n in [r.id for r in reached]}
+                 if format is GraphOutput.table else {})
+    if format is GraphOutput.json:
+        print_json([r.model_dump(mode="json") | {"status": r.status} for r in reached])
+    elif format is GraphOutput.mermaid:
         print(render.mermaid(root, reached))
-    elif format == "dot":
+    elif format is GraphOutput.dot:
         print(render.dot(root, reached))
-    elif format == "tree":
+    else:
         console.print(render.tree(root, reached, texts))
         console.print(f"{len(reached)} nodes downstream of {node_id}")
-    else:
-        raise typer.BadParameter("format must be tree, json, mermaid or dot")
 
 
 def print_verdict(verdict: Verdict) -> None:
     colour = "green" if verdict.allowed else "red"
-    console.print(f"[{colour}]{'ALLOW' if verdict.allowed else 'DENY'}[/] {verdict.reason}",
-                  highlight=False)
+    console.print(styled(f"[{colour}]{{}}[/] {{}}", "ALLOW" if verdict.allowed else "DENY",
+                         verdict.reason))
     for blocker in verdict.blockers:
         why = f" ({blocker.reason})" if blocker.reason else ""
-        console.print(f"  [red]{blocker.premise}[/] {blocker.status}{why}: "
-                      + " -> ".join(blocker.trail), highlight=False)
+        console.print(styled("  [red]{}[/] {}{}: {}", blocker.premise, blocker.status, why,
+                             " -> ".join(blocker.trail)))
+
+
+class AtRisk(StrEnum):
+    """What a check does with a premise proposed for retraction (not yet decided)."""
+
+    block = "block"
+    allow = "allow"
 
 
 @command("check")
 def check_cmd(ctx: typer.Context, target: str,
-              at_risk: str = typer.Option("block", help="block or allow at-risk premises."),
-              as_of: str | None = typer.Option(None, "--as-of", help="Was it allowed at this time "
-                                                                     "(ISO-8601 with offset)?"),
-              known_at: str | None = typer.Option(None, "--known-at", help="...as known at this "
-                                                                           "time (default now)."),
-              json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Pre-flight check of an action or decision. Exit code 2 when denied."""
+              at_risk: Annotated[AtRisk, typer.Option(help="What an at-risk premise does.")
+                                 ] = AtRisk.block,
+              as_of: Annotated[str | None, typer.Option(
+                  "--as-of", callback=time_option,
+                  help="Was it allowed at this time (ISO-8601 with offset)?")] = None,
+              known_at: Annotated[str | None, typer.Option(
+                  "--known-at", callback=time_option,
+                  help="...as known at this time (default now).")] = None,
+              format: OutputFormat = Output.table) -> None:
+    """Pre-flight check of an action or decision. Exit code 3 when denied."""
     with connection(ctx).open() as rippl:
-        verdict = rippl.check(target, at_risk=at_risk, as_of=as_of, known_at=known_at)
-    if json_out:
-        console.print_json(verdict.model_dump_json())
+        verdict = rippl.check(target, at_risk=at_risk.value, as_of=as_of, known_at=known_at)
+    if format is Output.json:
+        print_json(verdict.model_dump(mode="json"))
     else:
         print_verdict(verdict)
     if not verdict.allowed:
@@ -111,7 +145,8 @@ def check_cmd(ctx: typer.Context, target: str,
 def print_wave(wave: Wave, verb: str) -> None:
     console.print(f"{verb} {wave.root}: {len(wave.transitions)} status changes")
     for t in wave.transitions:
-        console.print(f"  {t.id} {t.kind}: {t.before} -> [{STATE_STYLE[t.after]}]{t.after}[/]")
+        console.print(styled(f"  {{}} {{}}: {{}} -> [{STATE_STYLE[t.after]}]{{}}[/]", t.id, t.kind,
+                             public_status(t.kind, t.before), public_status(t.kind, t.after)))
 
 
 @command("retract")
@@ -133,10 +168,13 @@ def reinstate_cmd(ctx: typer.Context, claim_id: str,
 
 
 @command("stats")
-def stats_cmd(ctx: typer.Context) -> None:
+def stats_cmd(ctx: typer.Context, format: OutputFormat = Output.table) -> None:
     """Counts of nodes by kind and status."""
     with connection(ctx).open() as rippl:
         stats = rippl.stats()
+    if format is Output.json:
+        print_json(stats.model_dump(mode="json"))
+        return
     table = Table("kind", "nodes", "statuses")
     for kind, count in sorted(stats.nodes.items()):
         statuses = ", ".join(f"{s}: {n}" for s, n in sorted(stats.statuses[kind].items()))

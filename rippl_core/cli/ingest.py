@@ -3,20 +3,37 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from rippl_core.cli.app import EXIT_ERROR, command, connection, console, errors
+from rippl_core.cli.app import EXIT_ERROR, command, connection, console, errors, styled
+from rippl_core.cli.render import mermaid_text
 from rippl_core.ingest.extractors import get_extractor, to_markdown
 from rippl_core.ingest.writer import DocumentReport, IngestReport, as_dict
 from rippl_core.vocabulary import Kind
 
-FORMATS = ("table", "mermaid", "markdown", "json")
+
+class IngestOutput(StrEnum):
+    """What `rippl ingest` prints."""
+
+    table = "table"
+    json = "json"
+    mermaid = "mermaid"
+    markdown = "markdown"
+
+
+class OnConflictChoice(StrEnum):
+    """What a document stating an existing decision or action with other support does."""
+
+    justify = "justify"
+    reject = "reject"
+
 _OUTCOME_STYLE = {"added": "green", "merged": "cyan", "unchanged": "dim"}
 _STATUS_STYLE = {"written": "green", "unchanged": "dim", "dry-run": "cyan", "rejected": "red",
                  "failed": "red"}
@@ -35,10 +52,12 @@ def ingest_cmd(
                      ] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Validate and show the would-be graph; write nothing.")] = False,
-    format: Annotated[str, typer.Option(
+    format: Annotated[IngestOutput, typer.Option(
+        "--format", "-f", case_sensitive=False,
         help="What to print: table (summary; with --dry-run the nodes too), mermaid (the would-be "
-             "graph), markdown (the extraction in the structured format) or json.")] = "table",
-    on_conflict: Annotated[str, typer.Option(
+             "graph), markdown (the extraction in the structured format) or json.")
+    ] = IngestOutput.table,
+    on_conflict: Annotated[OnConflictChoice, typer.Option(
         help="When a decision or action already in the graph is stated with other support: "
              "justify (add it as an alternative justification) or reject the document.")
     ] = "justify",
@@ -48,17 +67,13 @@ def ingest_cmd(
     Each document is validated in full before anything is written, and written all-or-nothing.
     Node ids derive from the text, so ingesting again, or two documents stating the same thing,
     merges instead of duplicating. Exit code 1 when any document was rejected."""
-    if format not in FORMATS:
-        raise typer.BadParameter(f"format must be one of {', '.join(FORMATS)}")
-    if on_conflict not in ("justify", "reject"):
-        raise typer.BadParameter("on-conflict must be justify or reject")
     documents = expand(paths)
     chosen = get_extractor(extractor, model=model)
     # The summary goes to stdout for the table; with another format stdout carries only that.
-    summary = console if format == "table" else errors
-    with connection(ctx).open() as rippl, Progress(
+    summary = console if format is IngestOutput.table else errors
+    with connection(ctx).open(create=True) as rippl, Progress(
         TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), console=errors, transient=True,
+        TimeElapsedColumn(), console=errors, transient=True, disable=not errors.is_terminal,
     ) as progress:
         task = progress.add_task("ingesting", total=len(documents))
 
@@ -69,13 +84,13 @@ def ingest_cmd(
                 progress.advance(task)
 
         report = rippl.ingest(documents, extractor=chosen, dry_run=dry_run,
-                              on_conflict=on_conflict, errors="report",  # type: ignore[arg-type]
+                              on_conflict=on_conflict.value, errors="report",
                               progress=advance)
-    if format == "json":
+    if format is IngestOutput.json:
         print(json.dumps(as_dict(report), indent=2))
-    elif format == "mermaid":
+    elif format is IngestOutput.mermaid:
         print(mermaid(report))
-    elif format == "markdown":
+    elif format is IngestOutput.markdown:
         print(_markdown(report))
     elif dry_run:
         for document in report.documents:
@@ -84,7 +99,7 @@ def ingest_cmd(
     summary.print(summary_table(report, dry_run=dry_run))
     for document in report.documents:
         for line in _failure_lines(document):
-            errors.print(line, highlight=False)
+            errors.print(line)
     if not report.ok:
         raise typer.Exit(EXIT_ERROR)
 
@@ -105,7 +120,7 @@ def expand(paths: list[Path]) -> list[Path]:
 
 def summary_table(report: IngestReport, *, dry_run: bool = False) -> Table:
     used = sorted({d.extractor + (f" ({d.model})" if d.model else "") for d in report.documents})
-    title = f"ingest with {escape(', '.join(used))}" + (" (dry run: nothing written)" if dry_run else "")
+    title = f"ingest with {', '.join(used)}" + (" (dry run: nothing written)" if dry_run else "")
     table = Table(title=title)
     table.add_column("document", overflow="fold", ratio=1)
     table.add_column("status", no_wrap=True)
@@ -117,7 +132,7 @@ def summary_table(report: IngestReport, *, dry_run: bool = False) -> Table:
                   len(d.problems) or (1 if d.status == "failed" else 0)]
         totals = [a + b for a, b in zip(totals, counts, strict=True)]
         style = _STATUS_STYLE[d.status]
-        table.add_row(escape(d.document), f"[{style}]{d.status}[/]", *map(str, counts))
+        table.add_row(d.document, Text(d.status, style=style), *map(str, counts))
     if len(report.documents) > 1:
         table.add_section()
         rejected = len(report.rejected)
@@ -127,7 +142,7 @@ def summary_table(report: IngestReport, *, dry_run: bool = False) -> Table:
 
 
 def nodes_table(document: DocumentReport) -> Table:
-    title = escape(document.document) + (": would be written" if document.status == "dry-run" else "")
+    title = document.document + (": would be written" if document.status == "dry-run" else "")
     table = Table(title=title)
     table.add_column("ref", overflow="fold")
     table.add_column("id", no_wrap=True)
@@ -137,21 +152,21 @@ def nodes_table(document: DocumentReport) -> Table:
     for node in document.nodes:
         style = _OUTCOME_STYLE[node.outcome]
         text = node.text if len(node.text) <= 90 else node.text[:89] + "…"
-        table.add_row(escape(", ".join(node.refs)), escape(node.id), escape(text),
-                      f"[{style}]{node.outcome}[/]", node.status or "")
+        table.add_row(", ".join(node.refs), node.id, text, Text(node.outcome, style=style),
+                      node.status or "")
     return table
 
 
-def _failure_lines(document: DocumentReport) -> list[str]:
+def _failure_lines(document: DocumentReport) -> list[Text]:
     if document.ok:
         return []
-    name = escape(document.document)
+    name = document.document
     if not document.problems:
-        return [f"[red]{name}: failed:[/red] {escape(document.error or '')}"]
+        return [styled("[red]{}: failed:[/red] {}", name, document.error or "")]
     count = len(document.problems)
-    lines = [f"[red]{name}: rejected, nothing written ({count} problem{'s' if count > 1 else ''}):"
-             "[/red]"]
-    lines += [f"  - {escape(str(problem))}" for problem in document.problems]
+    lines = [styled("[red]{}: rejected, nothing written ({} problem{}):[/red]", name, count,
+                    "s" if count > 1 else "")]
+    lines += [Text(f"  - {problem}") for problem in document.problems]
     return lines
 
 
@@ -188,8 +203,8 @@ def mermaid(report: IngestReport) -> str:
     for node_id in sorted({a for a, _ in edges} | set(kinds)):
         names[node_id] = f"n{len(names)}"
         text = texts.get(node_id, node_id)
-        text = (text if len(text) <= 60 else text[:59] + "…").replace('"', "'")
-        label = f"{text}<br/><small>{node_id}</small>"
+        text = text if len(text) <= 60 else text[:59] + "…"
+        label = f"{mermaid_text(text)}<br/><small>{mermaid_text(node_id)}</small>"
         left, right = _SHAPE.get(kinds.get(node_id, Kind.CLAIM), ('["', '"]'))
         style = outcome.get(node_id, "graph")
         lines.append(f"    {names[node_id]}{left}{label}{right}:::{style}")

@@ -2,19 +2,37 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
 
-from rippl_core.cli.app import command, connection, errors
+from rippl_core.cli.app import command, connection, errors, styled
 from rippl_core.mcp import serve
+
+
+class TransportChoice(StrEnum):
+    """How MCP clients reach the server."""
+
+    stdio = "stdio"
+    http = "http"
+
+
+class LogLevel(StrEnum):
+    """The server's log level."""
+
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
 
 
 @command("mcp")
 def mcp_cmd(
     ctx: typer.Context,
-    transport: Annotated[str, typer.Option(help="stdio (for a client that starts the server) or "
-                                                "http (streamable HTTP).")] = "stdio",
+    transport: Annotated[TransportChoice, typer.Option(
+        help="stdio (for a client that starts the server) or http (streamable HTTP).")
+    ] = TransportChoice.stdio,
     host: Annotated[str, typer.Option(help="HTTP: the address to bind. Keep 127.0.0.1 unless you "
                                            "put authentication in front.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP: the port (the endpoint is /mcp).")] = 8000,
@@ -23,18 +41,17 @@ def mcp_cmd(
                                "a human decides). Needs --reviewer.")] = False,
     reviewer: Annotated[str | None, typer.Option(
         help="With --allow-review: the identity every approval's receipt names.")] = None,
-    log_level: Annotated[str, typer.Option(help="Server log level (to stderr).")] = "WARNING",
+    log_level: Annotated[LogLevel, typer.Option(help="Server log level (to stderr).",
+                                                case_sensitive=False)] = LogLevel.WARNING,
 ) -> None:
     """Serve Rippl to MCP clients: check_premises, blast_radius, explain, the review queue and
     belief memory as tools. stdio by default; --transport http for streamable HTTP."""
-    if transport not in ("stdio", "http"):
-        raise typer.BadParameter("transport must be stdio or http", param_hint="--transport")
     conn = connection(ctx)
-    if transport == "http":
+    if transport is TransportChoice.http:
         where = f"http://{host}:{port}/mcp"
-        errors.print(f"rippl MCP server for graph {conn.graph!r} on {where}", highlight=False)
+        errors.print(f"rippl MCP server for graph {conn.graph!r} on {where}")
         if host not in ("127.0.0.1", "localhost", "::1"):
-            errors.print(f"[yellow]warning:[/yellow] listening on {host} without authentication; "
-                         "anyone who can reach it can use the tools", highlight=False)
-    serve(db=conn.db, url=conn.url, graph=conn.graph, transport=transport, host=host, port=port,
-          allow_review=allow_review, reviewer=reviewer, log_level=log_level)
+            errors.print(styled("[yellow]warning:[/yellow] listening on {} without authentication; "
+                                "anyone who can reach it can use the tools", host))
+    serve(db=conn.db, url=conn.url, graph=conn.graph, transport=transport.value, host=host, port=port,
+          allow_review=allow_review, reviewer=reviewer, log_level=log_level.value)

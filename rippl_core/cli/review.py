@@ -4,16 +4,30 @@ watch."""
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from rippl_core.cli.app import EXIT_ERROR, app, command, connection, console
+from rippl_core.cli.app import (
+    EXIT_ERROR,
+    Output,
+    OutputFormat,
+    app,
+    command,
+    connection,
+    console,
+    print_json,
+    public_keys_file,
+    signing_key_file,
+    styled,
+)
 from rippl_core.cli.render import STATE_STYLE
 from rippl_core.models import Receipt, ReceiptCheck, ReviewItem
-from rippl_core.review.receipts import export_jsonl, read_jsonl, verify_chain
+from rippl_core.review.receipts import read_jsonl, verify_export
+from rippl_core.vocabulary import State
 
 review_app = typer.Typer(help="The human review queue of proposed retractions.", no_args_is_help=True)
 receipts_app = typer.Typer(help="The tamper-evident receipt chain.", no_args_is_help=True)
@@ -21,24 +35,28 @@ app.add_typer(review_app, name="review")
 app.add_typer(receipts_app, name="receipts")
 
 
+KEY = Annotated[Path | None, typer.Option(
+    help="File holding a raw 32-byte Ed25519 private key in hex, to sign.")]
+
+
 def print_review(item: ReviewItem) -> None:
     colour = {"pending": "yellow", "approved": "red", "rejected": "green"}[item.status]
-    console.print(f"[bold]{item.id}[/bold] [{colour}]{item.status}[/]: retract {item.claim} — "
-                  f"{item.reason}", highlight=False)
+    console.print(styled(f"[bold]{{}}[/bold] [{colour}]{{}}[/]: retract {{}} — {{}}",
+                         item.id, item.status, item.claim, item.reason))
     console.print(f"  proposed by {item.proposed_by} at {item.proposed_at:%Y-%m-%d %H:%M:%S} UTC")
     if item.evidence:
-        console.print(f"  evidence: {item.evidence}", highlight=False)
+        console.print(f"  evidence: {item.evidence}")
     console.print(f"  would invalidate {len(item.at_risk)} nodes: {', '.join(item.at_risk) or '-'}")
-    if item.decided_by:
+    if item.decided_by and item.decided_at:
         console.print(f"  {item.status} by {item.decided_by} at {item.decided_at:%Y-%m-%d %H:%M:%S} UTC"
-                      + (f": {item.note}" if item.note else ""), highlight=False)
+                      + (f": {item.note}" if item.note else ""))
 
 
 def print_receipt(receipt: Receipt) -> None:
     signed = " signed" if receipt.signature else ""
-    console.print(f"[bold]{receipt.id}[/bold] {receipt.kind} of {receipt.claim} by {receipt.actor}"
-                  f" ({len(receipt.body.get('affected', []))} changes){signed}  sha256 {receipt.hash[:16]}…",
-                  highlight=False)
+    console.print(styled("[bold]{}[/bold] {} of {} by {} ({} changes){}  sha256 {}…", receipt.id,
+                         receipt.kind, receipt.claim, receipt.actor,
+                         len(receipt.body.get("affected", [])), signed, receipt.hash[:16]))
 
 
 @command("propose")
@@ -53,12 +71,25 @@ def propose_cmd(ctx: typer.Context, claim_id: str,
     console.print(f"approve with: rippl review approve {item.id} --by NAME")
 
 
+class Status(StrEnum):
+    """Which review items to list."""
+
+    pending = "pending"
+    approved = "approved"
+    rejected = "rejected"
+    all = "all"
+
+
 @command("list", on=review_app)
 def review_list(ctx: typer.Context,
-                status: str = typer.Option("pending", help="pending, approved, rejected or all.")) -> None:
+                status: Annotated[Status, typer.Option(help="Which items.")] = Status.pending,
+                format: OutputFormat = Output.table) -> None:
     """List review items (pending by default)."""
     with connection(ctx).open() as rippl:
-        items = rippl.reviews(None if status == "all" else status)
+        items = rippl.reviews(None if status is Status.all else status.value)
+    if format is Output.json:
+        print_json([item.model_dump(mode="json") for item in items])
+        return
     if not items:
         console.print(f"no {status} reviews")
         return
@@ -70,42 +101,51 @@ def review_list(ctx: typer.Context,
 
 
 @command("show", on=review_app)
-def review_show(ctx: typer.Context, review_id: str) -> None:
+def review_show(ctx: typer.Context, review_id: str, format: OutputFormat = Output.table) -> None:
     """Show one review item and what it would invalidate."""
     with connection(ctx).open() as rippl:
-        print_review(rippl.review(review_id))
+        item = rippl.review(review_id)
+    if format is Output.json:
+        print_json(item.model_dump(mode="json"))
+    else:
+        print_review(item)
 
 
 @command("approve", on=review_app)
 def review_approve(ctx: typer.Context, review_id: str,
                    by: str = typer.Option(..., help="The reviewer's identity."),
                    note: str | None = typer.Option(None, help="A note for the receipt."),
-                   key: Path | None = typer.Option(None, help="File holding a raw 32-byte Ed25519 "
-                                                              "private key in hex, to sign.")) -> None:
+                   key: KEY = None) -> None:
     """Approve a proposed retraction: commit the wave (receipted)."""
-    signing_key = bytes.fromhex(key.read_text().strip()) if key else None
+    signing_key = signing_key_file(key)
     with connection(ctx).open() as rippl:
         receipt = rippl.approve(review_id, by=by, note=note, signing_key=signing_key)
     print_receipt(receipt)
     for change in receipt.body.get("affected", []):
-        console.print(f"  {change['id']}: {change['before']} -> "
-                      f"[{STATE_STYLE.get(change['after'], 'white')}]{change['after']}[/]")
+        style = STATE_STYLE.get(State(change["after"]), "white")
+        console.print(styled(f"  {{}}: {{}} -> [{style}]{{}}[/]", change["id"], change["before"],
+                             change["after"]))
 
 
 @command("reject", on=review_app)
 def review_reject(ctx: typer.Context, review_id: str,
                   by: str = typer.Option(..., help="The reviewer's identity."),
-                  note: str | None = typer.Option(None, help="A note for the receipt.")) -> None:
+                  note: str | None = typer.Option(None, help="A note for the receipt."),
+                  key: KEY = None) -> None:
     """Reject a proposed retraction: the at-risk nodes return (receipted)."""
+    signing_key = signing_key_file(key)
     with connection(ctx).open() as rippl:
-        print_receipt(rippl.reject(review_id, by=by, note=note))
+        print_receipt(rippl.reject(review_id, by=by, note=note, signing_key=signing_key))
 
 
 @command("list", on=receipts_app)
-def receipts_list(ctx: typer.Context) -> None:
+def receipts_list(ctx: typer.Context, format: OutputFormat = Output.table) -> None:
     """List the receipts of committed waves, oldest first."""
     with connection(ctx).open() as rippl:
         receipts = rippl.receipts()
+    if format is Output.json:
+        print_json([receipt.model_dump(mode="json") for receipt in receipts])
+        return
     for receipt in receipts:
         print_receipt(receipt)
     console.print(f"{len(receipts)} receipts")
@@ -113,51 +153,74 @@ def receipts_list(ctx: typer.Context) -> None:
 
 def print_check(check: ReceiptCheck) -> None:
     if check.ok:
-        console.print(f"[green]chain intact[/]: {check.count} receipts verified")
+        console.print(styled("[green]chain intact[/]: {} receipts verified", check.count))
         return
-    console.print(f"[red]chain broken[/]: {len(check.problems)} problems in {check.count} receipts")
+    console.print(styled("[red]chain broken[/]: {} problems in {} receipts", len(check.problems),
+                         check.count))
     for problem in check.problems:
-        console.print(f"  {problem}", highlight=False)
+        console.print(f"  {problem}")
 
 
 @command("verify", on=receipts_app)
 def receipts_verify(ctx: typer.Context,
-                    file: Annotated[Path | None, typer.Option("--file", help="Verify an exported JSONL "
-                                                              "chain instead of the database.")] = None,
-                    keys: Annotated[Path | None, typer.Option(help="JSON file mapping actor -> trusted "
-                                                              "Ed25519 public key (hex).")] = None) -> None:
+                    file: Annotated[Path | None, typer.Option(
+                        "--file", help="Verify an exported JSONL chain (its head included) "
+                                       "instead of the database.")] = None,
+                    keys: Annotated[Path | None, typer.Option(
+                        help="JSON file mapping actor -> trusted Ed25519 public key (hex). With "
+                             "--file, the export's head must then be signed by one of them.")
+                    ] = None,
+                    format: OutputFormat = Output.table) -> None:
     """Re-walk the chain; exit 1 on any broken link."""
-    public_keys = json.loads(keys.read_text()) if keys else None
+    public_keys = public_keys_file(keys)
     if file is not None:
-        check = verify_chain(read_jsonl(file), public_keys=public_keys)
+        check = verify_export(read_jsonl(file), public_keys=public_keys)
     else:
         with connection(ctx).open() as rippl:
             check = rippl.verify_receipts(public_keys)
-    print_check(check)
+    if format is Output.json:
+        print_json(check.model_dump(mode="json"))
+    else:
+        print_check(check)
     if not check.ok:
         raise typer.Exit(EXIT_ERROR)
 
 
 @command("export", on=receipts_app)
-def receipts_export(ctx: typer.Context, file: Path) -> None:
-    """Write the chain as JSON Lines, to keep and verify elsewhere."""
+def receipts_export(ctx: typer.Context, file: Path, key: KEY = None,
+                    by: Annotated[str | None, typer.Option(
+                        help="With --key: who signs the export's head.")] = None) -> None:
+    """Write the chain as JSON Lines, headed by its count and last hash (signed with --key), to
+    keep and verify elsewhere with `rippl receipts verify --file`."""
+    signing_key = signing_key_file(key)
     with connection(ctx).open() as rippl:
-        count = export_jsonl(rippl.receipts(), file)
-    console.print(f"wrote {count} receipts to {file}")
+        lines = rippl.export_receipts(signing_key=signing_key, by=by)
+    file.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    console.print(f"wrote {len(lines) - 1} receipts to {file}")
 
 
 @command("watch")
 def watch_cmd(ctx: typer.Context,
-              count: int | None = typer.Option(None, help="Stop after this many events.")) -> None:
-    """Print status-change and review events live as they happen (Ctrl-C to stop)."""
+              count: int | None = typer.Option(None, help="Stop after this many events."),
+              format: OutputFormat = Output.table) -> None:
+    """Print status-change and review events live as they happen (Ctrl-C to stop). With
+    --format json, one JSON object per line."""
     with connection(ctx).open() as rippl, rippl.subscribe() as stream:
-        console.print(f"watching graph {rippl.graph!r}…")
+        if format is Output.table:
+            console.print(f"watching graph {rippl.graph!r}…")
         seen = 0
         try:
             for event in stream:
-                what = event.node or event.review or f"{event.agent} on {event.topic}"
-                change = f"{event.before} -> {event.after}" if event.before else (event.claim or "")
-                console.print(f"{event.at:%H:%M:%S} {event.type:<17} {what} {change}", highlight=False)
+                if format is Output.json:
+                    print(json.dumps(event.model_dump(mode="json") | {
+                        "before_status": event.before_status, "after_status": event.after_status}),
+                        flush=True)
+                else:
+                    what = event.node or event.review or f"{event.agent} on {event.topic}"
+                    change = (f"{event.before_status} -> {event.after_status}" if event.before
+                              else (event.claim or ""))
+                    at = f"{event.at:%H:%M:%S}" if event.at else "--:--:--"
+                    console.print(f"{at} {event.type:<19} {what} {change}")
                 seen += 1
                 if count is not None and seen >= count:
                     break

@@ -280,7 +280,8 @@ async def verify(request: Request) -> ReceiptCheck:
 @router.get("/receipts/export", dependencies=[Read], tags=["receipts"],
             response_class=Response, responses={200: {"content": {"application/x-ndjson": {}}}})
 async def export(request: Request) -> Response:
-    """The chain as JSON Lines, to keep and check elsewhere (`rippl receipts verify FILE`)."""
+    """The chain as JSON Lines headed by its count and last hash, to keep and check elsewhere
+    (`rippl receipts verify --file FILE`)."""
     state = console(request)
     lines = await state.rippl.export_receipts()
     return Response("".join(f"{line}\n" for line in lines), media_type="application/x-ndjson",

@@ -17,6 +17,7 @@ from rippl_core._runtime.op import Op
 from rippl_core._runtime.steps import adrive as steps_adrive
 from rippl_core._runtime.steps import drive as steps_drive
 from rippl_core._runtime.timeutil import now_ms
+from rippl_core._runtime.validation import check_collection
 from rippl_core.errors import InvalidInputError
 from rippl_core.ingest.document import Document
 from rippl_core.ingest.extractors.base import Extractor, aextract
@@ -33,7 +34,7 @@ def as_documents(documents: DocumentLike | Iterable[DocumentLike]) -> list[Docum
     """One document or several: a path (str or Path) or a `Document` (text already in memory)."""
     if isinstance(documents, str | os.PathLike | Document):
         return [documents]
-    items = list(documents)
+    items = check_collection(documents, what="documents", item="file path or Document")
     for item in items:
         if not isinstance(item, str | os.PathLike | Document):
             raise InvalidInputError(f"cannot ingest a {type(item).__name__}; give file paths or "

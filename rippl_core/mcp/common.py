@@ -30,15 +30,20 @@ Time = Annotated[str, Field(min_length=1, max_length=64,
 type Registrar = Callable[..., Callable[[Callable[..., Awaitable[Any]]], Any]]
 
 
-def client_identity(ctx: Context) -> str:
-    """Who is calling: `mcp:<client name>` from the client's initialize handshake."""
+def client_identity(ctx: Context, agent: str | None = None) -> str:
+    """Who is calling: `mcp:<client name>` from the client's initialize handshake, never from a
+    tool's arguments. An agent name the caller gives only qualifies it: `mcp:<client>/<agent>`,
+    so a caller can name itself but never pass for someone else (a person, another client)."""
     try:
         params = ctx.session.client_params
     except Exception:  # no session (called outside a request)
         params = None
     name = params.clientInfo.name if params is not None else ""
     clean = "".join(ch for ch in name if ch.isprintable()).strip()[:100]
-    return f"mcp:{clean}" if clean else "mcp:client"
+    identity = f"mcp:{clean}" if clean else "mcp:client"
+    if agent is None or not agent.strip():
+        return identity
+    return f"{identity}/{agent.strip()}"[:MAX_ID_LENGTH].rstrip()
 
 
 def tool_errors[R](fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:

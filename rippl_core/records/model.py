@@ -3,17 +3,16 @@ metadata, embeddings, limits, and the time of a read (`view_of`)."""
 
 from __future__ import annotations
 
-import json
 import math
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_core._runtime.timeutil import TimeLike, read_times
-from rippl_core._runtime.validation import check_id, check_text
+from rippl_core._runtime.validation import canonical_json, check_collection, check_id, check_text
 from rippl_core.errors import InvalidInputError
 from rippl_core.vocabulary import Kind, State, public_status
 
@@ -109,10 +108,8 @@ def scope_prefix(prefix: str | None) -> str | None:
 def check_categories(values: Iterable[object] | None, *, what: str = "categories") -> list[str]:
     if values is None:
         return []
-    if isinstance(values, str):
-        raise InvalidInputError(f"{what} must be a list of strings, not a single string")
     seen: dict[str, None] = {}
-    for value in values:
+    for value in check_collection(values, what=what, item="string"):
         seen[check_text(value, what="category")] = None
     if len(seen) > MAX_CATEGORIES:
         raise InvalidInputError(f"a record has at most {MAX_CATEGORIES} categories")
@@ -123,17 +120,12 @@ def check_metadata(metadata: object) -> str:
     """Canonical JSON of a metadata mapping (string keys, JSON values)."""
     if metadata is None:
         return "{}"
-    if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
-        raise InvalidInputError("metadata must be a dict with string keys")
-    try:
-        text = json.dumps(metadata, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False, default=_json_default)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"metadata must be JSON-serialisable: {exc}") from None
-    if len(text.encode()) > MAX_METADATA_BYTES:
-        raise InvalidInputError(f"metadata is {len(text)} bytes of JSON; the limit is "
-                                f"{MAX_METADATA_BYTES}")
-    return text
+    return canonical_json(metadata, what="metadata", limit=MAX_METADATA_BYTES, default=_json_default)
+
+
+def record_ids(ids: object) -> list[str]:
+    """Record ids given as a list (a filter, or the records to touch)."""
+    return [check_id(i, what="record id") for i in check_collection(ids, what="ids", item="record id")]
 
 
 def _json_default(value: object) -> object:

@@ -26,10 +26,10 @@ from typing import Any
 from rippl_core._runtime import schema
 from rippl_core._runtime.op import Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, to_ms
-from rippl_core._runtime.validation import check_id, check_text, semantic_id
+from rippl_core._runtime.validation import check_collection, check_id, check_text, semantic_id
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal import history
-from rippl_core.causal.nodes import fetch_justifications, fetch_nodes
+from rippl_core.causal.nodes import fetch_justifications, fetch_nodes, stated_claims
 from rippl_core.causal.relabel import Change, plan_change
 from rippl_core.causal.spec import NodeSpec
 from rippl_core.errors import ConflictError, InvalidInputError, NotFoundError
@@ -45,6 +45,7 @@ from rippl_core.records.model import (
     check_store,
     check_vector,
     normalise_scope,
+    record_ids,
     scope_prefix,
 )
 from rippl_core.vocabulary import Kind, State
@@ -62,9 +63,10 @@ def source_id(store: str, source: str | None) -> tuple[str, str]:
 @dataclass
 class _Prepared:
     rid: str
-    claim: str | None
+    claim: str | None  # the claim the caller named
     source: tuple[str, str]
     props: dict[str, Any]
+    derived: str | None = None  # else: the claim stating its content (set when saving)
 
 
 def _prepare(store: str, record: Record, now: int) -> _Prepared:
@@ -167,7 +169,7 @@ def find(store: str, *, view: View, prefix: str | None = None,
     """Records matching every filter given, newest first (by creation time)."""
     store = check_store(store)
     cats = check_categories(categories, what="categories filter") if categories is not None else None
-    rids = [check_id(i, what="record id") for i in ids] if ids is not None else None
+    rids = record_ids(ids) if ids is not None else None
     wanted = _check_filter(metadata_filter)
     offset = check_limit(offset, what="offset")
     if limit is not None:
@@ -278,7 +280,8 @@ def _prepare_all(store: str, records: Sequence[Record] | Record, now: int) -> li
     """Validate every record before anything is read or written; ids must be distinct."""
     if isinstance(records, Record):
         records = [records]
-    prepared = [_prepare(store, record, now) for record in records]
+    prepared = [_prepare(store, record, now)
+                for record in check_collection(records, what="records", item="Record")]
     ids = [p.rid for p in prepared]
     if len(set(ids)) != len(ids):
         raise InvalidInputError("the same record id appears twice in one save; save it once")
@@ -304,7 +307,7 @@ def _version_queries(commit: Commit, store: str, prepared: Sequence[_Prepared],
     ones) and access times of unchanged ones."""
     creates, closes, touched = [], [], []
     for p in prepared:
-        claim = p.claim or semantic_id(Kind.CLAIM, p.props["content"])
+        claim = p.claim or p.derived or semantic_id(Kind.CLAIM, p.props["content"])
         props = {**p.props, "claim": claim, "linked": p.claim is not None}
         old = existing.get(p.rid)
         if old is not None and all(old.get(k) == props.get(k) for k in _COMPARED):
@@ -351,12 +354,15 @@ def _claims_change(store: str, prepared: Sequence[_Prepared], now: int) -> Op[Ch
     derived: dict[str, tuple[str, set[str]]] = {}  # claim -> (text, source ids)
     titles: dict[str, str] = {}
     named: set[str] = set()
+    stated = yield from stated_claims([p.props["content"] for p in prepared if p.claim is None])
     for p in prepared:
         if p.claim is not None:
             named.add(p.claim)
             continue
-        claim = semantic_id(Kind.CLAIM, p.props["content"])
-        text, sources = derived.setdefault(claim, (p.props["content"], set()))
+        claim, text = stated.get(p.props["content"],
+                                 (semantic_id(Kind.CLAIM, p.props["content"]), p.props["content"]))
+        p.derived = claim
+        text, sources = derived.setdefault(claim, (text, set()))
         sources.add(p.source[0])
         titles[p.source[0]] = p.source[1]
     found = yield from fetch_nodes(sorted(named | set(derived) | set(titles)))
@@ -413,7 +419,7 @@ def delete(store: str, *, now: int, prefix: str | None = None,
 def touch(store: str, ids: Sequence[str], *, now: int) -> Op[int]:
     """Record an access to the open versions of `ids` (no new version)."""
     store = check_store(store)
-    rids = [check_id(i, what="record id") for i in ids]
+    rids = record_ids(ids)
     if not rids:
         return 0
     results = yield Commit(queries=[cypher.touch(store, rids, now)])

@@ -20,7 +20,7 @@ from rippl_core.causal.tms import label
 from rippl_core.errors import InvalidInputError, NotFoundError, ReviewError
 from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, Transition, Wave
 from rippl_core.review import cypher
-from rippl_core.review.receipts import GENESIS, SigningKey, receipt_model, seal, verify_chain
+from rippl_core.review.receipts import GENESIS, SigningKey, receipt_id, receipt_model, seal, verify_chain
 from rippl_core.vocabulary import RETRACTABLE, Kind, State
 
 
@@ -57,7 +57,7 @@ def _append_receipt(commit: Commit, *, kind: str, claim: str, actor: str, at: in
     body = {"kind": kind, "seq": seq + 1, "prev": prev, "review": review, "claim": claim,
             "actor": actor, "at": from_ms(at).isoformat(),  # type: ignore[union-attr]
             "affected": affected, **{k: v for k, v in details.items() if v is not None}}
-    props = {"id": f"RCP-{seq + 1:08d}", "seq": seq + 1, "kind": kind, "actor": actor,
+    props = {"id": receipt_id(seq + 1), "seq": seq + 1, "kind": kind, "actor": actor,
              **seal(body, signing_key)}
     commit.queries.append(cypher.append_receipt(props))
     return receipt_model(props)
@@ -158,7 +158,8 @@ def review_model(props: Mapping[str, Any]) -> ReviewItem:
 def get_review(review_id: str) -> Op[ReviewItem]:
     rows = yield cypher.get_review(check_id(review_id, what="review id"))
     if not rows:
-        raise NotFoundError(f"no review {review_id}; list them with reviews() or `rippl review list`")
+        raise NotFoundError(f"no review {review_id}; list them with reviews()",
+                            cli=f"no review {review_id}; list them with `rippl review list`")
     return review_model(rows[0][0])
 
 
@@ -177,10 +178,15 @@ def list_receipts() -> Op[list[Receipt]]:
     return [receipt_model(row[0]) for row in rows]
 
 
-def verify(public_keys: Mapping[str, Any] | None) -> Op[ReceiptCheck]:
+def chain() -> Op[tuple[list[dict[str, Any]], tuple[int, str] | None]]:
+    """The stored receipts, oldest first, and the chain's recorded head, read together."""
     rows = yield cypher.CHAIN
     records = [row[2] for row in rows if row[2] is not None]
-    recorded = (rows[0][0], rows[0][1]) if rows and rows[0][0] is not None else None
+    return records, ((rows[0][0], rows[0][1]) if rows and rows[0][0] is not None else None)
+
+
+def verify(public_keys: Mapping[str, Any] | None) -> Op[ReceiptCheck]:
+    records, recorded = yield from chain()
     check = verify_chain(records, head=recorded, public_keys=public_keys)
     if records and recorded is None:
         missing = "the chain's head record is missing: receipts were deleted or rewritten outside Rippl"

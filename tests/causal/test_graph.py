@@ -4,6 +4,7 @@ conflicts, all-or-nothing loads, semantic ids, and the async twin. Both backends
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import yaml
 from helpers_core import IN, assert_consistent, snapshot, version
 
 from rippl_core import AsyncRippl, ConflictError, InvalidInputError, Kind, NotFoundError, Rippl, State
+from rippl_core._runtime.keys import schema_key
 from rippl_core._runtime.validation import semantic_id
 from rippl_core._runtime.wire import parse
 
@@ -275,3 +277,49 @@ async def test_async_handle_does_what_the_sync_one_does(rippl: Rippl, arippl: As
     await arippl.reinstate("S1", reason="ok", by="a")
     assert_consistent(snapshot(rippl))
     assert set(snapshot(rippl).states().values()) == {IN}
+
+
+# ----------------------------------------------------------------- a statement is one claim
+
+
+def test_a_claim_without_an_id_is_the_claim_already_stating_its_text(rippl: Rippl) -> None:
+    rippl.add_source("S1", "one")
+    rippl.add_source("S2", "two")
+    named = rippl.add_claim("CLM-1", "Shard 09 is healthy", sources=["S1"])
+    for wording in ("Shard 09 is healthy", "shard 09 IS healthy.", "Shard  09 is healthy"):
+        again = rippl.add_claim(None, wording, sources=["S2"])
+        assert again.id == "CLM-1" and again.text == named.text
+    assert rippl.stats().nodes["Claim"] == 1
+    assert rippl.get("CLM-1").justifications == [["S1"], ["S2"]]
+    report = rippl.load({"claims": [{"text": "SHARD 09 is healthy"}]})
+    assert report.unchanged == ["CLM-1"] and rippl.stats().nodes["Claim"] == 1
+    assert [c.id for c in rippl.claims_stating("shard 09 is healthy.")] == ["CLM-1"]
+    rippl.add_claim("CLM-2", "shard 09 is healthy")
+    with pytest.raises(InvalidInputError, match="CLM-1, CLM-2"):
+        rippl.add_claim(None, "Shard 09 is healthy")
+
+
+def test_a_record_states_the_claim_already_stating_its_content(rippl: Rippl) -> None:
+    from rippl_core import Record
+
+    rippl.add_claim("CLM-1", "Shard 09 is healthy")
+    saved = rippl.records("mem").save([Record(id="r1", content="shard 09 is healthy")])
+    assert saved[0].claim == "CLM-1" and rippl.stats().nodes["Claim"] == 1
+    rippl.retract("CLM-1", reason="disk errors", by="ops")
+    assert rippl.records("mem").get("r1").claim_state is State.OUT  # type: ignore[union-attr]
+
+
+def test_claims_written_before_text_keys_get_theirs_on_open(backend: dict[str, object]) -> None:
+    graph = f"t-{uuid.uuid4().hex[:12]}"
+    with Rippl.open(graph=graph, **backend) as rippl:  # type: ignore[arg-type]
+        rippl.add_claim("CLM-OLD", "an old statement")
+        rippl.redis.execute_command("GRAPH.QUERY", graph, "MATCH (c:Claim) REMOVE c.text_key")
+        rippl.redis.delete(schema_key(graph))  # as an older Rippl left it
+    try:
+        with Rippl.open(graph=graph, **backend) as rippl:  # type: ignore[arg-type]
+            assert [c.id for c in rippl.claims_stating("An old statement.")] == ["CLM-OLD"]
+            assert rippl.add_claim(None, "an old statement").id == "CLM-OLD"
+    finally:
+        with Rippl.open(graph=graph, **backend) as rippl:  # type: ignore[arg-type]
+            rippl.drop()
+            rippl.redis.execute_command("GRAPH.DELETE", graph)

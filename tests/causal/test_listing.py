@@ -46,12 +46,14 @@ def test_export_receipts_is_the_verifiable_jsonl_chain(incident: Rippl, tmp_path
     incident.approve(item.id, by="alice")
     incident.reinstate("CLM-001", reason="fixed", by="alice")
     lines = incident.export_receipts()
-    assert len(lines) == 2 and all("\n" not in line for line in lines)
-    records = [json.loads(line) for line in lines]
+    assert len(lines) == 3 and all("\n" not in line for line in lines)
+    head, *records = [json.loads(line) for line in lines]
+    assert head["head"]["count"] == 2 and head["head"]["hash"] == records[-1]["hash"]
     assert [r["seq"] for r in records] == [1, 2]
     assert json.loads(records[0]["body"])["actor"] == "alice"
-    from rippl_core.review.receipts import verify_chain
+    from rippl_core.review.receipts import verify_export
 
-    assert verify_chain(records).ok
+    assert verify_export([head, *records]).ok
     tampered = [dict(records[0], body=records[0]["body"].replace("alice", "mallory")), records[1]]
-    assert not verify_chain(tampered).ok
+    assert not verify_export([head, *tampered]).ok
+    assert not verify_export([head, records[0]]).ok  # a cut tail

@@ -43,4 +43,4 @@ def test_rippl_demo_tells_one_story_when_asked(tmp_path: Path) -> None:
     assert "VETOED" in done.stdout and "CLM-001" not in done.stdout  # only the capture story
     wrong = subprocess.run([sys.executable, "-m", "rippl_core.cli", "--db", str(tmp_path / "d.db"),
                             "demo", "--story", "sequel"], capture_output=True, text=True, timeout=60)
-    assert wrong.returncode == 2 and "story must be" in wrong.stderr
+    assert wrong.returncode == 2 and "'sequel' is not one of" in wrong.stderr

@@ -15,7 +15,7 @@ from helpers_console import ALICE, BOB, INCIDENT, add_beliefs, client, sign_in
 from rippl_core import AsyncRippl, ToolCall
 from rippl_core.capture import ids
 from rippl_core.console.auth import Reviewers
-from rippl_core.review.receipts import verify_chain
+from rippl_core.review.receipts import verify_export
 from rippl_core.testing import FalkorDBServer, start_falkordb_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -162,7 +162,8 @@ async def test_reject_by_bearer_token_and_receipts(rippl: AsyncRippl) -> None:
         assert export.headers["content-type"].startswith("application/x-ndjson")
         assert "attachment" in export.headers["content-disposition"]
         records = [json.loads(line) for line in export.text.splitlines()]
-        assert len(records) == len(chain) and verify_chain(records).ok
+        assert records[0]["head"]["count"] == len(chain)  # the head makes a cut tail detectable
+        assert len(records) == len(chain) + 1 and verify_export(records).ok
 
 
 async def test_a_name_in_the_request_never_becomes_the_actor(rippl: AsyncRippl) -> None:

@@ -19,7 +19,7 @@ from helpers_mcp import REPO, Client, module_stdio_params, readme_stdio_params, 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rippl_core import InvalidInputError, NotFoundError, Rippl
+from rippl_core import InvalidInputError, NotFoundError, Rippl, ToolCall
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -214,11 +214,19 @@ async def test_review_gate_end_to_end_propose_via_mcp_approve_via_cli(client: Cl
     assert (await client.call("verify_receipts"))["ok"] is True
 
 
-async def test_propose_retraction_takes_an_explicit_proposer_and_refuses_non_claims(
-        client: Client) -> None:
+async def test_the_proposer_is_always_the_mcp_client_and_non_claims_are_refused(
+        client: Client, direct: Rippl) -> None:
+    """`by` only names the agent under the client's identity: an agent can never propose as a
+    person, or as another client."""
     ids = await chain(client)
-    review = await client.call("propose_retraction", claim_id=ids["clm"], reason="stale", by="agent-7")
-    assert review["proposed_by"] == "agent-7"
+    for by, recorded in (("agent-7", "mcp:rippl-tests/agent-7"), ("alice", "mcp:rippl-tests/alice"),
+                         ("mcp:other-client", "mcp:rippl-tests/mcp:other-client"),
+                         ("x" * 128, ("mcp:rippl-tests/" + "x" * 128)[:128]), (None, "mcp:rippl-tests")):
+        arguments = {"by": by} if by is not None else {}
+        review = await client.call("propose_retraction", claim_id=ids["clm"], reason="stale",
+                                   **arguments)
+        assert review["proposed_by"] == recorded
+        assert direct.review(review["id"]).proposed_by == recorded
     assert "only sources and claims" in await client.fail("propose_retraction", claim_id=ids["dec"],
                                                           reason="x")
     assert "NotFoundError" in await client.fail("propose_retraction", claim_id="CLM-404", reason="x")
@@ -301,7 +309,8 @@ async def test_bad_input_is_a_tool_error_and_writes_nothing(client: Client, dire
         ("add_claim", {"id": fresh, "text": "   "}, "empty"),
         ("add_claim", {"id": fresh, "text": "t", "sources": 7}, "validation error"),
         ("add_claim", {"id": fresh}, "validation error"),
-        ("add_action", {"id": fresh, "title": "t", "args": {"blob": "x" * 70_000}}, "limit"),
+        ("add_action", {"id": fresh, "title": "t", "decisions": [ids["dec"]],
+                        "args": {"blob": "x" * 70_000}}, "limit"),
         ("add_action", {"id": fresh, "title": "t", "tool": ""}, "validation error"),
         ("add_source", {"id": fresh, "title": "t", "uri": ""}, "validation error"),
         ("add_decision", {"id": ids["dec"], "title": "Move onto it", "premises": [ids["dec"]]},
@@ -504,3 +513,33 @@ async def test_strings_that_look_like_json_stay_strings(client: Client, direct: 
     # lists sent as JSON text (as some clients do) are still decoded where a list is expected
     await client.call("add_claim", id=claim, text="t", sources=json.dumps([source]))
     assert direct.get(claim).justifications == [[source]]
+
+
+async def test_an_agent_cannot_record_what_rests_on_nothing(client: Client) -> None:
+    ids = await chain(client)
+    for tool, arguments in (
+            ("add_action", {"title": "x", "tool": ids["tool"], "args": {"table": "billing"}}),
+            ("add_action", {"title": "x", "tool": ids["tool"], "decisions": [], "triggers": []}),
+            ("add_action", {"title": "x", "tool": uid("undeclared")}),
+            ("add_decision", {"title": "y"}),
+            ("add_decision", {"title": "y", "premises": [], "depends_on": []})):
+        message = await client.fail(tool, **arguments)
+        assert "rest on something" in message, message
+
+
+async def test_an_agent_cannot_lift_a_veto_by_declaring_the_call_again(client: Client,
+                                                                      direct: Rippl) -> None:
+    ids = await chain(client)
+    call = {"tool": ids["tool"], "args": {"table": "billing"}}
+    direct.retract(ids["clm"], reason="disk errors", by="ops")
+    assert (await client.call("check_premises", **call))["safe"] is False
+    # A fresh claim -> decision -> action for the same call (exact args, then any args): the
+    # retracted premise still vetoes it, through MCP and in the core.
+    fresh = {k: uid(k.upper()) for k in ("clm", "dec")}
+    await client.call("add_claim", id=fresh["clm"], text=f"{fresh['clm']} all is well")
+    await client.call("add_decision", id=fresh["dec"], title="Go anyway", premises=[fresh["clm"]])
+    for extra in ({"args": {"table": "billing"}}, {}):
+        await client.call("add_action", id=uid("ACT"), title="Migrate again",
+                          decisions=[fresh["dec"]], tool=ids["tool"], **extra)
+        assert (await client.call("check_premises", **call))["safe"] is False
+        assert not direct.check(ToolCall(name=ids["tool"], args={"table": "billing"})).allowed

@@ -18,7 +18,14 @@ from typer.testing import CliRunner
 from rippl_core import InvalidInputError, Rippl
 from rippl_core._runtime.wire import Query, parse
 from rippl_core.cli import app
-from rippl_core.review.receipts import GENESIS, export_jsonl, public_hex, read_jsonl, verify_chain
+from rippl_core.review.receipts import (
+    GENESIS,
+    public_hex,
+    read_jsonl,
+    receipt_id,
+    verify_chain,
+    verify_export,
+)
 
 KEYS = {name: Ed25519PrivateKey.from_private_bytes(hashlib.sha256(name.encode()).digest())
         for name in ("alice", "carol", "mallory")}
@@ -104,14 +111,15 @@ def _rebody(handle: Rippl, seq: int, change: Callable[[dict[str, Any]], None], *
     cypher(handle, "MATCH (r:Receipt {seq: $seq}) SET r += $props", seq=seq, props=props)
 
 
-def _forge_after(handle: Rippl, seq: int, forged_id: str = "RCP-forged") -> None:
+def _forge_after(handle: Rippl, seq: int, forged_id: str | None = None) -> None:
     """Insert a well-formed receipt linking to #seq at the end (the head is left alone)."""
     prev = stored(handle, seq)
     body = {"kind": "reinstatement", "seq": seq + 1, "prev": prev["hash"], "review": None,
             "claim": "CLM-001", "actor": "alice", "at": "2026-01-01T00:00:00+00:00", "affected": []}
     text = rfc8785.dumps(body).decode()
     cypher(handle, "CREATE (r:Receipt) SET r += $props",
-           props={"id": forged_id, "seq": seq + 1, "kind": "reinstatement", "actor": "alice",
+           props={"id": forged_id or receipt_id(seq + 1), "seq": seq + 1, "kind": "reinstatement",
+                  "actor": "alice",
                   "body": text, "hash": hashlib.sha256(text.encode()).hexdigest()})
 
 
@@ -132,12 +140,20 @@ TAMPERING: dict[str, tuple[Callable[[Rippl], None], str]] = {
     "swap two": (lambda h: cypher(h, "MATCH (a:Receipt {seq: 2}), (b:Receipt {seq: 3}) "
                                      "SET a.seq = 3, b.seq = 2"), "#2"),
     "insert a forged one in the middle": (lambda h: (
-        cypher(h, "MATCH (r:Receipt) WHERE r.seq >= 3 SET r.seq = r.seq + 1"), _forge_after(h, 2)), "#4"),
+        cypher(h, "MATCH (r:Receipt) WHERE r.seq >= 3 SET r.seq = r.seq + 1"),
+        _forge_after(h, 2, "RCP-forged")), "#4"),
     "append a forged one": (lambda h: _forge_after(h, 5), "head"),
     "forge a signature": (lambda h: cypher(h, "MATCH (r:Receipt {seq: 3}) SET r.signature = $s",
                                            s="ab" * 64), "#3"),
     "drop a signature's key": (lambda h: cypher(h, "MATCH (r:Receipt {seq: 5}) SET r.public_key = $k",
                                                 k="00" * 32), "#5"),
+    "edit a receipt's id": (lambda h: cypher(h, "MATCH (r:Receipt {seq: 2}) SET r.id = 'RCP-x'"), "#2"),
+    "edit a receipt's kind": (lambda h: cypher(
+        h, "MATCH (r:Receipt {seq: 3}) SET r.kind = 'retraction_rejected'"), "#3"),
+    "edit a receipt's actor": (lambda h: cypher(h, "MATCH (r:Receipt {seq: 1}) SET r.actor = 'alice'"),
+                               "#1"),
+    "add a field beside the body": (lambda h: cypher(
+        h, "MATCH (r:Receipt {seq: 5}) SET r.approved_by = 'alice'"), "#5"),
     "duplicate a receipt": (lambda h: cypher(
         h, "MATCH (r:Receipt {seq: 4}) CREATE (c:Receipt) SET c += properties(r), c.id = 'RCP-copy'"), "#4"),
 }
@@ -186,36 +202,126 @@ def test_signing_key_must_be_ed25519(rippl: Rippl) -> None:
 # ------------------------------------------------------------------------------------ export
 
 
+def save(path: Path, lines: list[str]) -> int:
+    path.write_text("".join(f"{line}\n" for line in lines))
+    return len(lines)
+
+
+def test_what_a_reader_sees_is_covered_by_the_hash(chained: Rippl) -> None:
+    """The model shows the hashed body's fields, whatever is stored beside the body."""
+    before = chained.receipts()
+    cypher(chained, "MATCH (r:Receipt {seq: 3}) SET r.id = 'RCP-x', r.kind = 'x', r.actor = 'mallory'")
+    assert chained.receipts() == before
+    assert [r.id for r in before] == [receipt_id(seq) for seq in range(1, 6)]
+
+
 def test_export_and_verify_outside_the_database(chained: Rippl, tmp_path: Path) -> None:
     path = tmp_path / "receipts.jsonl"
-    receipts = chained.receipts()
-    assert export_jsonl(receipts, path) == 5
-    head = (receipts[-1].seq, receipts[-1].hash)
+    assert save(path, chained.export_receipts()) == 6  # the head, then 5 receipts
+    head = (chained.receipts()[-1].seq, chained.receipts()[-1].hash)
     chained.redis.execute_command("GRAPH.DELETE", chained.graph)  # the database is gone
     records = read_jsonl(path)
-    assert len(records) == 5
-    assert verify_chain(records).ok
-    assert verify_chain(records, head=head, public_keys=TRUSTED).ok
+    assert len(records) == 6 and records[0]["head"]["count"] == 5
+    assert records[0]["head"]["seq"] == head[0] and records[0]["head"]["hash"] == head[1]
+    assert verify_export(records).ok
+    assert verify_export(records).count == 5
+    assert verify_chain(records[1:], head=head, public_keys=TRUSTED).ok
     lines = path.read_text().splitlines()
 
     def verify(new_lines: list[str], **kw: Any) -> Any:
         path.write_text("\n".join(new_lines) + "\n")
-        return verify_chain(read_jsonl(path), **kw)
+        return verify_export(read_jsonl(path), **kw)
 
-    edited = json.loads(lines[1])
+    edited = json.loads(lines[2])
     edited["body"] = edited["body"].replace("oncall", "mallory")
-    assert not verify([lines[0], json.dumps(edited), *lines[2:]]).ok
-    assert not verify([lines[0], *lines[2:]]).ok
-    assert not verify([lines[1], lines[0], *lines[2:]]).ok
-    assert verify(lines[:-1]).ok  # a cut tail needs the anchor
-    assert not verify(lines[:-1], head=head).ok
-    resigned = json.loads(lines[2])
+    assert not verify([*lines[:2], json.dumps(edited), *lines[3:]]).ok
+    assert not verify([*lines[:2], *lines[3:]]).ok
+    assert not verify([lines[0], lines[2], lines[1], *lines[3:]]).ok
+    resigned = json.loads(lines[3])
     resigned["signature"] = KEYS["mallory"].sign(resigned["hash"].encode()).hex()
     resigned["public_key"] = public_hex(KEYS["mallory"].public_key())
-    assert not verify([*lines[:2], json.dumps(resigned), *lines[3:]], public_keys=TRUSTED).ok
+    assert not verify([*lines[:3], json.dumps(resigned), *lines[4:]], public_keys=TRUSTED).ok
+    relabelled = json.loads(lines[1]) | {"id": "RCP-00000099"}
+    assert not verify([lines[0], json.dumps(relabelled), *lines[2:]]).ok
     path.write_text("not json\n")
     with pytest.raises(InvalidInputError):
         read_jsonl(path)
+
+
+@pytest.mark.parametrize("cut", [1, 2, 5])
+def test_a_cut_tail_of_an_export_is_detected(chained: Rippl, tmp_path: Path, cut: int) -> None:
+    path = tmp_path / "receipts.jsonl"
+    save(path, chained.export_receipts())
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-cut]) + "\n")
+    check = verify_export(read_jsonl(path))
+    assert not check.ok and check.count == 5 - cut
+    assert any("cut" in p for p in check.problems), check.problems
+
+
+def test_a_file_cut_mid_line_or_not_text_is_refused(chained: Rippl, tmp_path: Path) -> None:
+    path = tmp_path / "receipts.jsonl"
+    save(path, chained.export_receipts())
+    text = path.read_bytes()
+    path.write_bytes(text[: len(text) - 40])
+    with pytest.raises(InvalidInputError, match="line 6"):
+        read_jsonl(path)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    with pytest.raises(InvalidInputError, match="not UTF-8"):
+        read_jsonl(path)
+    path.write_text('[1, 2]\n"a string"\n')
+    with pytest.raises(InvalidInputError, match="line 1"):
+        read_jsonl(path)
+
+
+def test_an_export_without_a_head_is_reported(chained: Rippl, tmp_path: Path) -> None:
+    path = tmp_path / "receipts.jsonl"
+    save(path, chained.export_receipts())
+    lines = path.read_text().splitlines()
+    for variant in (lines[1:], [*lines[1:], lines[0]], [lines[0], *lines[1:3], lines[0], *lines[3:]]):
+        path.write_text("\n".join(variant) + "\n")
+        check = verify_export(read_jsonl(path))
+        assert not check.ok and any("head" in p for p in check.problems), check.problems
+
+
+def test_a_rewritten_head_is_caught_by_its_signature(chained: Rippl, tmp_path: Path) -> None:
+    path = tmp_path / "receipts.jsonl"
+    save(path, chained.export_receipts(signing_key=KEYS["alice"], by="alice"))
+    records = read_jsonl(path)
+    assert verify_export(records, public_keys=TRUSTED).ok
+    # Cut the last receipt and rewrite the head to match: consistent, but the signature breaks.
+    cut = [dict(records[0], head=records[0]["head"] | {"count": 4, "seq": 4,
+                                                       "hash": records[-2]["hash"]}), *records[1:-1]]
+    assert verify_export(cut).ok is False
+    assert not verify_export(cut, public_keys=TRUSTED).ok
+    # Re-signed by an untrusted key, or not signed at all: refused when keys are in use.
+    unsigned = [{"head": cut[0]["head"]}, *cut[1:]]
+    assert verify_export(unsigned).ok  # without an anchor, a perfect rewrite cannot be told apart
+    problems = verify_export(unsigned, public_keys=TRUSTED).problems
+    assert any("not signed" in p for p in problems), problems
+    mallory = KEYS["mallory"]
+    forged_head = cut[0]["head"] | {"by": "mallory"}
+    from rippl_core.review.receipts import digest
+
+    forged = [{"head": forged_head, "signature": mallory.sign(digest(forged_head).encode()).hex(),
+               "public_key": public_hex(mallory.public_key())}, *cut[1:]]
+    problems = verify_export(forged, public_keys=TRUSTED).problems
+    assert any("not among the trusted keys" in p for p in problems), problems
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_the_async_handle_exports_the_same_chain(chained: Rippl, arippl: Any,
+                                                       tmp_path: Path) -> None:
+    sync_path, async_path = tmp_path / "sync.jsonl", tmp_path / "async.jsonl"
+    save(sync_path, chained.export_receipts())
+    assert save(async_path, await arippl.export_receipts()) == 6
+    strip = [{k: v for k, v in r.items() if k != "head"} | (
+        {"head": {k: v for k, v in r["head"].items() if k != "exported_at"}} if "head" in r else {})
+        for r in read_jsonl(async_path)]
+    assert strip == [{k: v for k, v in r.items() if k != "head"} | (
+        {"head": {k: v for k, v in r["head"].items() if k != "exported_at"}} if "head" in r else {})
+        for r in read_jsonl(sync_path)]
+    assert verify_export(read_jsonl(async_path)).ok
 
 
 def test_cli_verify_exits_non_zero_on_a_broken_chain(chained: Rippl, backend: dict[str, object],

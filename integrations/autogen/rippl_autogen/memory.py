@@ -61,7 +61,6 @@ from rippl_core.adapters import (
     from_ms,
     normalise_text,
     rank,
-    semantic_id,
     to_ms,
 )
 
@@ -234,17 +233,28 @@ class RipplMemory(Memory, Component[RipplMemoryConfig]):
         valid_from = _iso(meta.get("valid_from"), "valid_from")
         graph = await self._link.graph()
         source_ids = [await self._source(graph, s) for s in sources]
-        claim_id = meta.get("claim_id") or semantic_id(Kind.CLAIM, check_text(text, what="content"))
-        try:  # the same statement in other words (case, spacing): keep the stored wording
-            stored = await graph.get(claim_id)
-            if stored.kind is Kind.CLAIM and normalise_text(stored.text) == normalise_text(text):
-                text = stored.text
-        except NotFoundError:
-            pass
+        claim_id, text = await self._claim_for(graph, text, meta.get("claim_id"))
         claim = await graph.add_claim(claim_id, text, sources=source_ids)
         topic = meta.get("topic") or claim.id
         await graph.believe(self._agent, claim.id, topic=topic, valid_from=valid_from,
                             evidence=source_ids, note=meta.get("note"))
+
+    @staticmethod
+    async def _claim_for(graph: Any, text: str, claim_id: Any) -> tuple[str | None, str]:
+        """The claim a memory states: `claim_id` if given (keeping its stored wording when the
+        text says the same in other words), else None: Rippl then takes the claim already
+        stating this text, whatever its id, so retracting that claim reaches this memory too."""
+        check_text(text, what="content")
+        if claim_id is None:
+            return None, text
+        claim_id = check_id(claim_id, what="metadata['claim_id']")
+        try:
+            stored = await graph.get(claim_id)
+            if stored.kind is Kind.CLAIM and normalise_text(stored.text) == normalise_text(text):
+                return claim_id, stored.text
+        except NotFoundError:
+            pass
+        return claim_id, text
 
     @staticmethod
     async def _source(graph: Any, source: Any) -> str:

@@ -202,3 +202,30 @@ async def test_bad_input_changes_nothing(arippl: AsyncRippl) -> None:
         RipplMemory(arippl, "operator", limit=0)
     with pytest.raises(InvalidInputError):
         RipplMemory(arippl, " ")
+
+
+@pytest.mark.parametrize("wording", [SHARD_09, SHARD_09.upper(), f"  {SHARD_09}.  ",
+                                     SHARD_09.replace(" ", "  ")])
+async def test_adding_a_known_statement_links_to_its_claim(incident: Rippl, arippl: AsyncRippl,
+                                                           wording: str) -> None:
+    """The memory trap: the same text under another id would stay Verified after the claim that
+    states it (here CLM-001, an explicit id) is retracted, and the agent would keep it as fact."""
+    memory = RipplMemory(arippl, "operator")
+    claims_before = incident.stats().nodes["Claim"]
+    await memory.add(text(wording, topic="shard-09-health", sources=["SRC-002"]))
+    assert incident.stats().nodes["Claim"] == claims_before  # no second claim
+    _, claims = await context_of(memory)
+    assert claims == ["CLM-001"]
+    assert incident.get("CLM-001").text == SHARD_09  # the stored wording is kept
+    incident.retract("CLM-001", reason="I/O errors on shard 09", by="grafana")
+    context, claims = await context_of(memory)
+    assert claims == [] and "Shard 09" not in context
+
+
+async def test_a_statement_two_claims_make_must_be_named(incident: Rippl, arippl: AsyncRippl) -> None:
+    incident.add_claim("CLM-DUP", SHARD_09.lower(), sources=["SRC-001"])  # one more explicit id
+    memory = RipplMemory(arippl, "operator")
+    with pytest.raises(InvalidInputError, match="CLM-001, CLM-DUP"):
+        await memory.add(text(SHARD_09, topic="shard-09-health"))
+    await memory.add(text(SHARD_09, topic="shard-09-health", claim_id="CLM-DUP"))
+    assert (await arippl.ask("operator", "shard-09-health")).claim == "CLM-DUP"  # type: ignore[union-attr]

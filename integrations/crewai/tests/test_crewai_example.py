@@ -77,12 +77,27 @@ def test_captured_story(rippl: Rippl, native: bool) -> None:
     assert compensation.run == story.run and compensation.blockers[0].premise == story.health_claim
 
 
-def test_runs_offline_as_a_script() -> None:
+TELEMETRY = ("CREWAI_DISABLE_TELEMETRY", "OTEL_SDK_DISABLED", "CREWAI_TRACING_ENABLED")
+# Runs the example as a script, then reports whether CrewAI's telemetry and tracing were off.
+AS_SCRIPT = """
+import runpy, sys
+sys.argv = [sys.argv[1]]
+runpy.run_path(sys.argv[0], run_name="__main__")
+from crewai.telemetry.telemetry import Telemetry
+from crewai.events.listeners.tracing.utils import is_tracing_enabled
+print("telemetry disabled:", Telemetry._is_telemetry_disabled(), "tracing:", is_tracing_enabled())
+"""
+
+
+def test_runs_offline_as_a_script_and_turns_crewai_telemetry_off_itself() -> None:
+    """Run without the telemetry variables a user would not know to set: the example sets them
+    itself (without network, CrewAI's telemetry made it exit 16-30 s late)."""
     env = {k: v for k, v in os.environ.items() if k not in ("GROQ_API_KEY", "RIPPL_FALKORDB_URL",
-                                                            "RIPPL_DB")}
-    done = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True, env=env,
-                          timeout=300, check=False)
+                                                            "RIPPL_DB", *TELEMETRY)}
+    done = subprocess.run([sys.executable, "-c", AS_SCRIPT, str(EXAMPLE)], capture_output=True,
+                          text=True, env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "telemetry disabled: True tracing: False" in done.stdout
     captured, declared = done.stdout.split("===== the declared story =====")
     assert "VETO  migrate_tables({'table': 'billing', 'shard': '09'})" in captured
     assert "announce_window({'at': '02:00Z', 'shard': '09'})) executed" in captured

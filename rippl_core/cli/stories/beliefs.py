@@ -15,7 +15,9 @@ from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
 from rich.panel import Panel
+from rich.text import Text
 
+from rippl_core.cli.app import styled
 from rippl_core.cli.beliefs import belief_line, mermaid_timeline, timeline_table
 from rippl_core.client import Rippl
 from rippl_core.vocabulary import State
@@ -82,77 +84,75 @@ def load_story(rippl: Rippl) -> bool:
     return True
 
 
+def step(console: Console, number: int, text: str) -> None:
+    console.print(styled("\n[bold cyan]{}.[/bold cyan] {}", number, text))
+
+
+def allowed(yes: bool) -> Text:
+    return styled("[green]allowed[/green]") if yes else styled("[red]denied[/red]")
+
+
 def tell_story(rippl: Rippl, console: Console) -> None:
     """Tell the checkout-outage story on `rippl`'s graph (loading its own data)."""
     console.print(Panel.fit("Belief time travel: what did the agent believe, when, and why?",
                             style="bold"))
     fresh = load_story(rippl)
-    console.print(f"\n[bold cyan]1.[/bold cyan] Two weeks of a checkout outage, as {AGENT} lived "
-                  f"it ({'recorded' if fresh else 'already recorded'} with valid and transaction "
-                  "times):", highlight=False)
+    step(console, 1, f"Two weeks of a checkout outage, as {AGENT} lived it "
+                     f"({'recorded' if fresh else 'already recorded'} with valid and transaction "
+                     "times):")
     for claim_id, valid_from, _, _ in ADOPTIONS:
         text = next(text for cid, text, _ in CLAIMS if cid == claim_id)
-        console.print(f"   {_when(valid_from)}  adopts {claim_id}: {text}", highlight=False)
+        console.print(f"   {_when(valid_from)}  adopts {claim_id}: {text}")
 
     if rippl.get("SRC-CO-02").state is State.IN:
         rippl.retract("SRC-CO-02", reason="the export came from the staging cluster, not production",
                       by="postmortem", at=oct(7, 14))
-    console.print("\n[bold cyan]2.[/bold cyan] The postmortem finds the PgBouncer export came from "
-                  "the staging cluster. The source is retracted (valid from Oct 7, recorded today); "
-                  "truth maintenance takes the pool-exhaustion claim and what rests on it OUT.",
-                  highlight=False)
+    step(console, 2, "The postmortem finds the PgBouncer export came from the staging cluster. The "
+                     "source is retracted (valid from Oct 7, recorded today); truth maintenance "
+                     "takes the pool-exhaustion claim and what rests on it OUT.")
 
-    console.print("\n[bold cyan]3.[/bold cyan] The same question, \"what is the root cause?\", "
-                  "asked of the agent's memory at three moments:", highlight=False)
+    step(console, 3, 'The same question, "what is the root cause?", asked of the agent\'s memory '
+                     "at three moments:")
     for label, as_of in (("today", None), ("as of Oct 8", oct(8, 12)), ("as of Oct 5", oct(5, 12))):
         belief = rippl.ask(AGENT, TOPIC, as_of=as_of)
-        console.print(f"   {label:<12} {belief_line(belief)}", highlight=False)
+        console.print(styled("   {} {}", f"{label:<12}", belief_line(belief)))
     console.print("   Late knowledge: the Oct 4 belief was only written down on Oct 5 (backfilled "
-                  "from the agent's logs). As of Oct 4 noon:", highlight=False)
+                  "from the agent's logs). As of Oct 4 noon:")
     for label, known_at in (("as known then", oct(4, 12)), ("as known now", None)):
         belief = rippl.ask(AGENT, TOPIC, as_of=oct(4, 12), known_at=known_at)
-        console.print(f"   {label:<14} {belief_line(belief)}", highlight=False)
+        console.print(styled("   {} {}", f"{label:<14}", belief_line(belief)))
 
-    console.print("\n[bold cyan]4.[/bold cyan] Why did the belief change on Oct 10?",
-                  highlight=False)
+    step(console, 4, "Why did the belief change on Oct 10?")
     change = rippl.why_changed(AGENT, TOPIC, oct(10, 0))
-    console.print(f"   on {_when(change.changed_at)}: {belief_line(change.before)}",
-                  highlight=False)
-    console.print(f"   became {belief_line(change.after)}", highlight=False)
-    console.print(f"   evidence that arrived then: {', '.join(change.new_evidence)}",
-                  highlight=False)
+    console.print(styled("   on {}: {}", _when(change.changed_at), belief_line(change.before)))
+    console.print(styled("   became {}", belief_line(change.after)))
+    console.print(f"   evidence that arrived then: {', '.join(change.new_evidence)}")
     if change.retracted_evidence:
-        console.print(f"   [red]the belief it replaced rested on retracted evidence: "
-                      f"{', '.join(change.retracted_evidence)}[/red]", highlight=False)
+        console.print(styled("   [red]the belief it replaced rested on retracted evidence: {}[/red]",
+                             ", ".join(change.retracted_evidence)))
 
-    console.print("\n[bold cyan]5.[/bold cyan] The timeline (every change, with its evidence):",
-                  highlight=False)
+    step(console, 5, "The timeline (every change, with its evidence):")
     beliefs = rippl.timeline(AGENT, TOPIC)
     console.print(timeline_table(beliefs))
-    console.print("   As a Mermaid chart (rippl timeline ... --format mermaid):", highlight=False)
+    console.print("   As a Mermaid chart (rippl timeline ... --format mermaid):")
     chart = mermaid_timeline(AGENT, TOPIC, beliefs, now=datetime.now(UTC))
     for line in chart.splitlines():
-        console.print(f"   [dim]{line}[/dim]", highlight=False)
+        console.print(styled("   [dim]{}[/dim]", line))
 
-    console.print("\n[bold cyan]6.[/bold cyan] What would the agent believe without the traffic "
-                  "report (SRC-CO-05)? Computed from reads only; the live graph is not written.",
-                  highlight=False)
+    step(console, 6, "What would the agent believe without the traffic report (SRC-CO-05)? "
+                     "Computed from reads only; the live graph is not written.")
     result = rippl.what_if(AGENT, TOPIC, without=["SRC-CO-05"])
-    console.print(f"   it believes:      {belief_line(result.actual)}", highlight=False)
-    console.print(f"   without SRC-CO-05: {belief_line(result.counterfactual)}", highlight=False)
+    console.print(styled("   it believes:      {}", belief_line(result.actual)))
+    console.print(styled("   without SRC-CO-05: {}", belief_line(result.counterfactual)))
 
-    console.print(f"\n[bold cyan]7.[/bold cyan] The pool resize {RESIZE} ran on Oct 9. Was it "
-                  "allowed then?", highlight=False)
+    step(console, 7, f"The pool resize {RESIZE} ran on Oct 9. Was it allowed then?")
     resize_day = oct(9, 10)
     retraction = next(c for c in rippl.history("SRC-CO-02") if c.cause == "retract")
     before = rippl.check(RESIZE, as_of=resize_day,
                          known_at=retraction.recorded_at - timedelta(milliseconds=1))
     now = rippl.check(RESIZE, as_of=resize_day)
-    console.print(f"   as Rippl knew it before the retraction was recorded: "
-                  f"{'[green]allowed[/green]' if before.allowed else '[red]denied[/red]'}",
-                  highlight=False)
-    console.print(f"   knowing what we know now: "
-                  f"{'[green]allowed[/green]' if now.allowed else '[red]denied[/red]'}",
-                  highlight=False)
+    console.print(styled("   as Rippl knew it before the retraction was recorded: {}",
+                         allowed(before.allowed)))
+    console.print(styled("   knowing what we know now: {}", allowed(now.allowed)))
     for line in now.explain().splitlines():
-        console.print(f"     {line}", highlight=False)
+        console.print(f"     {line}")

@@ -9,8 +9,9 @@ adapters do the same recording from a real LangGraph, AutoGen or CrewAI run.
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
+from rippl_core.cli.app import styled
 from rippl_core.cli.capture import compensation_lines
 from rippl_core.client import Rippl
 from rippl_core.models import ToolCall, Verdict
@@ -24,20 +25,20 @@ MIGRATE_07 = ToolCall(name="migrate_tables", args={"table": "billing", "shard": 
 
 
 def _step(console: Console, number: str, text: str) -> None:
-    console.print(f"\n[bold cyan]{number}.[/bold cyan] {text}", highlight=False)
+    console.print(styled("\n[bold cyan]{}.[/bold cyan] {}", number, text))
 
 
 def _label(call: ToolCall) -> str:
-    return escape(f"{call.name}({', '.join(f'{k}={v}' for k, v in call.args.items())})")
+    return f"{call.name}({', '.join(f'{k}={v}' for k, v in call.args.items())})"
 
 
 def _said(console: Console, call: ToolCall, verdict: Verdict) -> None:
     if verdict.allowed:
-        console.print(f"   {_label(call)} -> [green]allowed[/green]", highlight=False)
+        console.print(styled("   {} -> [green]allowed[/green]", _label(call)))
         return
-    console.print(f"   {_label(call)} -> [bold red]VETOED[/bold red] before it runs", highlight=False)
+    console.print(styled("   {} -> [bold red]VETOED[/bold red] before it runs", _label(call)))
     for line in verdict.explain().splitlines():
-        console.print(f"     {escape(line)}", highlight=False)
+        console.print(Text(f"     {line}"))
 
 
 def tell_story(rippl: Rippl, console: Console) -> None:
@@ -83,4 +84,4 @@ def tell_story(rippl: Rippl, console: Console) -> None:
     _step(console, "C6", "What already ran on the false observation, for compensation "
                          "(`rippl compensations`):")
     for line in compensation_lines(rippl.compensations()):
-        console.print(f"   {line}", highlight=False)
+        console.print(Text("   ") + line)

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.panel import Panel
 
 from rippl_core.cli import render
+from rippl_core.cli.app import styled
 from rippl_core.cli.stories import beliefs, capture
 from rippl_core.client import Rippl
 from rippl_core.errors import PremiseRetractedError
@@ -32,7 +33,7 @@ def incident_file() -> Path:
 
 
 def step(console: Console, number: int, text: str) -> None:
-    console.print(f"\n[bold cyan]{number}.[/bold cyan] {text}", highlight=False)
+    console.print(styled("\n[bold cyan]{}.[/bold cyan] {}", number, text))
 
 
 def agent_tries(console: Console, rippl: Rippl, call: ToolCall) -> bool:
@@ -41,13 +42,13 @@ def agent_tries(console: Console, rippl: Rippl, call: ToolCall) -> bool:
     try:
         verdict = rippl.guard(call)
     except PremiseRetractedError as veto:
-        console.print(f"   agent calls [bold]{label}[/bold] -> [bold red]VETOED[/bold red] before it "
-                      "runs (PremiseRetractedError)", highlight=False)
+        console.print(styled("   agent calls [bold]{}[/bold] -> [bold red]VETOED[/bold red] before "
+                             "it runs (PremiseRetractedError)", label))
         for line in veto.verdict.explain().splitlines():
-            console.print(f"     {line}", highlight=False)
+            console.print(f"     {line}")
         return False
-    console.print(f"   agent calls [bold]{label}[/bold] -> [green]allowed[/green]: {verdict.reason}",
-                  highlight=False)
+    console.print(styled("   agent calls [bold]{}[/bold] -> [green]allowed[/green]: {}", label,
+                         verdict.reason))
     return True
 
 
@@ -77,7 +78,7 @@ def tell_incident_story(rippl: Rippl, console: Console) -> None:
                      "atomically and a receipt is chained:")
     receipt = rippl.approve(item.id, by="alice@oncall", note="confirmed on the host")
     console.print(f"   receipt {receipt.id} sha256 {receipt.hash[:20]}… "
-                  f"({len(receipt.body['affected'])} status changes)", highlight=False)
+                  f"({len(receipt.body['affected'])} status changes)")
 
     step(console, 5, "The blast radius of the false premise:")
     reached = rippl.blast_radius("CLM-001")
@@ -85,7 +86,7 @@ def tell_incident_story(rippl: Rippl, console: Console) -> None:
     console.print(render.tree(rippl.get("CLM-001"), reached, texts))
     out = sum(1 for r in reached if r.state == "OUT")
     console.print(f"   {len(reached)} nodes downstream, {out} now invalid; the rest keep another "
-                  "justification.", highlight=False)
+                  "justification.")
 
     step(console, 6, "The agent retries the migration:")
     agent_tries(console, rippl, MIGRATE_09)
@@ -94,14 +95,14 @@ def tell_incident_story(rippl: Rippl, console: Console) -> None:
 
     step(console, 7, "Anyone can verify the receipt chain (edits, deletions, reordering are detected):")
     check = rippl.verify_receipts()
-    console.print(f"   {'[green]chain intact[/green]' if check.ok else '[red]chain broken[/red]'}: "
-                  f"{check.count} receipts verified", highlight=False)
+    console.print(styled("   [green]chain intact[/green]: {} receipts verified" if check.ok else
+                         "   [red]chain broken[/red]: {} receipts verified", check.count))
 
     step(console, 8, "The disk is replaced; the claim is reinstated, and everything that rested on "
                      "it comes back:")
     wave = rippl.reinstate("CLM-001", reason="disk replaced; 24h of clean telemetry",
                            by="alice@oncall")
-    console.print(f"   {len(wave.transitions)} nodes restored.", highlight=False)
+    console.print(f"   {len(wave.transitions)} nodes restored.")
     agent_tries(console, rippl, MIGRATE_09)
 
 
@@ -123,12 +124,11 @@ def run(rippl: Rippl, console: Console, *, story: str = "all") -> None:
     if story in ("all", "capture"):
         capture.tell_story(rippl, console)
     graph = f"rippl --graph {rippl.graph}"
-    console.print("\n[bold green]Done.[/bold green] Explore it yourself:", highlight=False)
+    console.print(styled("\n[bold green]Done.[/bold green] Explore it yourself:"))
     if story in ("all", "incident"):
-        console.print(f"  {graph} show ACT-001 | {graph} blast-radius CLM-001 | {graph} receipts list",
-                      highlight=False)
+        console.print(f"  {graph} show ACT-001 | {graph} blast-radius CLM-001 | {graph} receipts list")
     if story in ("all", "beliefs"):
         console.print(f"  {graph} timeline {beliefs.AGENT} {beliefs.TOPIC} | {graph} ask "
-                      f"{beliefs.AGENT} {beliefs.TOPIC} --as-of 2026-10-08T00:00:00Z", highlight=False)
+                      f"{beliefs.AGENT} {beliefs.TOPIC} --as-of 2026-10-08T00:00:00Z")
     if story in ("all", "capture"):
-        console.print(f"  {graph} compensations", highlight=False)
+        console.print(f"  {graph} compensations")

@@ -1,5 +1,10 @@
 """Tools for an agent to record its own reasoning (sources, claims, decisions, actions), so that
-later checks protect it."""
+later checks protect it.
+
+What an agent records must rest on something: a decision on at least one premise, an action on
+at least one decision or earlier action, so that every recorded action rests, through them, on
+claims a human can retract. A node resting on nothing could never be vetoed (and, with no
+declared action for its tool, would turn the `unknown` policy's denial into an allow)."""
 
 # No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
 
@@ -8,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from rippl_core.client import AsyncRippl
+from rippl_core.errors import InvalidInputError
 from rippl_core.mcp.common import Id, Ids, Registrar, Text
 from rippl_core.mcp.models import NodeInfo
 
@@ -48,8 +54,9 @@ def register(rippl: AsyncRippl, tool: Registrar) -> None:
                                                           "(all needed).")] = None,
         depends_on: Annotated[Ids | None, Field(description="Decision ids it depends on.")] = None,
     ) -> NodeInfo:
-        """Record a decision and the claims (or decisions) it rests on: if any is retracted, the
-        decision no longer holds."""
+        """Record a decision and the claims (or decisions) it rests on (at least one): if any is
+        retracted, the decision no longer holds."""
+        _rests_on("a decision", premises, depends_on, hint="premises=[claim ids]")
         return NodeInfo.of(await rippl.add_decision(id, title, premises=premises or (),
                                                     depends_on=depends_on or ()))
 
@@ -65,7 +72,15 @@ def register(rippl: AsyncRippl, tool: Registrar) -> None:
                                                                  "match any arguments.")] = None,
         triggers: Annotated[Ids | None, Field(description="Action ids that must run before it.")] = None,
     ) -> NodeInfo:
-        """Record an action (a tool call you plan to make) and the decisions behind it, so that
-        check_premises can veto it when a premise is retracted."""
+        """Record an action (a tool call you plan to make) and the decisions behind it (at least
+        one decision or earlier action), so that check_premises can veto it when a premise is
+        retracted."""
+        _rests_on("an action", decisions, triggers, hint="decisions=[decision ids]")
         return NodeInfo.of(await rippl.add_action(id, title, decisions=decisions or (), tool=tool,
                                                   args=args, triggers=triggers or ()))
+
+
+def _rests_on(what: str, *antecedents: list[str] | None, hint: str) -> None:
+    if not any(antecedents):
+        raise InvalidInputError(f"{what} recorded through MCP must rest on something ({hint}): one "
+                                "resting on nothing could never be vetoed")

@@ -24,13 +24,14 @@ def register(rippl: AsyncRippl, tool: Registrar, *, allow_review: bool, reviewer
         ctx: Context,
         evidence: Annotated[Text | None, Field(description="A pointer to the evidence (URL, "
                                                            "ticket, log line).")] = None,
-        by: Annotated[Id | None, Field(description="Who proposes it (your agent name). Defaults "
-                                                   "to this MCP client's name as mcp:<client>.")] = None,
+        by: Annotated[Id | None, Field(description="Your agent's name, recorded under this MCP "
+                                                   "client's identity: mcp:<client>/<by>.")] = None,
     ) -> ReviewItem:
         """Flag a claim as false. It and everything that would lose support become at risk (actions
-        on it are blocked) until a human approves or rejects the retraction."""
+        on it are blocked) until a human approves or rejects the retraction. The proposer recorded
+        is always this MCP client (mcp:<client>, or mcp:<client>/<by>)."""
         return await rippl.propose_retraction(claim_id, reason=reason, evidence=evidence,
-                                              by=by if by is not None else client_identity(ctx))
+                                              by=client_identity(ctx, agent=by))
 
     @tool(read_only=True, idempotent=True, title="List review items")
     async def list_reviews(
