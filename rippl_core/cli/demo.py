@@ -7,12 +7,13 @@ from typing import Annotated, Literal
 
 import typer
 
-from rippl_core.cli.app import command, connection, console
+from rippl_core.cli.app import command, connection, console, errors
 from rippl_core.cli.serve import run_console
 from rippl_core.cli.stories import incident
 
 type Story = Literal["all", "incident", "beliefs", "capture"]
 DEMO_REVIEWER = "demo-reviewer"
+DEMO_GRAPH = "rippl-demo"
 
 
 @command("demo")
@@ -32,8 +33,11 @@ def demo_cmd(ctx: typer.Context,
         raise typer.BadParameter("story must be all, incident, beliefs or capture", param_hint="--story")
     chosen = {None: story, True: "beliefs", False: "incident"}[temporal]
     conn = connection(ctx)
-    if conn.graph == "rippl":
-        conn.graph = "rippl-demo"  # never touch the default graph's data
+    if conn.graph not in ("rippl", DEMO_GRAPH):
+        errors.print(f"note: the demo writes only its own graph {DEMO_GRAPH!r} (it starts by "
+                     f"emptying it); graph {conn.graph!r} is left untouched", highlight=False,
+                     markup=False)
+    conn.graph = DEMO_GRAPH  # the demo empties its graph first: never any other graph
     with conn.open() as rippl:
         incident.run(rippl, console, story=chosen)  # type: ignore[arg-type]
         if serve and chosen in ("all", "incident"):

@@ -1,6 +1,9 @@
 """Live events: every status change and review decision is published on the graph's channel
-(Redis pub/sub on the same server) in the same atomic commit as the change itself. One message
-carries the events of one commit, as a JSON array, in order; the streams yield them one by one."""
+(Redis sharded pub/sub, `SPUBLISH`, on the primary holding the graph: on a cluster the channel is
+in the tenant's slot) in the same atomic commit as the change itself. One message carries the
+events of one commit, as a JSON array, in order; the streams yield them one by one. A stream
+subscribes (`SSUBSCRIBE`) through its handle's client, which reaches that primary whatever the
+topology."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from typing import Any, Self
 import redis
 import redis.asyncio
 
-from rippl_core._runtime.keys import events_channel
+from rippl_core._runtime.keys import Keys
 from rippl_core.models import Event
 
 
@@ -32,14 +35,14 @@ class EventStream:
         self.graph = graph
         self._buffer: deque[Event] = deque()
         self._pubsub = client.pubsub(ignore_subscribe_messages=True)
-        self._pubsub.subscribe(events_channel(graph))
+        self._pubsub.ssubscribe(Keys(graph).events)
 
     def get(self, timeout: float = 1.0) -> Event | None:
         """The next event, or None if none arrives within `timeout` seconds."""
         deadline = time.monotonic() + timeout
         while not self._buffer and (left := deadline - time.monotonic()) > 0:
             message: Any = self._pubsub.get_message(timeout=left)
-            if message and message.get("type") == "message":
+            if message and message.get("type") == "smessage":
                 self._buffer.extend(parse_events(self.graph, message["data"]))
         return self._buffer.popleft() if self._buffer else None
 
@@ -47,7 +50,7 @@ class EventStream:
         yield from self._buffer
         self._buffer.clear()
         for message in self._pubsub.listen():
-            if message.get("type") == "message":
+            if message.get("type") == "smessage":
                 yield from parse_events(self.graph, message["data"])
 
     def close(self) -> None:
@@ -71,7 +74,7 @@ class AsyncEventStream:
 
     async def start(self) -> Self:
         """Subscribe (events published from now on are received); returns the stream."""
-        await self._pubsub.subscribe(events_channel(self.graph))
+        await self._pubsub.ssubscribe(Keys(self.graph).events)
         return self
 
     async def get(self, timeout: float = 1.0) -> Event | None:
@@ -79,7 +82,7 @@ class AsyncEventStream:
         deadline = time.monotonic() + timeout
         while not self._buffer and (left := deadline - time.monotonic()) > 0:
             message: Any = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=left)
-            if message and message.get("type") == "message":
+            if message and message.get("type") == "smessage":
                 self._buffer.extend(parse_events(self.graph, message["data"]))
         return self._buffer.popleft() if self._buffer else None
 
@@ -87,7 +90,7 @@ class AsyncEventStream:
         while self._buffer:
             yield self._buffer.popleft()
         async for message in self._pubsub.listen():
-            if message.get("type") == "message":
+            if message.get("type") == "smessage":
                 for event in parse_events(self.graph, message["data"]):
                     yield event
 

@@ -67,7 +67,7 @@ def test_add_and_get_every_kind(rippl: Rippl) -> None:
 
 def test_every_node_has_one_kind_label_and_the_node_label(rippl: Rippl) -> None:
     rippl.load(small_spec())
-    rows = parse(rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.graph,
+    rows = parse(rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.keys.graph,
                                              "MATCH (n:Node) RETURN n.id, labels(n)", "--compact"))
     assert len(rows) == 9
     for node_id, labels in rows:

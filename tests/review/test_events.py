@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from rippl_core import AsyncRippl, Rippl
-from rippl_core._runtime.keys import events_channel
 from rippl_core.models import Event
 from rippl_core.review.events import EventStream
+
+pytestmark = pytest.mark.on_cluster  # also on a 3-shard cluster, in the `cluster` step
 
 ROOT = Path(__file__).parents[2]
 CLM_001_WAVE = {"ACT-001", "ACT-003", "ACT-004", "ACT-005", "ACT-006", "ACT-007", "ACT-008", "ACT-009",
@@ -40,9 +41,9 @@ with Rippl.open(graph=graph, **options) as handle, handle.subscribe() as stream:
 
 
 def wait_for_subscribers(handle: Rippl, count: int = 1) -> None:
-    channel = events_channel(handle.graph)
+    channel = handle.keys.events
     deadline = time.monotonic() + 30
-    while dict(handle.redis.pubsub_numsub(channel)).get(channel, 0) < count:
+    while dict(handle.redis.pubsub_shardnumsub(channel)).get(channel, 0) < count:
         assert time.monotonic() < deadline, "the subscriber never subscribed"
         time.sleep(0.01)
 

@@ -20,6 +20,8 @@ from rippl_core._runtime.wire import Query, parse
 from rippl_core.cli import app
 from rippl_core.review.receipts import GENESIS, export_jsonl, public_hex, read_jsonl, verify_chain
 
+pytestmark = pytest.mark.on_cluster  # also on a 3-shard cluster, in the `cluster` step
+
 KEYS = {name: Ed25519PrivateKey.from_private_bytes(hashlib.sha256(name.encode()).digest())
         for name in ("alice", "carol", "mallory")}
 TRUSTED = {"alice": public_hex(KEYS["alice"].public_key()), "carol": public_hex(KEYS["carol"].public_key())}
@@ -27,7 +29,7 @@ TRUSTED = {"alice": public_hex(KEYS["alice"].public_key()), "carol": public_hex(
 
 def cypher(handle: Rippl, text: str, **params: Any) -> list[tuple[Any, ...]]:
     """Write straight to the graph, as an attacker with database access would."""
-    return parse(handle.redis.execute_command("GRAPH.QUERY", handle.graph, Query(text, params).command(),
+    return parse(handle.redis.execute_command("GRAPH.QUERY", handle.keys.graph, Query(text, params).command(),
                                               "--compact"))
 
 
@@ -191,7 +193,7 @@ def test_export_and_verify_outside_the_database(chained: Rippl, tmp_path: Path) 
     receipts = chained.receipts()
     assert export_jsonl(receipts, path) == 5
     head = (receipts[-1].seq, receipts[-1].hash)
-    chained.redis.execute_command("GRAPH.DELETE", chained.graph)  # the database is gone
+    chained.redis.execute_command("GRAPH.DELETE", chained.keys.graph)  # the database is gone
     records = read_jsonl(path)
     assert len(records) == 5
     assert verify_chain(records).ok
