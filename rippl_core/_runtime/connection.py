@@ -388,38 +388,35 @@ class SlotOwner:
         self.location, self.slot = location, key_slot(key.encode())
         self._known: list[Address] = list(location.nodes)
 
-    def _slots(self) -> list[Any]:
+    def _slots(self) -> list[tuple[int, int, Address]]:
+        """(first slot, last slot, primary) of every slot range, from the first node answering."""
         errors = []
         for host, port in list(self._known):
             try:
                 with redis.Redis(host=host, port=port, socket_timeout=SENTINEL_TIMEOUT,
                                  socket_connect_timeout=SENTINEL_TIMEOUT,
                                  retry=Retry(NoBackoff(), 0), **_auth(self.location)) as client:
-                    slots = list(client.execute_command("CLUSTER SLOTS"))
+                    reply = list(client.execute_command("CLUSTER SLOTS"))
             except redis.RedisError as exc:
                 errors.append(f"{host}:{port}: {exc}")
                 continue
-            for entry in slots:  # remember every node, for when the seeds are gone
-                for node in entry[2:]:
-                    address = (_text(node[0]) or host, int(node[1]))
-                    if address not in self._known:
-                        self._known.append(address)
-            return slots
+            ranges = []
+            for start, end, *nodes in reply:
+                # A node that does not know its own address announces "": the one we asked.
+                addresses = [(_text(node[0]) or host, int(node[1])) for node in nodes]
+                self._known += [a for a in addresses if a not in self._known]
+                ranges.append((int(start), int(end), addresses[0]))
+            return ranges
         raise redis.ConnectionError("no cluster node answered CLUSTER SLOTS (" + "; ".join(errors) + ")")
 
     def __call__(self) -> Address:
-        for start, end, primary, *_ in self._slots():
-            if int(start) <= self.slot <= int(end):
-                return _text(primary[0]), int(primary[1])
+        for start, end, primary in self._slots():
+            if start <= self.slot <= end:
+                return primary
         raise redis.ConnectionError(f"no cluster node serves slot {self.slot}")
 
     def primaries(self) -> list[Address]:
-        found: list[Address] = []
-        for _start, _end, primary, *_ in self._slots():
-            address = (_text(primary[0]), int(primary[1]))
-            if address not in found:
-                found.append(address)
-        return found
+        return list(dict.fromkeys(primary for _, _, primary in self._slots()))
 
 
 def _text(value: str | bytes) -> str:

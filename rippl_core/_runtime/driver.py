@@ -61,7 +61,8 @@ def translated_errors(location: Location) -> Iterator[None]:
     except (redis.WatchError, RipplError):
         raise
     except (redis.ConnectionError, redis.TimeoutError, OSError, *_NOT_PRIMARY) as exc:
-        raise UnavailableError(f"cannot reach {location.describe()}: {exc}. {location.hint}") from exc
+        raise UnavailableError(f"cannot reach {location.describe()}: {str(exc).rstrip('.')}. "
+                               f"{location.hint}") from exc
     except redis.ResponseError as exc:
         if "unique constraint" in str(exc):
             raise ConflictError(f"a node with this id already exists ({exc})") from exc

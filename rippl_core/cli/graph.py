@@ -1,4 +1,5 @@
-"""Commands over the causal graph: load, show, blast-radius, check, retract, reinstate, stats."""
+"""Commands over the causal graph: load, show, blast-radius, check, retract, reinstate, stats,
+and the list of graphs (tenants) of the database."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rippl_core.cli import render
 from rippl_core.cli.app import EXIT_DENIED, command, connection, console
 from rippl_core.cli.capture import compensation_lines
 from rippl_core.cli.render import STATE_STYLE
+from rippl_core.client import Rippl
 from rippl_core.models import Verdict, Wave
 
 
@@ -143,3 +145,16 @@ def stats_cmd(ctx: typer.Context) -> None:
         table.add_row(kind, str(count), statuses)
     console.print(table)
     console.print(f"{stats.edges} causal edges")
+
+
+@command("graphs")
+def graphs_cmd(ctx: typer.Context,
+               json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List the graphs (tenants) of the database (every shard of a cluster)."""
+    conn = connection(ctx)
+    names = Rippl.list_graphs(conn.db, url=conn.url)
+    if json_out:
+        console.print_json(json.dumps(names))
+        return
+    for name in names:
+        console.print(name, highlight=False, markup=False)

@@ -3,6 +3,7 @@ ids (and whatever graph names) they share. Both backends."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -11,9 +12,11 @@ import pytest
 from helpers_core import fresh, snapshot
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from rippl_core import AsyncRippl, DatabaseError, NotFoundError, Rippl, State
 from rippl_core.adapters import Commit, Op, Query, Schema, StateGraph
+from rippl_core.cli import app
 from rippl_core.testing import drop_graph
 
 pytestmark = pytest.mark.on_cluster  # also on a 3-shard cluster, in the `cluster` step
@@ -231,3 +234,16 @@ def test_whatever_their_names_dropping_one_tenant_leaves_the_other(
         finally:
             drop_graph(one)
             drop_graph(two)
+
+
+def test_listing_graphs_names_every_tenant_once(open_rippl: Callable[..., Rippl],
+                                                backend: dict[str, object]) -> None:
+    handles = [open_rippl(graph=f"list-{uuid.uuid4().hex[:6]}{tail}") for tail in ("", ":eu", "*", "é")]
+    handles[0].add_claim("C", "a claim")
+    StateGraph(handles[1], CHECKPOINTS, companion="checkpoints").setup()  # a companion: no tenant
+    listed = Rippl.list_graphs(**backend)  # type: ignore[arg-type]
+    assert {h.graph for h in handles} <= set(listed) and len(listed) == len(set(listed))
+    assert not any(name.startswith("rippl:{") for name in listed)
+    where = ["--db", str(backend["path"])] if "path" in backend else ["--url", str(backend["url"])]
+    shown = CliRunner().invoke(app, [*where, "graphs", "--json"])
+    assert shown.exit_code == 0 and {h.graph for h in handles} <= set(json.loads(shown.output))
