@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from rippl_core import AsyncRippl, Rippl
+from rippl_core import AsyncRippl, Rippl, UnavailableError
 from rippl_core.models import Event
 from rippl_core.review.events import EventStream
+from rippl_core.testing import start_falkordb_server
 
 pytestmark = pytest.mark.on_cluster  # also on a 3-shard cluster, in the `cluster` step
 
@@ -212,3 +213,14 @@ def test_belief_writes_publish_events(rippl: Rippl) -> None:
         # nothing believed then: no write, no event
         assert rippl.retract_belief("agent-1", "outage", at="2026-10-08T00:00:00Z") is None
         assert stream.get(timeout=0.3) is None
+
+
+def test_a_stream_whose_server_goes_away_says_so() -> None:
+    server = start_falkordb_server()
+    try:
+        with Rippl.open(url=server.url, graph="events-lost") as handle, handle.subscribe() as stream:
+            server.stop()
+            with pytest.raises(UnavailableError, match="Subscribe again"):
+                stream.get(timeout=5)
+    finally:
+        server.stop()
