@@ -26,7 +26,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -54,9 +54,8 @@ _OWN_PARAMS = ("replicas", "replica_timeout_ms")
 DEFAULT_REPLICA_TIMEOUT_MS = 5000
 
 type Address = tuple[str, int]
-type Topology = Literal["embedded", "server", "sentinel", "cluster"]
 
-_HINTS: dict[Topology, str] = {
+_HINTS = {
     "embedded": "Check the database path (RIPPL_DB) and that its folder is writable.",
     "server": "Is the server running? Check the url (RIPPL_FALKORDB_URL).",
     "sentinel": "The primary may be failing over: checks deny until Sentinel has promoted a new "
@@ -79,7 +78,7 @@ class Location:
     topology: Literal["embedded", "server", "sentinel", "cluster"] = "embedded"
     nodes: tuple[tuple[str, int], ...] = ()  # the Sentinels, or the cluster's seed nodes
     service: str | None = None  # the Sentinel service name
-    options: dict[str, Any] = field(default_factory=dict, compare=False)  # auth, db, TLS...
+    options: dict[str, Any] = field(default_factory=dict, compare=False)  # credentials, db
     server_url: str | None = field(default=None, repr=False)  # a single server: its redis:// url
     replicas: int | None = None
     replica_timeout_ms: int = DEFAULT_REPLICA_TIMEOUT_MS
@@ -290,14 +289,18 @@ def _compact_append_only_file(client: Any, timeout: float = 120.0) -> None:
 
 QUERY_TIMEOUT = float(os.environ.get("RIPPL_QUERY_TIMEOUT", "120"))
 SENTINEL_TIMEOUT = 1.0  # asking a Sentinel (or a cluster seed) where the primary is
+# Connecting to a primary that may be gone for good (a failover): a check waits this long at most
+# before it is denied, then the next connection asks Sentinel or the cluster again.
+FAILOVER_CONNECT_TIMEOUT = 2.0
 
 
-def _common() -> dict[str, Any]:
+def _common(location: Location) -> dict[str, Any]:
     """Client options. redis-py would resend a command that times out (5 s by default), which
     could apply a slow write twice; Rippl never resends: a timeout surfaces as UnavailableError
     (checks deny), and writes are retried only by the driver's WATCH loop, from the start."""
+    connect = FAILOVER_CONNECT_TIMEOUT if location.topology in ("sentinel", "cluster") else 10
     return {"decode_responses": True, "health_check_interval": 30,
-            "socket_timeout": QUERY_TIMEOUT, "socket_connect_timeout": 10,
+            "socket_timeout": QUERY_TIMEOUT, "socket_connect_timeout": connect,
             "retry": Retry(NoBackoff(), 0)}
 
 
@@ -313,7 +316,7 @@ def _sentinel_kwargs(location: Location) -> dict[str, Any]:
 
 def sync_client(location: Location, keys: Keys, socket_path: str | None = None) -> redis.Redis:
     """A redis client of the primary holding `keys` (the tenant's slot, for a cluster)."""
-    options = _common()
+    options = _common(location)
     match location.topology:
         case "embedded":
             return redis.Redis(unix_socket_path=socket_path, **options)
@@ -333,7 +336,7 @@ def sync_client(location: Location, keys: Keys, socket_path: str | None = None) 
 def async_client(location: Location, keys: Keys,
                  socket_path: str | None = None) -> redis.asyncio.Redis:
     """The asyncio twin of `sync_client`."""
-    options = {**_common(), "retry": AsyncRetry(NoBackoff(), 0)}
+    options = {**_common(location), "retry": AsyncRetry(NoBackoff(), 0)}
     match location.topology:
         case "embedded":
             return redis.asyncio.Redis(unix_socket_path=socket_path, **options)
@@ -355,7 +358,7 @@ def primaries(location: Location, socket_path: str | None = None) -> list[redis.
     tenants, such as listing the graphs. Close them after use."""
     if location.topology != "cluster":
         return [sync_client(location, Keys("rippl"), socket_path)]
-    return [redis.Redis(host=host, port=port, **_common(), **_auth(location))
+    return [redis.Redis(host=host, port=port, **_common(location), **_auth(location))
             for host, port in SlotOwner(location, "").primaries()]
 
 
@@ -363,18 +366,12 @@ def acknowledging(location: Location, client: redis.Redis) -> Location:
     """`location` with the number of replicas each acknowledged write waits for: as given in
     the url, else 1 for Sentinel (it exists to fail over to a replica), else 1 if the primary has
     a connected replica now, else 0 (embedded, or a server without replicas)."""
-    if location.replicas is not None or location.topology == "embedded":
-        return location if location.replicas is not None else _with(location, 0)
-    if location.topology == "sentinel":
-        return _with(location, 1)
+    if location.replicas is not None:
+        return location
+    if location.topology in ("embedded", "sentinel"):
+        return replace(location, replicas=int(location.topology == "sentinel"))
     role = client.execute_command("ROLE")
-    return _with(location, 1 if role[0] == "master" and role[2] else 0)
-
-
-def _with(location: Location, replicas: int) -> Location:
-    from dataclasses import replace
-
-    return replace(location, replicas=replicas)
+    return replace(location, replicas=1 if role[0] == "master" and role[2] else 0)
 
 
 # -- a cluster: the primary owning a tenant's slot ------------------------------------------------
