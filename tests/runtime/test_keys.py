@@ -32,7 +32,7 @@ def redis_hash_tag(key: str) -> str:
     return key[start + 1:end] if start >= 0 and end > start + 1 else key
 
 
-@settings(max_examples=500)
+@settings(max_examples=300)
 @given(a=names, b=names)
 @example(a="acme", b="acme:eu")
 @example(a="acme", b="acme*")
@@ -45,7 +45,7 @@ def test_two_names_never_share_a_key(a: str, b: str) -> None:
         assert tag(a) != tag(b)
 
 
-@settings(max_examples=500)
+@settings(max_examples=300)
 @given(a=names, b=names)
 @example(a="acme", b="acme:eu")
 @example(a="acme", b="acme*")
