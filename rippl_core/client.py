@@ -20,9 +20,17 @@ import redis.asyncio
 from pydantic import ValidationError
 
 from rippl_core._runtime import schema
-from rippl_core._runtime.connection import EmbeddedServer, Location, async_client, locate, sync_client
+from rippl_core._runtime.connection import (
+    EmbeddedServer,
+    Location,
+    acknowledging,
+    async_client,
+    locate,
+    primaries,
+    sync_client,
+)
 from rippl_core._runtime.driver import AsyncDriver, SyncDriver, translated_errors
-from rippl_core._runtime.keys import tenant_pattern
+from rippl_core._runtime.keys import Keys, tenant_of
 from rippl_core._runtime.timeutil import TimeLike, now_ms
 from rippl_core._runtime.validation import check_id, plain_errors
 from rippl_core.beliefs import cypher as beliefs_cypher
@@ -99,9 +107,10 @@ def _policy(base: Policy, at_risk: str | None, unknown: str | None,
         raise InvalidInputError(f"bad policy: {plain_errors(exc.errors())}") from None
 
 
-def _prepare(location: Location, graph: str,
-             create: bool = True) -> tuple[EmbeddedServer | None, redis.Redis]:
-    """Start or join the embedded server if needed, and create the schema (idempotent). With
+def _prepare(location: Location, keys: Keys,
+             create: bool = True) -> tuple[EmbeddedServer | None, redis.Redis, Location]:
+    """Start or join the embedded server if needed, learn how many replicas acknowledge a write,
+    and create the schema (idempotent; moving a graph of the layout before tagged keys). With
     `create=False` a database or graph that does not exist yet is refused, not created."""
     if not create and location.missing():
         raise NotFoundError(
@@ -110,22 +119,50 @@ def _prepare(location: Location, graph: str,
             cli=f"no database at {location.path}: check --db (or RIPPL_DB); `rippl load FILE` "
                 "creates one")
     server = EmbeddedServer(location.path) if location.path else None
-    client = sync_client(location, server.socket_path if server else None)
+    client = sync_client(location, keys, server.socket_path if server else None)
     try:
-        driver = SyncDriver(client, graph, location.describe())
-        if not create and not driver.run(lambda: schema.exists(graph)):
+        with translated_errors(location):
+            location = acknowledging(location, client)
+        driver = SyncDriver(client, keys, location)
+        graph = keys.name
+        if not create and not driver.run(lambda: schema.exists(keys)):
             raise NotFoundError(
                 f"no graph {graph!r} in {location.describe()}; check the graph name, or open it "
                 "with create=True to create it",
                 cli=f"no graph {graph!r} in {location.describe()}: check --graph; `rippl --graph "
                     f"{graph} load FILE` creates it")
-        driver.run(lambda: schema.ensure(GRAPH_SCHEMA, graph))
+        migrate = location.topology != "cluster"  # no cluster ever held the old layout
+        driver.run(lambda: schema.ensure(GRAPH_SCHEMA, keys, migrate_legacy=migrate))
     except BaseException:
         client.close()
         if server is not None:
             server.close()
         raise
-    return server, client
+    return server, client, location
+
+
+def _graph_names(path: PathLike | None, url: str | None) -> list[str]:
+    """The tenants of a database, from the graphs of every primary (every shard of a cluster);
+    a graph of the layout before tagged keys (moved when first opened) is listed too."""
+    location = locate(path, url)
+    server = EmbeddedServer(location.path) if location.path else None
+    clients = primaries(location, server.socket_path if server else None)
+    try:
+        names: set[str] = set()
+        with translated_errors(location):
+            for client in clients:
+                for key in client.execute_command("GRAPH.LIST"):
+                    tenant = tenant_of(key)
+                    if tenant is not None and tenant[1] == "graph":
+                        names.add(tenant[0])
+                    elif tenant is None and client.exists(Keys(key).legacy.schema):
+                        names.add(key)
+        return sorted(names)
+    finally:
+        for client in clients:
+            client.close()
+        if server is not None:
+            server.close()
 
 
 def _check(target: Target, policy: Policy, as_of: TimeLike | None,
@@ -156,21 +193,28 @@ class Rippl:
     def __init__(self, location: Location, graph: str, client: redis.Redis,
                  server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
         self.location, self.graph, self.policy = location, graph, policy
+        self.keys = Keys(graph)
         self.distinct_approver = distinct_approver
         self._client, self._server = client, server
-        self._driver = SyncDriver(client, graph, location.describe())
+        self._driver = SyncDriver(client, self.keys, location)
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
     def open(cls, path: PathLike | None = None, *, url: str | None = None, graph: str = "rippl",
              policy: Policy | None = None, distinct_approver: bool = False,
              create: bool = True) -> Rippl:
-        """Open a graph: embedded (path, RIPPL_DB, ./.rippl/) or on a server (url=falkordb://...,
+        """Open a graph: embedded (path, RIPPL_DB, ./.rippl/) or on a server, replica set or
+        cluster (url=falkordb://..., falkordb+sentinel://..., falkordb+cluster://...,
         RIPPL_FALKORDB_URL). Creates the database and the graph's schema on first use; with
         `create=False`, a database or graph that does not exist raises NotFoundError instead."""
         location, graph = locate(path, url), check_id(graph, what="graph")
-        server, client = _prepare(location, graph, create)
+        server, client, location = _prepare(location, Keys(graph), create)
         return cls(location, graph, client, server, policy or Policy(), distinct_approver)
+
+    @classmethod
+    def list_graphs(cls, path: PathLike | None = None, *, url: str | None = None) -> list[str]:
+        """The graphs (tenants) of a database, sorted: every shard of a cluster is asked."""
+        return _graph_names(path, url)
 
     def close(self) -> None:
         """Close the connection; the embedded server stops when its last user leaves."""
@@ -180,13 +224,13 @@ class Rippl:
             self._server = None
 
     def drop(self) -> None:
-        """Delete this graph and everything Rippl keeps for it, then recreate the empty schema."""
-        with translated_errors(self.location.describe()):
-            for key in self._client.scan_iter(match=tenant_pattern(self.graph)):
-                self._client.delete(key)
-            if self._client.exists(self.graph):
-                self._client.execute_command("GRAPH.DELETE", self.graph)
-        self._driver.run(lambda: schema.ensure(GRAPH_SCHEMA, self.graph))
+        """Delete this graph and every key Rippl keeps for it (companion graphs such as LangGraph
+        checkpoints included, no other graph's), then recreate the empty schema."""
+        with translated_errors(self.location):
+            doomed = list(self._client.scan_iter(match=self.keys.pattern, count=1000))
+            if doomed:
+                self._client.delete(*doomed)
+        self._driver.run(lambda: schema.ensure(GRAPH_SCHEMA, self.keys))
 
     def __enter__(self) -> Self:
         return self
@@ -486,9 +530,10 @@ class AsyncRippl:
     def __init__(self, location: Location, graph: str, client: redis.asyncio.Redis,
                  server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
         self.location, self.graph, self.policy = location, graph, policy
+        self.keys = Keys(graph)
         self.distinct_approver = distinct_approver
         self._client, self._server = client, server
-        self._driver = AsyncDriver(client, graph, location.describe())
+        self._driver = AsyncDriver(client, self.keys, location)
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -497,10 +542,15 @@ class AsyncRippl:
                    distinct_approver: bool = False, create: bool = True) -> AsyncRippl:
         """Open a graph (see `Rippl.open`)."""
         location, graph = locate(path, url), check_id(graph, what="graph")
-        server, sync = await asyncio.to_thread(_prepare, location, graph, create)
+        server, sync, location = await asyncio.to_thread(_prepare, location, Keys(graph), create)
         sync.close()
-        client = async_client(location, server.socket_path if server else None)
+        client = async_client(location, Keys(graph), server.socket_path if server else None)
         return cls(location, graph, client, server, policy or Policy(), distinct_approver)
+
+    @classmethod
+    async def list_graphs(cls, path: PathLike | None = None, *, url: str | None = None) -> list[str]:
+        """The graphs (tenants) of a database, sorted: every shard of a cluster is asked."""
+        return await asyncio.to_thread(_graph_names, path, url)
 
     async def close(self) -> None:
         """Close the connection; the embedded server stops when its last user leaves."""
@@ -510,13 +560,13 @@ class AsyncRippl:
             await asyncio.to_thread(server.close)
 
     async def drop(self) -> None:
-        """Delete this graph and everything Rippl keeps for it, then recreate the empty schema."""
-        with translated_errors(self.location.describe()):
-            async for key in self._client.scan_iter(match=tenant_pattern(self.graph)):
-                await self._client.delete(key)
-            if await self._client.exists(self.graph):
-                await self._client.execute_command("GRAPH.DELETE", self.graph)
-        await self._driver.run(lambda: schema.ensure(GRAPH_SCHEMA, self.graph))
+        """Delete this graph and every key Rippl keeps for it (companion graphs such as LangGraph
+        checkpoints included, no other graph's), then recreate the empty schema."""
+        with translated_errors(self.location):
+            doomed = [key async for key in self._client.scan_iter(match=self.keys.pattern, count=1000)]
+            if doomed:
+                await self._client.delete(*doomed)
+        await self._driver.run(lambda: schema.ensure(GRAPH_SCHEMA, self.keys))
 
     async def __aenter__(self) -> Self:
         return self

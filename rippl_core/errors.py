@@ -43,6 +43,11 @@ class UnavailableError(DatabaseError, ConnectionError):
     """The graph database could not be reached."""
 
 
+class ReplicationError(UnavailableError):
+    """A write was applied on the primary, but fewer replicas than required confirmed it in time:
+    it is not acknowledged (a failover could lose it), and a retry may find it already applied."""
+
+
 class ReviewError(RipplError):
     """A review item cannot take this transition (already decided, policy refused...)."""
 

@@ -17,7 +17,6 @@ from typing import Any
 from hypothesis import strategies as st
 
 from rippl_core import Rippl, State
-from rippl_core._runtime.keys import version_key
 from rippl_core._runtime.wire import Query, parse
 from rippl_core.causal.tms import Premise, reference_labels
 from rippl_core.testing import drop_graph
@@ -74,8 +73,9 @@ class Snapshot:
 
 
 def snapshot(handle: Rippl, graph: str | None = None) -> Snapshot:
-    """A consistent snapshot of `graph` (default: the handle's), read in one MULTI/EXEC."""
-    name = graph or handle.graph
+    """A consistent snapshot of graph key `graph` (default: the handle's graph), read in one
+    MULTI/EXEC."""
+    name = graph or handle.keys.graph
     if not handle.redis.exists(name):
         return Snapshot({}, set())
     pipe = handle.redis.pipeline(transaction=True)
@@ -111,7 +111,7 @@ def pending_counts_match_reviews(snap: Snapshot) -> None:
 
 
 def version(handle: Rippl) -> int:
-    return int(handle.redis.get(version_key(handle.graph)) or 0)
+    return int(handle.redis.get(handle.keys.version) or 0)
 
 
 @contextlib.contextmanager

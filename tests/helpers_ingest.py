@@ -13,7 +13,6 @@ from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import Field
 
 from rippl_core import Rippl
-from rippl_core._runtime.keys import version_key
 from rippl_core._runtime.wire import Query
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +30,7 @@ def dump(rippl: Rippl) -> dict[str, Any]:
     nodes = sorted(json.dumps([sorted(labels), props], sort_keys=True)
                    for labels, props in rippl._driver.query(_NODES))
     edges = sorted(json.dumps(list(row), sort_keys=True) for row in rippl._driver.query(_EDGES))
-    return {"nodes": nodes, "edges": edges, "version": rippl.redis.get(version_key(rippl.graph))}
+    return {"nodes": nodes, "edges": edges, "version": rippl.redis.get(rippl.keys.version)}
 
 
 def causal(rippl: Rippl) -> dict[str, Any]:

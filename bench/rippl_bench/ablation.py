@@ -202,7 +202,7 @@ def evaluate(corpus: Corpus, rippl: Rippl, ks: Sequence[int], model: Any | None,
         found = sqlite.downstream(claim)
         structural["sqlite_cte"].add(found, truth[claim], time.perf_counter() - start)
         start = time.perf_counter()
-        rows = baselines.run_query(rippl.redis, rippl.graph, baselines.article_downstream(claim, 5))
+        rows = baselines.run_query(rippl.redis, rippl.keys.graph, baselines.article_downstream(claim, 5))
         found = set(rows[0][0]) if rows else set()
         structural["cypher_1_5"].add(found, truth[claim], time.perf_counter() - start)
     sqlite.close()

@@ -18,7 +18,8 @@ from typing import Any
 OWN_SECTIONS = ("Summary", "Misses and why", "Machine and caveats", "Pre-flight check", "Blast radius",
                 "Retraction waves and the review gate", "Receipts", "Load and memory",
                 "Invalidation recall ablation", "Method")
-EXTERNAL = {"temporal": "Bitemporal beliefs", "langgraph": "LangGraph adapter"}
+EXTERNAL = {"temporal": "Bitemporal beliefs", "langgraph": "LangGraph adapter",
+            "topologies": "Replication, failover and cluster"}
 TARGETS = {"check_p50_ms": 0.3, "flat_ratio": 1.5, "lattice_ms": 20.0, "retract_s": 1.0,
            "load_nodes_per_s": 20_000, "verify_per_s": 10_000}
 DPI = 100

@@ -229,7 +229,7 @@ def scale_backend(backend: Backend, data: ScaleData, config: Config, step: Step)
         if not ids:
             continue
         samples, rows = sample(lambda a: baselines.run_query(
-            rippl.redis, rippl.graph, baselines.article_upstream(a, 5)), ids)
+            rippl.redis, rippl.keys.graph, baselines.article_upstream(a, 5)), ids)
         article[category] = summary(samples)
         answers.update({a: bool(r) for a, r in zip(ids, rows, strict=True)})
     article["agreement"] = _verdict_agreement(truth, answers)
@@ -238,7 +238,7 @@ def scale_backend(backend: Backend, data: ScaleData, config: Config, step: Step)
         for action in data.samples["allowed"][:config.literal_samples]:
             try:
                 seconds, _ = clock(lambda action=action: baselines.run_query(
-                    rippl.redis, rippl.graph, baselines.article_upstream_literal(action, 5),
+                    rippl.redis, rippl.keys.graph, baselines.article_upstream_literal(action, 5),
                     timeout_ms=config.literal_timeout_ms))
                 literal.append(seconds)
             except baselines.TimedOut:
@@ -254,7 +254,7 @@ def scale_backend(backend: Backend, data: ScaleData, config: Config, step: Step)
         "max_reached": max((len(r) for r in reached), default=0)}
     exact = {c: {n.id for n in r} for c, r in zip(data.blast_claims, reached, strict=True)}
     samples, rows = sample(lambda c: baselines.run_query(
-        rippl.redis, rippl.graph, baselines.article_downstream(c, 5)), data.blast_claims, warmup=5)
+        rippl.redis, rippl.keys.graph, baselines.article_downstream(c, 5)), data.blast_claims, warmup=5)
     found = {c: set(r[0][0]) if r else set() for c, r in zip(data.blast_claims, rows, strict=True)}
     out["article_blast"] = summary(samples) | _misses(exact, found)
     out["exact_blast"] = {c: sorted(ids) for c, ids in exact.items()}
@@ -336,7 +336,7 @@ def lattice(backend: Backend, config: Config) -> dict[str, Any]:
         query = baselines.article_downstream(root, n)
         try:
             seconds, rows = clock(lambda query=query: baselines.run_query(
-                rippl.redis, rippl.graph, query, timeout_ms=config.lattice_timeout_ms))
+                rippl.redis, rippl.keys.graph, query, timeout_ms=config.lattice_timeout_ms))
             found = len(rows[0][0]) if rows else 0
             article.append({"n": n, "ms": seconds * 1000, "reached": found, "missed": below - found,
                             "timed_out": False})
@@ -476,13 +476,13 @@ def _append_cost(backend: Backend, length: int) -> dict[str, Any]:
         prev = props["hash"]
     for start in range(0, len(rows), 2000):
         for props in rows[start:start + 2000]:
-            rippl.redis.execute_command("GRAPH.QUERY", rippl.graph,
+            rippl.redis.execute_command("GRAPH.QUERY", rippl.keys.graph,
                                         review_cypher.append_receipt(props).command(), "--compact")
 
     def append(i: int) -> None:
-        head = baselines.run_query(rippl.redis, rippl.graph, review_cypher.HEAD)
+        head = baselines.run_query(rippl.redis, rippl.keys.graph, review_cypher.HEAD)
         props = _receipt_props(int(head[0][0]) + 1, str(head[0][1]))
-        rippl.redis.execute_command("GRAPH.QUERY", rippl.graph,
+        rippl.redis.execute_command("GRAPH.QUERY", rippl.keys.graph,
                                     review_cypher.append_receipt(props).command(), "--compact")
 
     samples, _ = sample(append, range(200), warmup=10)

@@ -177,7 +177,7 @@ def bench_ask_size(rippl: Rippl, size: int, samples: int, base: int) -> dict[str
     past = summary(timed(ask_past, samples))
     current = summary(timed(ask_current, samples))
     plan = rippl.redis.execute_command(
-        "GRAPH.EXPLAIN", rippl.graph,
+        "GRAPH.EXPLAIN", rippl.keys.graph,
         beliefs_cypher.latest_start(beliefs_cypher.belief_key("agent-0", "topic-0"), base, base,
                                     beliefs_cypher.DAY_MS).command())
     progress(f"  {edges:,} intervals: ask p50 {now['p50_ms']} ms, p99 {now['p99_ms']} ms")

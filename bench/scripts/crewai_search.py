@@ -49,7 +49,7 @@ def median_ms(fn: Callable[[], object], runs: int = 7) -> float:
 def raw(rippl: Rippl, text: str, params: dict[str, object], read_only: bool = True) -> list:
     q = Query(text, params, read_only=read_only)
     return parse(rippl.redis.execute_command("GRAPH.RO_QUERY" if read_only else "GRAPH.QUERY",
-                                             rippl.graph, q.command(), "--compact"))
+                                             rippl.keys.graph, q.command(), "--compact"))
 
 
 def bench(rippl: Rippl, n: int, rng: random.Random) -> dict[str, float]:

@@ -101,7 +101,7 @@ def test_structural_baselines_agree_with_rippl(rippl: Rippl) -> None:
     for claim in claims:
         exact = {r.id for r in rippl.blast_radius(claim)}
         assert sqlite.downstream(claim) == exact == nxg.downstream(claim) == _reach(graph.edges, claim)
-        rows = baselines.run_query(rippl.redis, rippl.graph, baselines.article_downstream(claim, 5))
+        rows = baselines.run_query(rippl.redis, rippl.keys.graph, baselines.article_downstream(claim, 5))
         assert set(rows[0][0]) == {r.id for r in rippl.blast_radius(claim, max_depth=5)}
     victim = claims[0]
     rippl.retract(victim, reason="test", by="t")
@@ -115,7 +115,7 @@ def test_structural_baselines_agree_with_rippl(rippl: Rippl) -> None:
 def test_article_query_times_out_honestly(rippl: Rippl) -> None:
     rippl.load(generate.diamond_lattice(40).spec)
     with pytest.raises(baselines.TimedOut):
-        baselines.run_query(rippl.redis, rippl.graph, baselines.article_downstream("L-root", 40),
+        baselines.run_query(rippl.redis, rippl.keys.graph, baselines.article_downstream("L-root", 40),
                             timeout_ms=50)
 
 

@@ -29,7 +29,7 @@ def test_hot_path_reads_start_from_an_index(rippl: Rippl, name: str) -> None:
     rippl.load(causal_graph(200, seed=3).spec)
     query: Query = HOT_PATH[name]
     plan = [line.strip() for line in
-            rippl.redis.execute_command("GRAPH.EXPLAIN", rippl.graph, query.command())]
+            rippl.redis.execute_command("GRAPH.EXPLAIN", rippl.keys.graph, query.command())]
     scans = [line for line in plan if "Scan" in line]
     assert scans, plan
     assert all("Index Scan" in line for line in scans), f"{name} scans nodes: {plan}"

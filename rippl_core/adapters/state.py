@@ -6,59 +6,54 @@ from collections.abc import Callable
 
 from rippl_core._runtime import schema as _schema
 from rippl_core._runtime.driver import AsyncDriver, SyncDriver, translated_errors
-from rippl_core._runtime.keys import companion_graph, schema_key, version_key
+from rippl_core._runtime.keys import Companion
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.schema import Schema
-from rippl_core._runtime.validation import check_id
-from rippl_core.adapters.handles import Handle
 from rippl_core.client import AsyncRippl, Rippl
 
 
-def _state_graph_name(handle: Handle, name: str | None, default: str) -> str:
-    return check_id(name if name is not None else companion_graph(handle.graph, default),
-                    what="graph name")
-
-
 class StateGraph:
-    """Framework state (e.g. LangGraph checkpoints) in a companion graph of the handle's tenant,
-    on the same server: its writes never contend with the causal graph's. Operations are
+    """Framework state (e.g. LangGraph checkpoints) in a companion graph of the handle's tenant:
+    its keys are the tenant's (same slot of a cluster, deleted by `drop()` of the tenant), but its
+    own version counter, so its writes never contend with the causal graph's. Operations are
     generators of `Query`/`Commit`, like the core's; `run` drives them."""
 
-    def __init__(self, handle: Rippl, schema: Schema, *, suffix: str, name: str | None = None) -> None:
+    def __init__(self, handle: Rippl, schema: Schema, *, companion: Companion) -> None:
         self.handle, self.schema = handle, schema
-        self.graph = _state_graph_name(handle, name, suffix)
-        self._driver = SyncDriver(handle.redis, self.graph, handle.location.describe())
+        self.keys = handle.keys.of(companion)
+        self.graph = self.keys.graph
+        self._driver = SyncDriver(handle.redis, self.keys, handle.location)
 
     def setup(self) -> None:
         """Create the graph's indexes (idempotent; cheap once done)."""
-        self._driver.run(lambda: _schema.ensure(self.schema, self.graph))
+        self._driver.run(lambda: _schema.ensure(self.schema, self.keys))
 
     def run[R](self, make: Callable[[], Op[R]], *, write: bool = False) -> R:
         return self._driver.run(make, write=write)
 
     def drop(self) -> None:
         """Delete the graph and its keys."""
-        with translated_errors(self.handle.location.describe()):
-            self.handle.redis.delete(self.graph, schema_key(self.graph), version_key(self.graph))
+        with translated_errors(self.handle.location):
+            self.handle.redis.delete(self.keys.graph, self.keys.schema, self.keys.version)
 
 
 class AsyncStateGraph:
     """The asyncio twin of `StateGraph`."""
 
-    def __init__(self, handle: AsyncRippl, schema: Schema, *, suffix: str,
-                 name: str | None = None) -> None:
+    def __init__(self, handle: AsyncRippl, schema: Schema, *, companion: Companion) -> None:
         self.handle, self.schema = handle, schema
-        self.graph = _state_graph_name(handle, name, suffix)
-        self._driver = AsyncDriver(handle.redis, self.graph, handle.location.describe())
+        self.keys = handle.keys.of(companion)
+        self.graph = self.keys.graph
+        self._driver = AsyncDriver(handle.redis, self.keys, handle.location)
 
     async def setup(self) -> None:
         """Create the graph's indexes (idempotent; cheap once done)."""
-        await self._driver.run(lambda: _schema.ensure(self.schema, self.graph))
+        await self._driver.run(lambda: _schema.ensure(self.schema, self.keys))
 
     async def run[R](self, make: Callable[[], Op[R]], *, write: bool = False) -> R:
         return await self._driver.run(make, write=write)
 
     async def drop(self) -> None:
         """Delete the graph and its keys."""
-        with translated_errors(self.handle.location.describe()):
-            await self.handle.redis.delete(self.graph, schema_key(self.graph), version_key(self.graph))
+        with translated_errors(self.handle.location):
+            await self.handle.redis.delete(self.keys.graph, self.keys.schema, self.keys.version)

@@ -133,8 +133,10 @@ def options(
     ctx: typer.Context,
     db: Annotated[Path | None, typer.Option(help="Embedded database file (default ./.rippl/rippl.db "
                                                  "or RIPPL_DB).")] = None,
-    url: Annotated[str | None, typer.Option(help="FalkorDB server, e.g. falkordb://localhost:6379 "
-                                                 "(or RIPPL_FALKORDB_URL).")] = None,
+    url: Annotated[str | None, typer.Option(help="FalkorDB server, e.g. falkordb://localhost:6379, "
+                                                 "a replica set falkordb+sentinel://h:26379,h2:26379/"
+                                                 "service or a cluster falkordb+cluster://h:7000,"
+                                                 "h2:7001 (or RIPPL_FALKORDB_URL).")] = None,
     graph: Annotated[str, typer.Option(help="Graph (tenant) name.")] = "rippl",
 ) -> None:
     ctx.obj = Connection(db, url, graph)

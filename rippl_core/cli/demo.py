@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from rippl_core.cli.app import command, connection, console
+from rippl_core.cli.app import command, connection, console, errors
 from rippl_core.cli.serve import run_console
 from rippl_core.cli.stories import incident
 
@@ -22,6 +22,7 @@ class Story(StrEnum):
     capture = "capture"
 
 DEMO_REVIEWER = "demo-reviewer"
+DEMO_GRAPH = "rippl-demo"
 
 
 @command("demo")
@@ -38,8 +39,11 @@ def demo_cmd(ctx: typer.Context,
     run captured as it happens, its call vetoed after a pause, with what to compensate."""
     chosen = {None: story.value, True: "beliefs", False: "incident"}[temporal]
     conn = connection(ctx)
-    if conn.graph == "rippl":
-        conn.graph = "rippl-demo"  # never touch the default graph's data
+    if conn.graph not in ("rippl", DEMO_GRAPH):
+        errors.print(f"note: the demo writes only its own graph {DEMO_GRAPH!r} (it starts by "
+                     f"emptying it); graph {conn.graph!r} is left untouched", highlight=False,
+                     markup=False)
+    conn.graph = DEMO_GRAPH  # the demo empties its graph first: never any other graph
     with conn.open(create=True) as rippl:
         incident.run(rippl, console, story=chosen)
         if serve and chosen in ("all", "incident"):

@@ -1,4 +1,5 @@
-"""Commands over the causal graph: load, show, blast-radius, check, retract, reinstate, stats."""
+"""Commands over the causal graph: load, show, blast-radius, check, retract, reinstate, stats,
+and the list of graphs (tenants) of the database."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from rippl_core.cli.app import (
 )
 from rippl_core.cli.capture import compensation_lines
 from rippl_core.cli.render import STATE_STYLE
+from rippl_core.client import Rippl
 from rippl_core.models import Verdict, Wave
 from rippl_core.vocabulary import public_status
 
@@ -181,3 +183,16 @@ def stats_cmd(ctx: typer.Context, format: OutputFormat = Output.table) -> None:
         table.add_row(kind, str(count), statuses)
     console.print(table)
     console.print(f"{stats.edges} causal edges")
+
+
+@command("graphs")
+def graphs_cmd(ctx: typer.Context,
+               json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List the graphs (tenants) of the database (every shard of a cluster)."""
+    conn = connection(ctx)
+    names = Rippl.list_graphs(conn.db, url=conn.url)
+    if json_out:
+        console.print_json(json.dumps(names))
+        return
+    for name in names:
+        console.print(name, highlight=False, markup=False)

@@ -29,17 +29,17 @@ def day(n: float) -> datetime:
 
 
 def believes_edges(rippl: Rippl) -> int:
-    reply = rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.graph,
+    reply = rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.keys.graph,
                                         "MATCH ()-[r:BELIEVES]->() RETURN count(r)")
     return int(reply[1][0][0])
 
 
 def graph_dump(rippl: Rippl) -> list[str]:
     """Every node and edge with its labels or type and properties, in a canonical order."""
-    nodes = rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.graph,
+    nodes = rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.keys.graph,
                                         "MATCH (n) RETURN id(n), labels(n), properties(n)")[1]
     edges = rippl.redis.execute_command(
-        "GRAPH.RO_QUERY", rippl.graph,
+        "GRAPH.RO_QUERY", rippl.keys.graph,
         "MATCH (a)-[r]->(b) RETURN id(r), id(a), type(r), properties(r), id(b)")[1]
     return sorted(repr(row) for row in nodes) + sorted(repr(row) for row in edges)
 
@@ -349,7 +349,7 @@ def test_reads_use_the_edge_range_index(world: Rippl) -> None:
                   beliefs_cypher.open_interval(key, 1, 2), beliefs_cypher.open_interval(key, 1, None),
                   beliefs_cypher.agent_covering("ag", 1, 2), beliefs_cypher.visible(key, 2),
                   beliefs_cypher.current_overlapping(key, 1, 2), beliefs_cypher.first_start_after(key, 1, 2)):
-        plan = world.redis.execute_command("GRAPH.EXPLAIN", world.graph, query.command())
+        plan = world.redis.execute_command("GRAPH.EXPLAIN", world.keys.graph, query.command())
         assert any("Edge By Index Scan" in line for line in plan), plan
         assert not any("Label Scan" in line or "All Node Scan" in line for line in plan), plan
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from rippl_core import InvalidInputError, NotFoundError, Rippl, State
-from rippl_core._runtime.keys import version_key
 from rippl_core._runtime.wire import Query, parse
 from rippl_core.beliefs import whatif
 from rippl_core.causal import counterfactual
@@ -49,14 +48,14 @@ def snapshot(rippl: Rippl) -> dict[str, Any]:
     list of graphs. (redis DUMP of a graph key is not usable: FalkorDB's serialization differs
     between two dumps of an untouched graph.)"""
     def rows(query: str) -> list[str]:
-        reply = rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.graph, query)
+        reply = rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.keys.graph, query)
         return sorted(repr(row) for row in reply[1])
 
     return {"nodes": rows("MATCH (n) RETURN id(n), labels(n), properties(n)"),
             "edges": rows("MATCH (a)-[r]->(b) RETURN id(r), type(r), properties(r), id(a), id(b)"),
             "indexes": rows("CALL db.indexes() YIELD label, properties, entitytype "
                             "RETURN label, properties, entitytype"),
-            "version": rippl.redis.get(version_key(rippl.graph)),
+            "version": rippl.redis.get(rippl.keys.version),
             "keys": sorted(rippl.redis.keys("*")),
             "graphs": sorted(rippl.redis.execute_command("GRAPH.LIST"))}
 
@@ -155,7 +154,7 @@ def drive_until(rippl: Rippl, make: Callable[[], Any], fail_at: int) -> int:
                 request = gen.throw(KeyboardInterrupt("interrupted"))
                 continue
             assert isinstance(request, Query) and request.read_only, request
-            reply = rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.graph, request.command(),
+            reply = rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.keys.graph, request.command(),
                                                 "--compact")
             request = gen.send(parse(reply))
     except StopIteration:

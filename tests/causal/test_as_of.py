@@ -168,10 +168,8 @@ def test_a_graph_written_before_own_records_gets_them_on_open(backend: dict[str,
         rippl.add_decision("D", "d", premises=["C"])
         rippl.retract("C", reason="false", by="test", at=BASE)
         graph = rippl.graph
-        rippl.redis.execute_command("GRAPH.QUERY", graph, "MATCH (r:Retraction) DELETE r")
-        from rippl_core._runtime.keys import schema_key
-
-        rippl.redis.delete(schema_key(graph))
+        rippl.redis.execute_command("GRAPH.QUERY", rippl.keys.graph, "MATCH (r:Retraction) DELETE r")
+        rippl.redis.delete(rippl.keys.schema)
         with Rippl.open(graph=graph, **backend) as reopened:  # type: ignore[arg-type]
             assert not reopened.check("D", as_of=BASE + HOUR).allowed
             assert reopened.check("D", as_of=BASE - HOUR).allowed

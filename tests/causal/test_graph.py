@@ -13,7 +13,6 @@ import yaml
 from helpers_core import IN, assert_consistent, snapshot, version
 
 from rippl_core import AsyncRippl, ConflictError, InvalidInputError, Kind, NotFoundError, Rippl, State
-from rippl_core._runtime.keys import schema_key
 from rippl_core._runtime.validation import semantic_id
 from rippl_core._runtime.wire import parse
 
@@ -69,7 +68,7 @@ def test_add_and_get_every_kind(rippl: Rippl) -> None:
 
 def test_every_node_has_one_kind_label_and_the_node_label(rippl: Rippl) -> None:
     rippl.load(small_spec())
-    rows = parse(rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.graph,
+    rows = parse(rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.keys.graph,
                                              "MATCH (n:Node) RETURN n.id, labels(n)", "--compact"))
     assert len(rows) == 9
     for node_id, labels in rows:
@@ -313,8 +312,8 @@ def test_claims_written_before_text_keys_get_theirs_on_open(backend: dict[str, o
     graph = f"t-{uuid.uuid4().hex[:12]}"
     with Rippl.open(graph=graph, **backend) as rippl:  # type: ignore[arg-type]
         rippl.add_claim("CLM-OLD", "an old statement")
-        rippl.redis.execute_command("GRAPH.QUERY", graph, "MATCH (c:Claim) REMOVE c.text_key")
-        rippl.redis.delete(schema_key(graph))  # as an older Rippl left it
+        rippl.redis.execute_command("GRAPH.QUERY", rippl.keys.graph, "MATCH (c:Claim) REMOVE c.text_key")
+        rippl.redis.delete(rippl.keys.schema)  # as an older Rippl left it
     try:
         with Rippl.open(graph=graph, **backend) as rippl:  # type: ignore[arg-type]
             assert [c.id for c in rippl.claims_stating("An old statement.")] == ["CLM-OLD"]
@@ -322,4 +321,3 @@ def test_claims_written_before_text_keys_get_theirs_on_open(backend: dict[str, o
     finally:
         with Rippl.open(graph=graph, **backend) as rippl:  # type: ignore[arg-type]
             rippl.drop()
-            rippl.redis.execute_command("GRAPH.DELETE", graph)

@@ -265,8 +265,8 @@ def test_an_allowed_check_is_one_query_whatever_the_graph_size(rippl: Rippl, siz
 
 def test_a_graph_that_cannot_be_read_is_denied(rippl: Rippl) -> None:
     rippl.add_action("A", "act")
-    rippl.redis.execute_command("GRAPH.DELETE", rippl.graph)
-    rippl.redis.set(rippl.graph, "not a graph any more")  # every graph query now fails
+    rippl.redis.execute_command("GRAPH.DELETE", rippl.keys.graph)
+    rippl.redis.set(rippl.keys.graph, "not a graph any more")  # every graph query now fails
     try:
         verdict = rippl.check("A")
         assert not verdict.allowed and "could not be checked" in verdict.reason
@@ -275,7 +275,7 @@ def test_a_graph_that_cannot_be_read_is_denied(rippl: Rippl) -> None:
             rippl.guard(ToolCall(name="t", args={}))
         assert "could not be checked" in raised.value.verdict.reason
     finally:
-        rippl.redis.delete(rippl.graph)
+        rippl.redis.delete(rippl.keys.graph)
 
 
 def test_a_stopped_server_is_denied_and_says_why() -> None:

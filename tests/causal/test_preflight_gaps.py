@@ -100,7 +100,7 @@ def test_an_error_verdict_refuses_to_hide_a_caller_mistake() -> None:
 
 def test_the_graph_being_gone_is_denied_through_check(rippl: Rippl) -> None:
     rippl.add_action("A", "act", tool="t")
-    rippl.redis.execute_command("GRAPH.DELETE", rippl.graph)  # the graph is gone under the handle
+    rippl.redis.execute_command("GRAPH.DELETE", rippl.keys.graph)  # the graph is gone under the handle
     verdict = rippl.check("A")
     assert not verdict.allowed
 

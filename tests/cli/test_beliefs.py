@@ -7,6 +7,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from helpers_core import snapshot
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -14,6 +15,7 @@ from rippl_core import Rippl, State
 from rippl_core.cli import app
 from rippl_core.cli.beliefs import mermaid_timeline
 from rippl_core.cli.stories.beliefs import AGENT, RESIZE, TOPIC, oct, tell_story
+from rippl_core.testing import drop_graph
 
 runner = CliRunner()
 BASE = (datetime.now(UTC) - timedelta(days=30)).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -136,7 +138,13 @@ def test_the_checkout_outage_story(rippl: Rippl) -> None:
     assert len(rippl.timeline(AGENT, TOPIC)) == 4
 
 
-def test_rippl_demo_temporal(rippl: Rippl, backend: dict[str, Any]) -> None:
-    result = cli(rippl, backend, "demo", "--temporal")
+def test_rippl_demo_temporal_writes_only_its_own_graph(rippl: Rippl, backend: dict[str, Any]) -> None:
+    rippl.add_claim("MINE", "the user's own claim")
+    before = snapshot(rippl)
+    result = cli(rippl, backend, "demo", "--temporal")  # with --graph <the user's graph>
     assert result.exit_code == 0, result.output
     assert "CLM-CO-03" in result.output and "gantt" in result.output
+    assert snapshot(rippl) == before  # the demo empties its own graph, never the one named
+    with Rippl.open(graph="rippl-demo", **backend) as demo:
+        assert len(demo.timeline(AGENT, TOPIC)) == 4
+        drop_graph(demo)

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rippl_core import Rippl
-from rippl_core._runtime.keys import events_channel
+from rippl_core._runtime.keys import Keys
 from rippl_core.cli import app
 from rippl_core.cli.app import EXIT_DENIED, EXIT_ERROR, EXIT_USAGE, styled
 
@@ -258,7 +258,7 @@ def test_watch_shows_public_statuses_and_json_lines(db: Path) -> None:
     with Rippl.open(db) as rippl:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # both watchers are subscribed
-            _, subscribers = rippl.redis.execute_command("PUBSUB", "NUMSUB", events_channel("rippl"))
+            _, subscribers = rippl.redis.execute_command("PUBSUB", "NUMSUB", Keys("rippl").events)
             if int(subscribers) >= 2:
                 break
             time.sleep(0.1)

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from rippl_core import AsyncRippl, Rippl
-from rippl_core._runtime.keys import events_channel
+from rippl_core import AsyncRippl, Rippl, UnavailableError
 from rippl_core.models import Event
 from rippl_core.review.events import EventStream
+from rippl_core.testing import start_falkordb_server
+
+pytestmark = pytest.mark.on_cluster  # also on a 3-shard cluster, in the `cluster` step
 
 ROOT = Path(__file__).parents[2]
 CLM_001_WAVE = {"ACT-001", "ACT-003", "ACT-004", "ACT-005", "ACT-006", "ACT-007", "ACT-008", "ACT-009",
@@ -40,9 +42,9 @@ with Rippl.open(graph=graph, **options) as handle, handle.subscribe() as stream:
 
 
 def wait_for_subscribers(handle: Rippl, count: int = 1) -> None:
-    channel = events_channel(handle.graph)
+    channel = handle.keys.events
     deadline = time.monotonic() + 30
-    while dict(handle.redis.pubsub_numsub(channel)).get(channel, 0) < count:
+    while dict(handle.redis.pubsub_shardnumsub(channel)).get(channel, 0) < count:
         assert time.monotonic() < deadline, "the subscriber never subscribed"
         time.sleep(0.01)
 
@@ -211,3 +213,14 @@ def test_belief_writes_publish_events(rippl: Rippl) -> None:
         # nothing believed then: no write, no event
         assert rippl.retract_belief("agent-1", "outage", at="2026-10-08T00:00:00Z") is None
         assert stream.get(timeout=0.3) is None
+
+
+def test_a_stream_whose_server_goes_away_says_so() -> None:
+    server = start_falkordb_server()
+    try:
+        with Rippl.open(url=server.url, graph="events-lost") as handle, handle.subscribe() as stream:
+            server.stop()
+            with pytest.raises(UnavailableError, match="Subscribe again"):
+                stream.get(timeout=5)
+    finally:
+        server.stop()

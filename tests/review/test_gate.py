@@ -27,6 +27,8 @@ from hypothesis import strategies as st
 
 from rippl_core import AsyncRippl, InvalidInputError, NotFoundError, ReviewError, Rippl, State
 
+pytestmark = pytest.mark.on_cluster  # also on a 3-shard cluster, in the `cluster` step
+
 CLM_001_WAVE = ["ACT-001", "ACT-003", "ACT-004", "ACT-005", "ACT-006", "ACT-007", "ACT-008", "ACT-009",
                 "ACT-010", "ACT-011", "ACT-021", "CLM-007", "DEC-001", "DEC-003", "DEC-005", "DEC-006",
                 "DEC-007"]

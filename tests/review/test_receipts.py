@@ -27,6 +27,8 @@ from rippl_core.review.receipts import (
     verify_export,
 )
 
+pytestmark = pytest.mark.on_cluster  # also on a 3-shard cluster, in the `cluster` step
+
 KEYS = {name: Ed25519PrivateKey.from_private_bytes(hashlib.sha256(name.encode()).digest())
         for name in ("alice", "carol", "mallory")}
 TRUSTED = {"alice": public_hex(KEYS["alice"].public_key()), "carol": public_hex(KEYS["carol"].public_key())}
@@ -34,7 +36,7 @@ TRUSTED = {"alice": public_hex(KEYS["alice"].public_key()), "carol": public_hex(
 
 def cypher(handle: Rippl, text: str, **params: Any) -> list[tuple[Any, ...]]:
     """Write straight to the graph, as an attacker with database access would."""
-    return parse(handle.redis.execute_command("GRAPH.QUERY", handle.graph, Query(text, params).command(),
+    return parse(handle.redis.execute_command("GRAPH.QUERY", handle.keys.graph, Query(text, params).command(),
                                               "--compact"))
 
 
@@ -219,7 +221,7 @@ def test_export_and_verify_outside_the_database(chained: Rippl, tmp_path: Path) 
     path = tmp_path / "receipts.jsonl"
     assert save(path, chained.export_receipts()) == 6  # the head, then 5 receipts
     head = (chained.receipts()[-1].seq, chained.receipts()[-1].hash)
-    chained.redis.execute_command("GRAPH.DELETE", chained.graph)  # the database is gone
+    chained.redis.execute_command("GRAPH.DELETE", chained.keys.graph)  # the database is gone
     records = read_jsonl(path)
     assert len(records) == 6 and records[0]["head"]["count"] == 5
     assert records[0]["head"]["seq"] == head[0] and records[0]["head"]["hash"] == head[1]

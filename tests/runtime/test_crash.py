@@ -118,10 +118,10 @@ def test_restarting_after_deleting_a_graph_keeps_the_database_openable(tmp_path:
         kept.add_claim("C", "kept across restarts")
         doomed = Rippl.open(db, graph="doomed")
         doomed.add_claim("D", "deleted")
-        doomed.redis.execute_command("GRAPH.DELETE", "doomed")
+        doomed.redis.execute_command("GRAPH.DELETE", doomed.keys.graph)
         other = Rippl.open(db, graph="dropped")
         other.add_claim("E", "deleted by key")
-        other.redis.delete("dropped")
+        other.redis.delete(other.keys.graph)
         doomed.close()
         other.close()
     for restart in range(2):  # the second start after the deletion is the one that crashed

@@ -3,15 +3,23 @@ ids (and whatever graph names) they share. Both backends."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from helpers_core import fresh, snapshot
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
-from rippl_core import AsyncRippl, NotFoundError, Rippl, State
+from rippl_core import AsyncRippl, DatabaseError, NotFoundError, Rippl, State
+from rippl_core.adapters import Commit, Op, Query, Schema, StateGraph
+from rippl_core.cli import app
+from rippl_core.testing import drop_graph
+
+pytestmark = pytest.mark.on_cluster  # also on a 3-shard cluster, in the `cluster` step
 
 INCIDENT = Path(__file__).parents[2] / "examples" / "incident.yaml"
 
@@ -54,7 +62,7 @@ def test_deleting_one_graph_leaves_the_other(open_rippl: Callable[..., Rippl]) -
     a.drop()
     assert snapshot(a).nodes == {} and a.receipts() == []
     assert snapshot(b) == before and b.verify_receipts().ok
-    assert b.redis.get(f"rippl:{b.graph}:version") is not None
+    assert b.redis.get(b.keys.version) is not None
 
 
 @pytest.mark.parametrize("names", [("t*", "t1"), ("t?", "tx"), ("t[ab]", "ta"), ("t\\", "t\\\\")])
@@ -68,16 +76,12 @@ def test_graph_names_are_data_not_patterns(backend: dict[str, object], names: tu
             plain.retract("C", reason="r", by="x")
             odd.drop()
             assert plain.get("C").text == "in the plain graph" and plain.get("C").state is State.OUT
-            assert plain.redis.get(f"rippl:{plain.graph}:version") is not None
+            assert plain.redis.get(plain.keys.version) is not None
             assert plain.verify_receipts().ok and len(plain.receipts()) == 1
             assert snapshot(odd).nodes == {}
         finally:
-            odd.drop()
-            plain.drop()
-            for handle in (odd, plain):
-                handle.redis.delete(handle.graph)
-                for key in (f"rippl:{handle.graph}:version", f"rippl:{handle.graph}:schema"):
-                    handle.redis.delete(key)
+            drop_graph(odd)
+            drop_graph(plain)
 
 
 @settings(max_examples=25, deadline=None,
@@ -136,3 +140,110 @@ def test_two_database_files_in_one_folder_are_independent(tmp_path: Path) -> Non
     with Rippl.open(tmp_path / "two.db") as two:
         assert two.get("C").text == "in file two" and two.get("C").state is State.IN
         assert two.receipts() == []
+
+
+# -- keys: one function derives every key of a tenant; drop() deletes exactly those ----------------
+
+CHECKPOINTS = Schema("1", unique_ids=("Checkpoint",))
+
+
+def tenant_keys(handle: Rippl) -> set[str]:
+    return set(handle.redis.scan_iter(match=handle.keys.pattern, count=1000))
+
+
+def populate(handle: Rippl) -> None:
+    """A claim, a retraction with its receipt, and a companion graph of framework state."""
+    handle.add_claim("C", f"a claim of {handle.graph}")
+    handle.add_decision("D", "rests on C", premises=["C"])
+    handle.retract("C", reason="r", by="x")
+    store = StateGraph(handle, CHECKPOINTS, companion="checkpoints")
+    store.setup()
+    store.run(lambda: _one_checkpoint(handle.graph), write=True)
+
+
+def _one_checkpoint(owner: str) -> Op[None]:
+    yield Commit([Query("CREATE (:Checkpoint {id: $id})", {"id": f"cp of {owner}"})])
+
+
+def state_of(handle: Rippl) -> tuple[object, ...]:
+    store = StateGraph(handle, CHECKPOINTS, companion="checkpoints")
+    checkpoints = store.run(lambda: _read_checkpoints())
+    return (snapshot(handle), handle.redis.get(handle.keys.version), len(handle.receipts()),
+            handle.verify_receipts().ok, checkpoints)
+
+
+def _read_checkpoints() -> Op[list[str]]:
+    rows = yield Query("MATCH (c:Checkpoint) RETURN c.id ORDER BY c.id", read_only=True)
+    return [row[0] for row in rows]
+
+
+def test_dropping_acme_leaves_acme_eu_and_acme_star_whole(open_rippl: Callable[..., Rippl]) -> None:
+    acme = open_rippl(graph=f"acme-{uuid.uuid4().hex[:8]}")
+    others = [open_rippl(graph=f"{acme.graph}{tail}") for tail in (":eu", "*", "}", "%3Aeu", "x")]
+    for handle in (acme, *others):
+        populate(handle)
+    before = {h.graph: (state_of(h), tenant_keys(h)) for h in others}
+    acme.drop()
+    assert {h.graph: (state_of(h), tenant_keys(h)) for h in others} == before
+    assert snapshot(acme).nodes == {} and acme.receipts() == []
+    assert tenant_keys(acme) == {acme.keys.graph, acme.keys.schema}  # the empty schema, recreated
+    with pytest.raises(DatabaseError):  # the companion graph went with the tenant
+        StateGraph(acme, CHECKPOINTS, companion="checkpoints").run(lambda: _read_checkpoints())
+
+
+def test_a_graph_named_like_another_tenants_keys_cannot_touch_them(
+        open_rippl: Callable[..., Rippl]) -> None:
+    victim = open_rippl()
+    populate(victim)
+    before = state_of(victim)
+    keys = victim.keys
+    lookalikes = [keys.graph, keys.version, keys.schema, keys.events, keys.pattern,
+                  keys.of("checkpoints").graph, f"rippl:{victim.graph}:version",
+                  f"rippl:{victim.graph}:checkpoints", "{" + victim.graph + "}"]
+    for name in lookalikes:
+        attacker = open_rippl(graph=name)
+        populate(attacker)
+        attacker.add_claim("X", "written through a look-alike name")
+        attacker.drop()
+        assert state_of(victim) == before, name
+    victim.add_claim("STILL", "the victim still writes")  # its version key is still a counter
+    assert victim.get("STILL").state is State.IN
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(a=st.text(min_size=1, max_size=30).filter(lambda s: s.isprintable() and s == s.strip()),
+       b=st.text(min_size=1, max_size=30).filter(lambda s: s.isprintable() and s == s.strip()))
+@example(a="t", b="t:x")
+@example(a="t", b="t*")
+@example(a="t", b="{t}")
+def test_whatever_their_names_dropping_one_tenant_leaves_the_other(
+        backend: dict[str, object], a: str, b: str) -> None:
+    if a == b:
+        return
+    salt = uuid.uuid4().hex[:6]
+    with Rippl.open(graph=f"{salt}{a}", **backend) as one, \
+            Rippl.open(graph=f"{salt}{b}", **backend) as two:
+        try:
+            populate(one)
+            populate(two)
+            before = (state_of(two), tenant_keys(two))
+            one.drop()
+            assert (state_of(two), tenant_keys(two)) == before
+            assert snapshot(one).nodes == {}
+        finally:
+            drop_graph(one)
+            drop_graph(two)
+
+
+def test_listing_graphs_names_every_tenant_once(open_rippl: Callable[..., Rippl],
+                                                backend: dict[str, object]) -> None:
+    handles = [open_rippl(graph=f"list-{uuid.uuid4().hex[:6]}{tail}") for tail in ("", ":eu", "*", "é")]
+    handles[0].add_claim("C", "a claim")
+    StateGraph(handles[1], CHECKPOINTS, companion="checkpoints").setup()  # a companion: no tenant
+    listed = Rippl.list_graphs(**backend)  # type: ignore[arg-type]
+    assert {h.graph for h in handles} <= set(listed) and len(listed) == len(set(listed))
+    assert not any(name.startswith("rippl:{") for name in listed)
+    where = ["--db", str(backend["path"])] if "path" in backend else ["--url", str(backend["url"])]
+    shown = CliRunner().invoke(app, [*where, "graphs", "--json"])
+    assert shown.exit_code == 0 and {h.graph for h in handles} <= set(json.loads(shown.output))

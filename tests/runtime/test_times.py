@@ -105,7 +105,7 @@ def test_aware_datetimes_in_range_round_trip(moment: datetime) -> None:
 def test_reads_cope_with_any_stored_time(shared: Rippl) -> None:
     """Times written before Rippl checked them (or by hand) read as the nearest end of the range:
     history, get, explain, ask, timeline and check as of a time never raise."""
-    graph = shared.graph
+    graph = shared.keys.graph
     for cypher in ("MATCH (c:Change {node: 'C2'}) SET c.valid_from = 100000000000000000",
                    "MATCH (n:Node {id: 'C2'}) SET n.retracted_at = -100000000000000000, "
                    "n.created_at = 99999999999999999",

@@ -24,6 +24,8 @@ from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 from rippl_core import AsyncRippl, InvalidInputError, Rippl
 from rippl_core._runtime.schema import LIST_INDEXES
 
+pytestmark = pytest.mark.on_cluster  # also on a 3-shard cluster, in the `cluster` step
+
 ASYNC = pytest.mark.asyncio(loop_scope="session")
 
 
@@ -194,7 +196,7 @@ def test_dropping_the_tenant_drops_its_checkpoints(rippl: Rippl, saver: FalkorDB
     stored = saver.put({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}, checkpoint,
                        {"source": "input", "step": -1}, {})
     assert saver.get_tuple(stored) is not None
-    assert saver.graph == f"rippl:{rippl.graph}:checkpoints"
+    assert saver.graph == rippl.keys.of("checkpoints").graph
     rippl.drop()
     again = FalkorDBSaver(rippl)  # recreates the indexes: the schema marker went with the tenant
     assert again.get_tuple(stored) is None and list(again.list(None)) == []

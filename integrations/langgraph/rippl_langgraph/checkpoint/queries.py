@@ -1,7 +1,7 @@
 """Every Cypher text the FalkorDB checkpointer sends. Labels come from this module only; every value
 (thread ids, namespaces, blobs) is a parameter.
 
-Layout, in a companion graph of the tenant's graph (by default `rippl:{graph}:checkpoints`):
+Layout, in the tenant's companion graph "checkpoints" (key `rippl:{<tenant>}:checkpoints:graph`):
 
     (:Checkpoint {key, thread_key, thread_id, checkpoint_ns, checkpoint_id, parent_id, type, data,
                   meta_type, meta, meta_kv, blob_keys, run_key, run_id, taken_at, recorded_at})

@@ -1,10 +1,9 @@
 """`FalkorDBSaver` and `AsyncFalkorDBSaver`: LangGraph checkpointers storing checkpoints in FalkorDB.
 
 Both run the same generator operations (`ops.CheckpointOps`) through the core drivers, so the sync
-and async savers share one implementation. Checkpoints live in a companion graph of the tenant's
-graph (`rippl:{graph}:checkpoints`, deleted with the tenant by `Rippl.drop()`), on the same server
-as the causal memory, so checkpoint writes never contend with causal writes for the tenant graph's
-version key.
+and async savers share one implementation. Checkpoints live in the tenant's companion graph
+"checkpoints" (among the tenant's keys: the same shard of a cluster, deleted with the tenant by
+`Rippl.drop()`), with its own version key, so checkpoint writes never contend with causal writes.
 """
 
 from __future__ import annotations
@@ -32,9 +31,9 @@ from rippl_core.adapters import AsyncStateGraph, StateGraph, from_ms
 from rippl_langgraph.checkpoint.ops import PAGE, CheckpointOps, configurable
 from rippl_langgraph.checkpoint.queries import SCHEMA
 
-# The checkpoints live in the tenant's companion graph `rippl:{graph}:checkpoints` by default:
-# inside the keys Rippl keeps for the tenant, so `Rippl.drop()` deletes them with the rest.
-SUFFIX = "checkpoints"
+# The checkpoints live in the tenant's companion graph "checkpoints": among the keys Rippl keeps
+# for the tenant (its slot of a cluster), so `Rippl.drop()` deletes them with the rest.
+COMPANION = "checkpoints"
 
 
 def _next_version(current: str | int | float | None) -> str:
@@ -71,7 +70,7 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     """
 
     def __init__(self, memory: Rippl | None = None, *, path: str | os.PathLike[str] | None = None,
-                 url: str | None = None, graph: str = "rippl", checkpoint_graph: str | None = None,
+                 url: str | None = None, graph: str = "rippl",
                  serde: SerializerProtocol | None = None) -> None:
         super().__init__(serde=serde)
         if memory is not None and (path is not None or url is not None):
@@ -83,7 +82,7 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
         self._owned = memory is None
         self.memory: Rippl = memory if memory is not None else Rippl.open(path, url=url, graph=graph)
         try:
-            self._store = StateGraph(self.memory, SCHEMA, suffix=SUFFIX, name=checkpoint_graph)
+            self._store = StateGraph(self.memory, SCHEMA, companion=COMPANION)
             self.graph = self._store.graph
             self.setup()
         except BaseException:
@@ -241,8 +240,7 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     `FalkorDBSaver`.
     """
 
-    def __init__(self, memory: AsyncRippl, *, checkpoint_graph: str | None = None,
-                 serde: SerializerProtocol | None = None) -> None:
+    def __init__(self, memory: AsyncRippl, *, serde: SerializerProtocol | None = None) -> None:
         super().__init__(serde=serde)
         if not isinstance(memory, AsyncRippl):
             raise InvalidInputError(
@@ -250,7 +248,7 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
                 "use FalkorDBSaver with a Rippl handle")
         self.memory = memory
         self._owned = False
-        self._store = AsyncStateGraph(memory, SCHEMA, suffix=SUFFIX, name=checkpoint_graph)
+        self._store = AsyncStateGraph(memory, SCHEMA, companion=COMPANION)
         self.graph = self._store.graph
         self._ready = False
         try:
@@ -260,12 +258,12 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
 
     @classmethod
     async def open(cls, path: str | os.PathLike[str] | None = None, *, url: str | None = None,
-                   graph: str = "rippl", checkpoint_graph: str | None = None,
+                   graph: str = "rippl",
                    serde: SerializerProtocol | None = None) -> AsyncFalkorDBSaver:
         """Open the graph with the same options as `AsyncRippl.open`; `aclose()` closes it."""
         memory = await AsyncRippl.open(path, url=url, graph=graph)
         try:
-            saver = cls(memory, checkpoint_graph=checkpoint_graph, serde=serde)
+            saver = cls(memory, serde=serde)
             saver._owned = True
             await saver.setup()
         except BaseException:
