@@ -1,7 +1,7 @@
 """Tools for an agent to record its own reasoning (sources, claims, decisions, actions), so that
 later checks protect it."""
 
-# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+# No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
 from typing import Annotated, Any
 
