@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -38,6 +39,12 @@ class Connection:
         return Rippl.open(self.db, url=self.url, graph=self.graph)
 
 
+def print_version(wanted: bool) -> None:
+    if wanted:
+        console.print(f"rippl-core {importlib.metadata.version('rippl-core')}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def options(
     ctx: typer.Context,
@@ -46,6 +53,8 @@ def options(
     url: Annotated[str | None, typer.Option(help="FalkorDB server, e.g. falkordb://localhost:6379 "
                                                  "(or RIPPL_FALKORDB_URL).")] = None,
     graph: Annotated[str, typer.Option(help="Graph (tenant) name.")] = "rippl",
+    version: Annotated[bool, typer.Option("--version", callback=print_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
 ) -> None:
     ctx.obj = Connection(db, url, graph)
 

@@ -10,10 +10,17 @@ claim graph.
   are never recalled, and `storage.as_of(t)` recalls the past.
 """
 
+from importlib import metadata as _metadata
+
 from rippl_crewai._guard import VETO_PREFIX, check_call, veto_text
 from rippl_crewai.hooks import RipplHooks, register_rippl_hooks, rippl_guard
 from rippl_crewai.storage import RipplStorage, to_memory, to_record
 from rippl_crewai.tools import CheckPremisesTool, GuardedTool, guard_tools
+
+try:
+    __version__ = _metadata.version("rippl-crewai")
+except _metadata.PackageNotFoundError:  # a source tree that is not installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "VETO_PREFIX",
