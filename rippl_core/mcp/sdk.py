@@ -58,6 +58,13 @@ async def run_http(server: Server, *, host: str, port: int) -> None:
         await server.run_streamable_http_async()  # 1.x: host and port were given to the constructor
 
 
+def connection_of(ctx: Context) -> Any:
+    """An object that lives as long as the client's connection (and no longer): 1.x's session is
+    one per connection; 2.x makes a session per request over the connection it keeps privately."""
+    session = ctx.session
+    return getattr(session, "_connection", session)
+
+
 def client_name(ctx: Context) -> str:
     """The client's name from its initialize handshake, or "" outside a request."""
     try:
@@ -69,4 +76,4 @@ def client_name(ctx: Context) -> str:
 
 
 __all__ = ["MAJOR", "Context", "FuncMetadata", "ResourceError", "Server", "ToolError", "client_name",
-           "run_http", "server_options", "set_version"]
+           "connection_of", "run_http", "server_options", "set_version"]
