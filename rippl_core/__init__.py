@@ -10,6 +10,8 @@ This module is the whole public surface: every type that appears in a public sig
 importable from here. Framework adapters also use `rippl_core.adapters`, the adapter kit.
 """
 
+from importlib import metadata as _metadata
+
 from rippl_core._runtime.connection import Location
 from rippl_core._runtime.timeutil import TimeLike
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
@@ -81,6 +83,11 @@ from rippl_core.records.store import AsyncRecordStore, RecordStore
 from rippl_core.review.events import AsyncEventStream, EventStream
 from rippl_core.review.receipts import SigningKey
 from rippl_core.vocabulary import Kind, State
+
+try:
+    __version__ = _metadata.version("rippl-core")
+except _metadata.PackageNotFoundError:  # a source tree that is not installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "ActionEntry",

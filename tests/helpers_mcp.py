@@ -1,5 +1,6 @@
 """Helpers for the MCP tests (no tests here): the README's client configuration, MCP sessions owned
-by a background task, and an HTTP server process."""
+by a background task, and an HTTP server process. The client is the installed SDK's, 1.x or 2.x
+like the server; `wire` reads its models the same way under both."""
 
 from __future__ import annotations
 
@@ -19,11 +20,14 @@ from typing import Any, TextIO
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared import exceptions
 from mcp.types import CallToolResult
+from pydantic import BaseModel
 
+McpError: type[Exception] = getattr(exceptions, "MCPError", None) or exceptions.McpError  # 2.x, 1.x
 REPO = Path(__file__).resolve().parents[1]
-README_REPO = "/path/to/rippl"
 README_DB = "/path/to/rippl.db"
+UVX_FROM = ["--from", "rippl-core[mcp]"]  # never plain `uvx rippl`: PyPI's `rippl` is another project
 
 
 def readme_server_config() -> dict[str, Any]:
@@ -36,16 +40,24 @@ def readme_server_config() -> dict[str, Any]:
 
 
 def readme_stdio_params(db: Path, *extra: str) -> StdioServerParameters:
-    """The README's configuration with this clone and `db` filled in (extra args appended)."""
+    """The README's configuration with `db` filled in (extra args appended). uvx would fetch the
+    published package; the same command line runs here with this environment's `rippl`."""
     config = readme_server_config()
-    args = [a.replace(README_DB, str(db)).replace(README_REPO, str(REPO)) for a in config["args"]]
-    return StdioServerParameters(command=config["command"], args=[*args, *extra])
+    assert config["command"] == "uvx" and config["args"][:3] == [*UVX_FROM, "rippl"], config
+    args = [a.replace(README_DB, str(db)) for a in config["args"][3:]]
+    return StdioServerParameters(command=rippl_script(), args=[*args, *extra])
 
 
 def module_stdio_params(db: Path, *extra: str) -> StdioServerParameters:
     """`python -m rippl_core.mcp --db DB`: the form for clients that start an interpreter."""
     return StdioServerParameters(command=sys.executable,
                                  args=["-m", "rippl_core.mcp", "--db", str(db), *extra], cwd=str(REPO))
+
+
+def wire(model: BaseModel) -> dict[str, Any]:
+    """An SDK model as sent on the wire (camelCase keys: `isError`, `inputSchema`...): mcp 1.x names
+    its attributes that way, mcp 2.x in snake_case with camelCase aliases."""
+    return model.model_dump(mode="json", by_alias=True)
 
 
 class Client:
@@ -77,7 +89,8 @@ class Client:
             async with self._transport() as streams, ClientSession(
                     streams[0], streams[1], client_info=Implementation(name=self._name, version="1")) as s:
                 init = await s.initialize()
-                self.instructions, self.server_version = init.instructions, init.serverInfo.version
+                self.instructions = init.instructions
+                self.server_version = wire(init)["serverInfo"]["version"]
                 self._ready.set_result(s)
                 await self._stop.wait()
         except BaseException as exc:
@@ -91,20 +104,28 @@ class Client:
         if self._task is not None:
             await asyncio.wait_for(self._task, 60)
 
+    async def tools(self) -> dict[str, dict[str, Any]]:
+        """The listed tools by name, as sent on the wire."""
+        return {t.name: wire(t) for t in (await self.session.list_tools()).tools}
+
+    async def raw(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call a tool; its result as sent on the wire (`isError`, `structuredContent`, `content`)."""
+        result: CallToolResult = await self.session.call_tool(tool, arguments)
+        return wire(result)
+
     async def call(self, tool: str, /, **arguments: Any) -> dict[str, Any]:
         """Call a tool that must succeed; its structured result."""
-        result = await self.session.call_tool(tool, arguments)
-        text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
-        assert not result.isError, f"{tool} failed: {text}"
-        assert result.structuredContent is not None
-        return result.structuredContent
+        result = await self.raw(tool, arguments)
+        text = result["content"][0]["text"] if result["content"] else ""
+        assert not result["isError"], f"{tool} failed: {text}"
+        assert result["structuredContent"] is not None
+        return dict(result["structuredContent"])
 
     async def fail(self, tool: str, /, **arguments: Any) -> str:
         """Call a tool that must fail with a tool error; its message."""
-        result: CallToolResult = await self.session.call_tool(tool, arguments)
-        text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
-        assert result.isError, f"{tool} should have failed but returned {result.structuredContent}"
-        return text
+        result = await self.raw(tool, arguments)
+        assert result["isError"], f"{tool} should have failed but returned {result['structuredContent']}"
+        return str(result["content"][0]["text"]) if result["content"] else ""
 
 
 def stdio_client_for(params: StdioServerParameters, errlog: TextIO) -> Client:

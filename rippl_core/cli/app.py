@@ -15,6 +15,7 @@ Exit codes: 0 ok (or allowed), 1 error (not found, unreachable, a broken receipt
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import json
 import os
 from collections.abc import Callable
@@ -128,6 +129,12 @@ class Connection:
         return Rippl.open(self.db, url=self.url, graph=self.graph, create=create)
 
 
+def print_version(wanted: bool) -> None:
+    if wanted:
+        console.print(f"rippl-core {importlib.metadata.version('rippl-core')}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def options(
     ctx: typer.Context,
@@ -138,6 +145,8 @@ def options(
                                                  "service or a cluster falkordb+cluster://h:7000,"
                                                  "h2:7001 (or RIPPL_FALKORDB_URL).")] = None,
     graph: Annotated[str, typer.Option(help="Graph (tenant) name.")] = "rippl",
+    version: Annotated[bool, typer.Option("--version", callback=print_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
 ) -> None:
     ctx.obj = Connection(db, url, graph)
 

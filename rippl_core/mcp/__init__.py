@@ -2,26 +2,28 @@
 MCP client (Claude Desktop, Cursor, an agent framework's MCP workbench).
 
 Run it with `rippl mcp` (stdio) or `rippl mcp --transport http --port 8000` (streamable HTTP on
-127.0.0.1). It needs the official MCP SDK: `pip install 'rippl-core[mcp]'`. Importing this package
-does not; the SDK is imported when a server is built.
+127.0.0.1). It needs the official MCP SDK, 2.x or 1.x: `pip install 'rippl-core[mcp]'`. Importing
+this package does not; the SDK is imported when a server is built.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from rippl_core.errors import RipplError
+from rippl_core.mcp.options import LogLevel
 
 if TYPE_CHECKING:
-    from mcp.server.fastmcp import FastMCP
-
     from rippl_core.client import AsyncRippl
+    from rippl_core.mcp.server import RipplMCP
 
 INSTALL_HINT = "pip install 'rippl-core[mcp]'"
+SUPPORTED = "2.x, or 1.x from 1.24"
 
 
 class McpUnavailableError(RipplError, ImportError):
-    """The `mcp` SDK is not installed."""
+    """The `mcp` SDK is not installed, or is a version without the server Rippl runs on."""
 
 
 def _server_module() -> Any:
@@ -29,19 +31,30 @@ def _server_module() -> Any:
         from rippl_core.mcp import server
     except ImportError as exc:
         if exc.name is not None and (exc.name == "mcp" or exc.name.startswith("mcp.")):
-            raise McpUnavailableError(
-                f"the MCP server needs the official MCP SDK, which is not installed ({exc}). "
-                f"Install it with: {INSTALL_HINT}"
-            ) from exc
+            raise McpUnavailableError(_unavailable(exc.name)) from exc
         raise
     return server
 
 
+def _unavailable(missing: str) -> str:
+    if missing == "mcp":
+        return ("the MCP server needs the official MCP SDK (the `mcp` package), which is not "
+                f"installed. Install it with: {INSTALL_HINT} (or run the server with: uvx --from "
+                "'rippl-core[mcp]' rippl mcp)")
+    try:
+        version = f"mcp {importlib.metadata.version('mcp')}"
+    except importlib.metadata.PackageNotFoundError:
+        version = "the installed `mcp` package"
+    return (f"{version} has no {missing}: Rippl's MCP server runs on mcp {SUPPORTED}. Install a "
+            "supported version with: pip install --upgrade 'rippl-core[mcp]'")
+
+
 def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str | None = None,
-                 **settings: Any) -> FastMCP:
-    """A FastMCP server over an open `AsyncRippl` handle (see `rippl_core.mcp.server.build_server`)."""
+                 host: str = "127.0.0.1", port: int = 8000,
+                 log_level: LogLevel = "WARNING") -> RipplMCP:
+    """An MCP server over an open `AsyncRippl` handle (see `rippl_core.mcp.server.build_server`)."""
     return _server_module().build_server(rippl, allow_review=allow_review, reviewer=reviewer,
-                                         **settings)
+                                         host=host, port=port, log_level=log_level)
 
 
 def serve(**options: Any) -> None:
@@ -50,4 +63,4 @@ def serve(**options: Any) -> None:
     _server_module().serve(**options)
 
 
-__all__ = ["INSTALL_HINT", "McpUnavailableError", "build_server", "serve"]
+__all__ = ["INSTALL_HINT", "SUPPORTED", "LogLevel", "McpUnavailableError", "build_server", "serve"]

@@ -1,22 +1,20 @@
 """What every MCP tool family shares: argument types with limits, the caller's identity, the
-registrar that turns a Rippl error into a tool error, and FastMCP's argument parsing fixed to keep
+registrar that turns a Rippl error into a tool error, and the SDK's argument parsing fixed to keep
 text as sent."""
 
-# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+# No `from __future__ import annotations` here: the server reads the tool signatures at registration.
 
 import functools
 from collections.abc import Awaitable, Callable
 from types import UnionType
 from typing import Annotated, Any, Self, Union, get_args, get_origin
 
-from mcp.server.fastmcp import Context, FastMCP
-from mcp.server.fastmcp.exceptions import ToolError
-from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from rippl_core._runtime.validation import MAX_ID_LENGTH, MAX_TEXT_LENGTH
 from rippl_core.errors import RipplError
+from rippl_core.mcp.sdk import Context, FuncMetadata, Server, ToolError, client_name
 
 MAX_IDS = 1000
 
@@ -34,27 +32,23 @@ def client_identity(ctx: Context, agent: str | None = None) -> str:
     """Who is calling: `mcp:<client name>` from the client's initialize handshake, never from a
     tool's arguments. An agent name the caller gives only qualifies it: `mcp:<client>/<agent>`,
     so a caller can name itself but never pass for someone else (a person, another client)."""
-    try:
-        params = ctx.session.client_params
-    except Exception:  # no session (called outside a request)
-        params = None
-    name = params.clientInfo.name if params is not None else ""
-    clean = "".join(ch for ch in name if ch.isprintable()).strip()[:100]
+    clean = "".join(ch for ch in client_name(ctx) if ch.isprintable()).strip()[:100]
     identity = f"mcp:{clean}" if clean else "mcp:client"
     if agent is None or not agent.strip():
         return identity
     return f"{identity}/{agent.strip()}"[:MAX_ID_LENGTH].rstrip()
 
 
-def tool_errors[R](fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
-    """Turn a Rippl error into an MCP tool error naming its type (the message says what to do)."""
+def reported_as[R](error: type[Exception], fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
+    """Turn a Rippl error into `error` (the SDK's ToolError or ResourceError, which the client sees
+    with its message) naming its type; the message says what to do."""
 
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> R:
         try:
             return await fn(*args, **kwargs)
         except RipplError as exc:
-            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+            raise error(f"{type(exc).__name__}: {exc}") from exc
 
     return wrapper
 
@@ -69,7 +63,7 @@ def accepts_text(annotation: Any) -> bool:
 
 
 class KeepText(FuncMetadata):
-    """FastMCP decodes string arguments that look like JSON when the parameter is not exactly `str`
+    """The SDK decodes string arguments that look like JSON when the parameter is not exactly `str`
     (for clients that send lists as JSON text), so an optional id or note "null" became None and
     "[1]" a list. Strings given to parameters that take text are kept as sent."""
 
@@ -87,17 +81,20 @@ class KeepText(FuncMetadata):
         return parsed
 
 
-def registrar(server: FastMCP[Any]) -> Registrar:
+def registrar(server: Server[Any]) -> Registrar:
     """The `@tool(read_only=..., title=...)` decorator that registers a tool on `server` with its
     MCP annotations and Rippl's error handling."""
 
     def tool(*, read_only: bool, title: str, idempotent: bool = False,
              destructive: bool = False) -> Callable[[Callable[..., Awaitable[Any]]], Any]:
-        hints = ToolAnnotations(title=title, readOnlyHint=read_only, idempotentHint=idempotent,
-                                destructiveHint=destructive, openWorldHint=False)
+        # The wire (camelCase) names: the field names of mcp 1.x and the aliases of mcp 2.x.
+        hints = ToolAnnotations.model_validate({
+            "title": title, "readOnlyHint": read_only, "idempotentHint": idempotent,
+            "destructiveHint": destructive, "openWorldHint": False})
 
         def register(fn: Callable[..., Awaitable[Any]]) -> Any:
-            server.add_tool(tool_errors(fn), title=title, annotations=hints, structured_output=True)
+            server.add_tool(reported_as(ToolError, fn), title=title, annotations=hints,
+                            structured_output=True)
             return fn
 
         return register
@@ -105,7 +102,7 @@ def registrar(server: FastMCP[Any]) -> Registrar:
     return tool
 
 
-def keep_text(server: FastMCP[Any]) -> None:
+def keep_text(server: Server[Any]) -> None:
     """Make every registered tool keep text arguments as sent (see `KeepText`)."""
     for registered in server._tool_manager.list_tools():
         registered.fn_metadata = KeepText.of(registered.fn_metadata)

@@ -1,15 +1,16 @@
 """Resources (a node, the pending reviews) and the `check_before_acting` prompt."""
 
-# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+# No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
 from typing import Annotated, Any
 from urllib.parse import unquote
 
-from mcp.server.fastmcp import Context, FastMCP
 from pydantic import Field
 
 from rippl_core.client import AsyncRippl
+from rippl_core.mcp.common import reported_as
 from rippl_core.mcp.models import CompensationList, NodeInfo, ReviewList
+from rippl_core.mcp.sdk import Context, ResourceError, Server
 from rippl_core.mcp.session import Sessions
 from rippl_core.vocabulary import Kind
 
@@ -32,27 +33,30 @@ and the reason; a human reviews it. Use `explain` to see why a node holds or not
 add_action so that it is protected too."""
 
 
-def register(server: FastMCP[Any], rippl: AsyncRippl, sessions: Sessions) -> None:
+def register(server: Server[Any], rippl: AsyncRippl, sessions: Sessions) -> None:
     """Register the resources and the prompt on `server`."""
 
-    @server.resource("rippl://node/{node_id}", name="node", mime_type="application/json",
-                     description="One node of the causal graph with its status and justifications "
-                                 "(percent-encode ids with reserved characters).")
+    def resource(uri: str, name: str, description: str) -> Any:
+        """Register a JSON resource whose Rippl errors reach the client with their message."""
+        return lambda fn: server.resource(uri, name=name, mime_type="application/json",
+                                          description=description)(reported_as(ResourceError, fn))
+
+    @resource("rippl://node/{node_id}", "node", "One node of the causal graph with its status and "
+              "justifications (percent-encode ids with reserved characters).")
     async def node_resource(node_id: str, ctx: Context) -> str:
         node = await rippl.get(unquote(node_id))
         if node.kind is Kind.CLAIM:  # the session read it: an observation of its run
             await sessions.of(ctx).run.observe([node.id])
         return NodeInfo.of(node).model_dump_json(indent=2)
 
-    @server.resource("rippl://compensations", name="compensations", mime_type="application/json",
-                     description="Actions executed on a premise since retracted, with the trail "
-                                 "to what failed: what may need undoing.")
+    @resource("rippl://compensations", "compensations", "Actions executed on a premise since "
+              "retracted, with the trail to what failed: what may need undoing.")
     async def compensations() -> str:
         found = await rippl.compensations()
         return CompensationList(count=len(found), compensations=found).model_dump_json(indent=2)
 
-    @server.resource("rippl://reviews/pending", name="pending_reviews", mime_type="application/json",
-                     description="Proposed retractions awaiting a human decision.")
+    @resource("rippl://reviews/pending", "pending_reviews",
+              "Proposed retractions awaiting a human decision.")
     async def pending_reviews() -> str:
         items = await rippl.reviews("pending")
         return ReviewList(status="pending", count=len(items), reviews=items).model_dump_json(indent=2)

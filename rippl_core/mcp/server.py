@@ -1,4 +1,4 @@
-"""The FastMCP server over one `AsyncRippl` handle.
+"""The MCP server over one `AsyncRippl` handle (on mcp 2.x or 1.x, see `rippl_core.mcp.sdk`).
 
 Every tool is a thin call into the core API; a Rippl error becomes an MCP tool error (the client
 sees `isError` with the message) and nothing is written, because every core write is atomic.
@@ -6,7 +6,7 @@ Approving and rejecting reviews are tools only when the server is started with `
 and a `reviewer` identity: by default that decision belongs to a human, outside the agent's reach.
 """
 
-# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+# No `from __future__ import annotations` here: the server reads the tool signatures at registration.
 
 import contextlib
 import functools
@@ -16,23 +16,23 @@ import sys
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 import anyio
-from mcp.server.fastmcp import FastMCP
-from mcp.server.fastmcp.exceptions import ToolError
 
 from rippl_core._runtime.validation import MAX_ID_LENGTH, check_actor
 from rippl_core.client import AsyncRippl
 from rippl_core.errors import InvalidInputError
-from rippl_core.mcp import resources
+from rippl_core.mcp import resources, sdk
 from rippl_core.mcp.common import keep_text, registrar
+from rippl_core.mcp.options import LogLevel
+from rippl_core.mcp.sdk import ToolError
 from rippl_core.mcp.session import Sessions
 from rippl_core.mcp.tools import beliefs, capture, reasoning, review, safety
 from rippl_core.models import Policy
 
 REVIEW_TOOLS = ("approve_review", "reject_review")
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_LEVELS: tuple[str, ...] = get_args(LogLevel.__value__)
 
 
 class Transport(StrEnum):
@@ -55,14 +55,26 @@ ask_belief / timeline / why_changed / what_if keep what an agent believed about 
 (times are ISO-8601 with a time zone)."""
 
 
-class RipplMCP(FastMCP[Any]):
-    """FastMCP with a clear refusal for the review tools when they are not enabled, and for
+class RipplMCP(sdk.Server[Any]):
+    """The SDK's server with a clear refusal for the review tools when they are not enabled, and for
     arguments a tool does not take (a misspelt `source` must not silently record a claim without
     its source)."""
 
-    review_enabled: bool = False
+    def __init__(self, *, allow_review: bool = False, host: str = "127.0.0.1", port: int = 8000,
+                 log_level: LogLevel = "WARNING") -> None:
+        version = _rippl_version()
+        super().__init__(name="rippl", instructions=INSTRUCTIONS, log_level=log_level,
+                         **sdk.server_options(version=version, host=host, port=port))
+        sdk.set_version(self, version)  # the SDK would report its own version
+        self.review_enabled = allow_review
+        self.http_address = (host, port)
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+    async def serve_http(self) -> None:
+        """Serve streamable HTTP on `http_address` (the endpoint is /mcp) until cancelled."""
+        host, port = self.http_address
+        await sdk.run_http(self, host=host, port=port)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], *context: Any) -> Any:
         if name in REVIEW_TOOLS and not self.review_enabled:
             raise ToolError(
                 f"{name} is not available: approving or rejecting a proposed retraction is a human "
@@ -76,7 +88,7 @@ class RipplMCP(FastMCP[Any]):
             if unknown:
                 raise ToolError(f"{name} takes no argument {', '.join(map(repr, unknown))}; its "
                                 f"arguments are: {', '.join(known)}. Nothing was done.")
-        return await super().call_tool(name, arguments)
+        return await super().call_tool(name, arguments, *context)  # mcp 2.x passes the context
 
 
 def _rippl_version() -> str:
@@ -98,13 +110,12 @@ def check_review_options(allow_review: bool, reviewer: str | None) -> str | None
 
 
 def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str | None = None,
-                 **settings: Any) -> RipplMCP:
-    """A FastMCP server whose tools run on `rippl`. `settings` go to FastMCP (host, port,
-    log_level...). The review tools exist only with `allow_review=True` and a `reviewer`."""
+                 host: str = "127.0.0.1", port: int = 8000,
+                 log_level: LogLevel = "WARNING") -> RipplMCP:
+    """An MCP server whose tools run on `rippl`; `host` and `port` are where `serve_http` listens.
+    The review tools exist only with `allow_review=True` and a `reviewer`."""
     reviewer = check_review_options(allow_review, reviewer)
-    server = RipplMCP(name="rippl", instructions=INSTRUCTIONS, **settings)
-    server.review_enabled = allow_review
-    server._mcp_server.version = _rippl_version()  # FastMCP would report the SDK's version
+    server = RipplMCP(allow_review=allow_review, host=host, port=port, log_level=log_level)
     tool, sessions = registrar(server), Sessions(rippl)
     safety.register(rippl, tool, sessions)
     review.register(rippl, tool, allow_review=allow_review, reviewer=reviewer)
@@ -140,7 +151,8 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
     process is stopped, then close the graph."""
     transport = Transport(transport)
     check_review_options(allow_review, reviewer)
-    if log_level.upper() not in LOG_LEVELS:
+    level = log_level.upper()
+    if level not in LOG_LEVELS:
         raise InvalidInputError(f"log level must be one of {', '.join(LOG_LEVELS)}")
     guard = stdout_to_stderr() if transport is Transport.STDIO else contextlib.nullcontext()
     with guard:
@@ -148,11 +160,11 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
                                       policy=policy)
     try:
         server = build_server(rippl, allow_review=allow_review, reviewer=reviewer, host=host,
-                              port=port, log_level=log_level.upper())
+                              port=port, log_level=cast(LogLevel, level))
         if transport is Transport.STDIO:
             await server.run_stdio_async()
         else:
-            await server.run_streamable_http_async()
+            await server.serve_http()
     finally:
         await rippl.close()
 

@@ -7,20 +7,19 @@ A session also remembers the calls whose `safe=false` answer it received: the mo
 vetoes, so what they named leaves the context of its later calls.
 """
 
-# No `from __future__ import annotations` here: FastMCP reads the signatures of tools that take
-# what this module defines.
+# No `from __future__ import annotations` here: the MCP server reads the signatures of tools
+# that take what this module defines.
 
 import uuid
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp.server.fastmcp import Context
-
 from rippl_core._runtime.validation import canonical_args, check_id
 from rippl_core.capture.handle import AsyncRun
 from rippl_core.client import AsyncRippl
 from rippl_core.mcp.common import client_identity
+from rippl_core.mcp.sdk import Context, connection_of
 
 RUN_META = "rippl_run"
 
@@ -61,10 +60,10 @@ class Sessions:
             if run_id not in self._by_id:
                 self._by_id[run_id] = self._new(run_id, ctx)
             return self._by_id[run_id]
-        session = ctx.session
-        if session not in self._by_session:
-            self._by_session[session] = self._new(f"mcp:{uuid.uuid4().hex[:16]}", ctx)
-        return self._by_session[session]
+        connection = connection_of(ctx)
+        if connection not in self._by_session:
+            self._by_session[connection] = self._new(f"mcp:{uuid.uuid4().hex[:16]}", ctx)
+        return self._by_session[connection]
 
     def _new(self, run_id: str, ctx: Context) -> SessionRun:
         return SessionRun(self.rippl.run(run_id, agent=client_identity(ctx), framework="mcp"))

@@ -75,3 +75,28 @@ def test_without_the_sdk_the_core_works_and_mcp_says_what_to_install(tmp_path: P
     assert result.returncode == 1, result.stderr
     assert "pip install 'rippl-core[mcp]'" in " ".join(result.stderr.split())
     assert "Traceback" not in result.stderr
+
+
+WRONG_SDK = """
+import sys
+class Block:  # an `mcp` without the server module of either major Rippl runs on
+    def find_spec(self, name, path=None, target=None):
+        if name in ("mcp.server.mcpserver", "mcp.server.fastmcp"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Block())
+from rippl_core.cli import app
+app(["--db", sys.argv[1], "mcp"])
+"""
+
+
+def test_an_sdk_without_the_server_says_which_version_it_is_and_what_is_supported(tmp_path: Path) -> None:
+    import importlib.metadata
+
+    result = subprocess.run([sys.executable, "-c", WRONG_SDK, str(tmp_path / "r.db")],
+                            capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert result.returncode == 1, result.stderr
+    message = " ".join(result.stderr.split())
+    assert f"mcp {importlib.metadata.version('mcp')} has no mcp.server." in message
+    assert "2.x, or 1.x from 1.24" in message and "pip install --upgrade 'rippl-core[mcp]'" in message
+    assert "Traceback" not in result.stderr
+

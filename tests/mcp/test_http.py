@@ -4,6 +4,8 @@ server on a loopback TCP port, started with the human review tools enabled for a
 from __future__ import annotations
 
 import asyncio
+import http.client
+import json
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -67,6 +69,34 @@ async def test_http_binds_to_loopback_only(server: subprocess.Popen[bytes]) -> N
     assert {a.port for a in listening} == {server.port}  # type: ignore[attr-defined]
 
 
+INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+
+
+def post_initialize(port: int, headers: dict[str, str]) -> int:
+    """The HTTP status of an initialize request sent with `headers` (a browser on another site
+    sends its own Host, after DNS rebinding, or Origin)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("POST", "/mcp", INITIALIZE, {"Content-Type": "application/json",
+                                                  "Accept": "application/json, text/event-stream",
+                                                  **headers})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(("headers", "status"), [
+    ({}, 200), ({"Origin": "http://localhost:3000"}, 200),
+    ({"Host": "attacker.example"}, 421), ({"Host": "attacker.example:8000"}, 421),
+    ({"Origin": "http://attacker.example"}, 403), ({"Origin": "null"}, 403),
+])
+async def test_http_refuses_requests_for_another_host_or_from_another_origin(
+        server: subprocess.Popen[bytes], headers: dict[str, str], status: int) -> None:
+    port = server.port  # type: ignore[attr-defined]
+    assert await asyncio.to_thread(post_initialize, port, {"Host": f"127.0.0.1:{port}", **headers}) == status
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def client(endpoint: str) -> AsyncIterator[Client]:
     async with http_client_for(endpoint) as session:
@@ -83,13 +113,13 @@ async def chain(client: Client) -> dict[str, str]:
 
 
 async def test_review_tools_are_listed_when_allowed(client: Client) -> None:
-    tools = {t.name: t for t in (await client.session.list_tools()).tools}
+    tools = await client.tools()
     assert {"approve_review", "reject_review", "check_premises", "explain"} <= set(tools)
     approve = tools["approve_review"]
-    assert approve.inputSchema["required"] == ["review_id"]
-    assert "by" not in approve.inputSchema["properties"]  # the identity is the server's, not the agent's
-    assert approve.annotations is not None and approve.annotations.destructiveHint is True
-    assert {"decided_by", "receipt", "changes"} <= set(approve.outputSchema["properties"])  # type: ignore[index]
+    assert approve["inputSchema"]["required"] == ["review_id"]
+    assert "by" not in approve["inputSchema"]["properties"]  # the identity is the server's, not the agent's
+    assert approve["annotations"]["destructiveHint"] is True
+    assert {"decided_by", "receipt", "changes"} <= set(approve["outputSchema"]["properties"])
 
 
 async def test_incident_veto_over_http(client: Client, graph: Rippl) -> None:

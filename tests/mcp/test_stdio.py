@@ -15,7 +15,15 @@ from urllib.parse import quote
 
 import pytest
 import pytest_asyncio
-from helpers_mcp import REPO, Client, module_stdio_params, readme_stdio_params, stdio_client_for
+from helpers_mcp import (
+    REPO,
+    Client,
+    McpError,
+    module_stdio_params,
+    readme_stdio_params,
+    stdio_client_for,
+    wire,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -72,21 +80,21 @@ async def chain(client: Client, tool: str | None = None) -> dict[str, str]:
 
 
 async def test_list_tools_shows_every_tool_with_input_and_output_schemas(client: Client) -> None:
-    tools = {t.name: t for t in (await client.session.list_tools()).tools}
+    tools = await client.tools()
     assert set(tools) == TOOLS
-    for tool in tools.values():
-        assert tool.description and tool.inputSchema["type"] == "object"
-        assert tool.outputSchema is not None and tool.outputSchema["properties"], tool.name
+    for name, tool in tools.items():
+        assert tool["description"] and tool["inputSchema"]["type"] == "object"
+        assert tool["outputSchema"] and tool["outputSchema"]["properties"], name
     check = tools["check_premises"]
-    assert {"target", "tool", "args"} <= set(check.inputSchema["properties"])
-    assert {"safe", "status", "reason", "blockers"} <= set(check.outputSchema["properties"])
-    assert check.annotations is not None and check.annotations.readOnlyHint is False  # it records
-    assert check.annotations.idempotentHint is True
-    assert tools["add_claim"].annotations.readOnlyHint is False  # type: ignore[union-attr]
-    assert tools["add_claim"].inputSchema["required"] == ["text"]
-    assert "maxLength" in json.dumps(tools["add_claim"].inputSchema["properties"]["text"])
-    assert set(tools["propose_retraction"].inputSchema["required"]) == {"claim_id", "reason"}
-    assert "Cypher" not in json.dumps([t.inputSchema for t in tools.values()])
+    assert {"target", "tool", "args"} <= set(check["inputSchema"]["properties"])
+    assert {"safe", "status", "reason", "blockers"} <= set(check["outputSchema"]["properties"])
+    assert check["annotations"]["readOnlyHint"] is False  # it records
+    assert check["annotations"]["idempotentHint"] is True
+    assert tools["add_claim"]["annotations"]["readOnlyHint"] is False
+    assert tools["add_claim"]["inputSchema"]["required"] == ["text"]
+    assert "maxLength" in json.dumps(tools["add_claim"]["inputSchema"]["properties"]["text"])
+    assert set(tools["propose_retraction"]["inputSchema"]["required"]) == {"claim_id", "reason"}
+    assert "Cypher" not in json.dumps([t["inputSchema"] for t in tools.values()])
 
 
 async def test_server_identifies_itself_and_tells_the_agent_to_check_first(client: Client) -> None:
@@ -238,8 +246,8 @@ async def test_the_proposer_is_always_the_mcp_client_and_non_claims_are_refused(
 
 
 async def test_node_resource_and_pending_reviews_resource(client: Client) -> None:
-    templates = (await client.session.list_resource_templates()).resourceTemplates
-    assert [t.uriTemplate for t in templates] == ["rippl://node/{node_id}"]
+    templates = wire(await client.session.list_resource_templates())["resourceTemplates"]
+    assert [t["uriTemplate"] for t in templates] == ["rippl://node/{node_id}"]
     resources = [str(r.uri) for r in (await client.session.list_resources()).resources]
     assert sorted(resources) == ["rippl://compensations", "rippl://reviews/pending"]
     node = json.loads((await client.session.read_resource("rippl://node/CLM-001")).contents[0].text)
@@ -256,9 +264,7 @@ async def test_node_resource_and_pending_reviews_resource(client: Client) -> Non
     encoded = json.loads((await client.session.read_resource(
         f"rippl://node/{quote(odd, safe='')}")).contents[0].text)
     assert encoded["id"] == odd
-    from mcp.shared.exceptions import McpError
-
-    with pytest.raises(McpError, match="not found"):
+    with pytest.raises(McpError, match=r"NotFoundError: .*CLM-404"):
         await client.session.read_resource("rippl://node/CLM-404")
 
 
@@ -360,8 +366,8 @@ async def test_the_server_survives_a_burst_of_garbage(client: Client) -> None:
         ("explain", {"node_id": {"$ne": 1}}), ("blast_radius", {"node_id": "CLM-001", "limit": "many"}),
         ("add_action", {"title": "t", "args": "not json"}), ("list_reviews", {"status": 3}),
     ]
-    results = await asyncio.gather(*(client.session.call_tool(t, a) for t, a in garbage))
-    assert all(r.isError for r in results)
+    results = await asyncio.gather(*(client.raw(t, a) for t, a in garbage))
+    assert all(r["isError"] for r in results)
     assert (await client.call("check_premises", target="ACT-002"))["safe"] is True
 
 
@@ -489,14 +495,14 @@ def stored_text(direct: Rippl, node_id: str) -> str | None:
 async def test_any_string_is_stored_verbatim_or_refused(client: Client, direct: Rippl, node_id: str,
                                                         text: str) -> None:
     before = stored_text(direct, node_id)
-    result = await client.session.call_tool("add_claim", {"id": node_id, "text": text})
-    if result.isError:
+    result = await client.raw("add_claim", {"id": node_id, "text": text})
+    if result["isError"]:
         assert stored_text(direct, node_id) == before
     else:
-        assert result.structuredContent is not None
-        assert result.structuredContent["id"] == node_id
-        assert result.structuredContent["text"] == (before if before is not None else text)
-        assert stored_text(direct, node_id) == result.structuredContent["text"]
+        stored = result["structuredContent"]
+        assert stored is not None and stored["id"] == node_id
+        assert stored["text"] == (before if before is not None else text)
+        assert stored_text(direct, node_id) == stored["text"]
     assert (await client.call("check_premises", target="ACT-002"))["safe"] is True
 
 

@@ -14,6 +14,8 @@ believe, when, and why.
 - `RunScope`: how a run is named (`rippl_autogen.runs`).
 """
 
+from importlib import metadata as _metadata
+
 from rippl_autogen.connection import RipplConnection
 from rippl_autogen.guard import Guard, GuardConfig
 from rippl_autogen.intervention import RipplInterventionHandler, ToolVetoedException
@@ -23,6 +25,11 @@ from rippl_autogen.register import assistant_agents, register_rippl
 from rippl_autogen.runs import RunScope
 from rippl_autogen.tools import GuardedStreamTool, GuardedTool, ToolVetoedError, guard_tools
 from rippl_autogen.workbench import RipplStreamWorkbench, RipplWorkbench
+
+try:
+    __version__ = _metadata.version("rippl-autogen")
+except _metadata.PackageNotFoundError:  # a source tree that is not installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "Guard",

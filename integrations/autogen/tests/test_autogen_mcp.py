@@ -19,10 +19,10 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 SERVER = textwrap.dedent('''
     import sys
-    from mcp.server.fastmcp import FastMCP
+    from rippl_core.mcp.sdk import Server  # the installed SDK's server, mcp 2.x or 1.x
 
     LOG = sys.argv[1]
-    mcp = FastMCP("ops")
+    mcp = Server("ops")
 
     @mcp.tool()
     def migrate_tables(table: str, shard: str) -> str:

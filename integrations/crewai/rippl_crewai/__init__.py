@@ -13,11 +13,18 @@ whose premises were retracted, and keep a crew's memory in the claim graph.
   recalls the past.
 """
 
+from importlib import metadata as _metadata
+
 from rippl_crewai._guard import VETO_PREFIX, check_call, veto_text
 from rippl_crewai.hooks import Execution, RipplHooks, register_rippl_hooks, rippl_guard
 from rippl_crewai.runs import run_id
 from rippl_crewai.storage import RipplStorage, to_memory, to_record
 from rippl_crewai.tools import CheckPremisesTool, GuardedTool, guard_tools
+
+try:
+    __version__ = _metadata.version("rippl-crewai")
+except _metadata.PackageNotFoundError:  # a source tree that is not installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "VETO_PREFIX",

@@ -21,6 +21,7 @@ valid and transaction time; `beliefs_at_checkpoint(config)` agrees with `get_sta
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
 from rippl_langgraph.capture import GraphCapture, run_id
@@ -30,6 +31,11 @@ from rippl_langgraph.preflight import add_preflight, pending_calls, preflight_no
 from rippl_langgraph.store import RipplStore, StepPremises
 from rippl_langgraph.toolnode import guarded_tool_node, tool_call_wrappers
 from rippl_langgraph.tools import retraction_tool
+
+try:
+    __version__ = _metadata.version("rippl-langgraph")
+except _metadata.PackageNotFoundError:  # a source tree that is not installed
+    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
     from rippl_langgraph.middleware import RipplMiddleware

@@ -28,7 +28,8 @@ Every operation is written once as a generator of handle calls, run by a sync or
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -65,6 +66,7 @@ from rippl_core.adapters import (
 )
 from rippl_langgraph.capture import current_config, framework_call, run_id, turn_id
 from rippl_langgraph.checkpoint import AsyncFalkorDBSaver, FalkorDBSaver
+from rippl_langgraph.checkpoint.saver import connection_options
 from rippl_langgraph.guard import Guard, Memory
 
 SEPARATOR = "/"  # joins the namespace after the agent, and the key, into a topic id
@@ -277,6 +279,27 @@ class RipplStore(BaseStore):
     def __init__(self, memory: Memory, *, checkpointer: BaseCheckpointSaver | None = None) -> None:
         self.memory = require_handle(memory, who="RipplStore")
         self.checkpointer = checkpointer
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, *, graph: str = "rippl",
+                         checkpointer: BaseCheckpointSaver | None = None) -> Iterator[RipplStore]:
+        """A store on its own `Rippl` handle (sync and async use), closed on exit, as with
+        langgraph's Postgres store. `conn_string` is a FalkorDB URL, a database file path, or
+        ":memory:":
+
+            with RipplStore.from_conn_string("falkordb://localhost:6379") as store:
+                store.setup()
+                app = builder.compile(store=store)
+        """
+        with connection_options(conn_string) as options, Rippl.open(
+                options.get("path"), url=options.get("url"), graph=graph) as memory:
+            yield cls(memory, checkpointer=checkpointer)
+
+    def setup(self) -> None:
+        """Nothing to create (the belief memory's indexes come with the graph, created when it is
+        opened); kept so that code written for LangGraph's stores, which calls `setup()` once,
+        runs unchanged."""
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         memory = self._sync_memory()

@@ -1,11 +1,10 @@
 """Belief memory tools (bitemporal): record, drop, ask, timeline, why it changed, what if, and a
 node's status history."""
 
-# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+# No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
 from typing import Annotated
 
-from mcp.server.fastmcp import Context
 from pydantic import Field
 
 from rippl_core.beliefs.models import Belief
@@ -20,6 +19,7 @@ from rippl_core.mcp.models import (
     WhatIfAnswer,
     WhyChanged,
 )
+from rippl_core.mcp.sdk import Context
 from rippl_core.mcp.session import Sessions
 
 

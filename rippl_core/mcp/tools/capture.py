@@ -2,17 +2,17 @@
 session's run), cite the claims a plan relies on, and list the calls executed on premises since
 retracted."""
 
-# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+# No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
 from typing import Annotated, Any
 
-from mcp.server.fastmcp import Context
 from pydantic import Field
 
 from rippl_core.client import AsyncRippl
 from rippl_core.errors import NotFoundError
 from rippl_core.mcp.common import Id, Ids, Registrar, Text
 from rippl_core.mcp.models import CompensationList, ExecutionRecord
+from rippl_core.mcp.sdk import Context
 from rippl_core.mcp.session import Sessions
 from rippl_core.models import ToolCall
 

@@ -6,7 +6,7 @@ at least one decision or earlier action, so that every recorded action rests, th
 claims a human can retract. A node resting on nothing could never be vetoed (and, with no
 declared action for its tool, would turn the `unknown` policy's denial into an allow)."""
 
-# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+# No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
 from typing import Annotated, Any
 

@@ -1,16 +1,16 @@
 """The review gate: propose a retraction (as the calling client), the queue, the receipt chain, and
 (only when the server is started with a reviewer) approve and reject."""
 
-# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+# No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
 from typing import Annotated, Literal
 
-from mcp.server.fastmcp import Context
 from pydantic import Field
 
 from rippl_core.client import AsyncRippl
 from rippl_core.mcp.common import Id, Registrar, Text, client_identity
 from rippl_core.mcp.models import ReviewDecision, ReviewList
+from rippl_core.mcp.sdk import Context
 from rippl_core.models import Receipt, ReceiptCheck, ReviewItem
 
 

@@ -1,11 +1,10 @@
 """The safety tools (read-only): the pre-flight check, the blast radius, and why a node holds."""
 
-# No `from __future__ import annotations` here: FastMCP reads the tool signatures at registration.
+# No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
 from collections import Counter
 from typing import Annotated, Any
 
-from mcp.server.fastmcp import Context
 from pydantic import Field
 
 from rippl_core.causal.explain import Explanation
@@ -14,6 +13,7 @@ from rippl_core.client import AsyncRippl
 from rippl_core.errors import DatabaseError, InvalidInputError
 from rippl_core.mcp.common import Id, Registrar, Time
 from rippl_core.mcp.models import BlastRadius, CheckResult, ReachedInfo
+from rippl_core.mcp.sdk import Context
 from rippl_core.mcp.session import Sessions
 from rippl_core.models import ToolCall
 from rippl_core.vocabulary import Kind

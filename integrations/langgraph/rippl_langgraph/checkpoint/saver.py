@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -34,6 +37,21 @@ from rippl_langgraph.checkpoint.queries import SCHEMA
 # The checkpoints live in the tenant's companion graph "checkpoints": among the keys Rippl keeps
 # for the tenant (its slot of a cluster), so `Rippl.drop()` deletes them with the rest.
 COMPANION = "checkpoints"
+
+
+@contextmanager
+def connection_options(conn_string: str) -> Iterator[dict[str, Any]]:
+    """The `Rippl.open` options a connection string stands for: a FalkorDB server URL
+    (`falkordb://host:6379`, `rediss://...`, `unix://...`), the path of an embedded database file,
+    or `":memory:"` for an embedded database in a temporary folder, deleted on exit."""
+    if not isinstance(conn_string, str) or not conn_string:
+        raise InvalidInputError("give a FalkorDB URL (falkordb://host:6379), the path of a database "
+                                "file, or \":memory:\" for a throwaway one")
+    if conn_string != ":memory:":
+        yield {"url": conn_string} if "://" in conn_string else {"path": conn_string}
+        return
+    with tempfile.TemporaryDirectory(prefix="rippl-memory-") as folder:
+        yield {"path": Path(folder) / "rippl.db"}
 
 
 def _next_version(current: str | int | float | None) -> str:
@@ -88,6 +106,21 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
         except BaseException:
             self.close()
             raise
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, *, graph: str = "rippl",
+                         serde: SerializerProtocol | None = None) -> Iterator[FalkorDBSaver]:
+        """A saver on its own connection, closed on exit, as with langgraph's SQLite and Postgres
+        savers. `conn_string` is a FalkorDB URL, a database file path, or ":memory:":
+
+            with FalkorDBSaver.from_conn_string("falkordb://localhost:6379") as saver:
+                saver.setup()  # idempotent; the saver also sets itself up when it opens
+                app = builder.compile(checkpointer=saver)
+        """
+        with connection_options(conn_string) as options, cls(
+                **options, graph=graph, serde=serde) as saver:
+            yield saver
 
     # -- lifecycle --------------------------------------------------------------------------
     def setup(self) -> None:
@@ -270,6 +303,23 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
             await memory.close()
             raise
         return saver
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(cls, conn_string: str, *, graph: str = "rippl",
+                               serde: SerializerProtocol | None = None
+                               ) -> AsyncIterator[AsyncFalkorDBSaver]:
+        """A saver on its own connection, closed on exit, as with langgraph's async SQLite and
+        Postgres savers. `conn_string` is a FalkorDB URL, a database file path, or ":memory:":
+
+            async with AsyncFalkorDBSaver.from_conn_string("falkordb://localhost:6379") as saver:
+                await saver.setup()  # idempotent; the saver also sets itself up when it opens
+                app = builder.compile(checkpointer=saver)
+        """
+        with connection_options(conn_string) as options:
+            saver = await cls.open(options.get("path"), url=options.get("url"), graph=graph, serde=serde)
+            async with saver:
+                yield saver
 
     async def setup(self) -> None:
         """Create the indexes of the checkpoint graph (idempotent)."""
