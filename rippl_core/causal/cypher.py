@@ -59,8 +59,14 @@ def step_up(ids: Sequence[str], *, blocking_only: bool = False) -> Query:
                  {"ids": ids}, read_only=True)
 
 
-def create_nodes(kind: Kind, rows: Sequence[Mapping[str, Any]]) -> Query:
-    return Query(f"UNWIND $rows AS r CREATE (n:Node:{kind.value}) SET n += r", {"rows": rows})
+def create_nodes(kind: Kind, rows: Sequence[Mapping[str, Any]], *, at: int, now: int, cause: str,
+                 review: str | None) -> Query:
+    """New nodes (rows of their properties, `state` included), each with its first status record
+    (`before` null), in one pass over the rows."""
+    return Query(f"UNWIND $rows AS r CREATE (n:Node:{kind.value}) SET n += r "
+                 "CREATE (:Change {node: r.id, kind: r.kind, after: r.state, valid_from: $at, "
+                 "recorded_at: $now, cause: $cause, review: $review})",
+                 {"rows": rows, "at": at, "now": now, "cause": cause, "review": review})
 
 
 def update_nodes(rows: Sequence[Mapping[str, Any]]) -> Query:
@@ -105,14 +111,6 @@ def node_briefs(ids: Sequence[str]) -> Query:
     return Query("UNWIND $ids AS id MATCH (n:Node {id: id}) "
                  "RETURN n.id, n.kind, n.text, n.state, n.retracted, n.pending", {"ids": list(ids)},
                  read_only=True)
-
-
-def creation_records(rows: Sequence[Mapping[str, Any]], *, at: int, now: int, cause: str,
-                     review: str | None) -> Query:
-    """The first status record of new nodes (`before` null): rows of {id, kind, after}."""
-    return Query("UNWIND $rows AS r CREATE (:Change {node: r.id, kind: r.kind, after: r.after, "
-                 "valid_from: $at, recorded_at: $now, cause: $cause, review: $review})",
-                 {"rows": list(rows), "at": at, "now": now, "cause": cause, "review": review})
 
 
 def changes_of(ids: Sequence[str], known: int) -> Query:

@@ -18,7 +18,9 @@ from rippl_core.causal import cypher
 from rippl_core.causal.nodes import fetch_justifications, fetch_nodes
 from rippl_core.causal.tms import Premise, Region, label
 from rippl_core.causal.walk import walk
-from rippl_core.vocabulary import Kind, State, edge_type
+from rippl_core.vocabulary import EDGE_TYPES, Kind, State
+
+_VALUE = {state: state.value for state in State}
 
 
 @dataclass
@@ -33,8 +35,14 @@ class Change:
     executed: set[str] = field(default_factory=set)  # actions of the region that already ran
 
 
+_FRESH = Premise()
+
+
 def _premise(props: Mapping[str, Any]) -> Premise:
-    return Premise(bool(props.get("retracted")), int(props.get("pending") or 0))
+    retracted, pending = props.get("retracted"), props.get("pending")
+    if not retracted and not pending:
+        return _FRESH
+    return Premise(bool(retracted), int(pending or 0))
 
 
 def read_region(change: Change, touched: Iterable[str] = ()) -> Op[tuple[Region, dict[str, State]]]:
@@ -90,11 +98,12 @@ def would_invalidate(region: Region, old: Mapping[str, State], node: str) -> lis
 def commit_labels(change: Change, labels: dict[str, State], old: dict[str, State], *, cause: str,
             at: int, now: int, review: str | None) -> Commit:
     commit = Commit()
-    by_kind: dict[Kind, list[dict[str, Any]]] = defaultdict(list)
+    by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for node, props in change.new_nodes.items():
-        by_kind[Kind(props["kind"])].append({**props, "state": labels[node].value})
-    for kind, rows in by_kind.items():
-        commit.queries.extend(cypher.create_nodes(kind, chunk) for chunk in cypher.chunks(rows))
+        by_kind[props["kind"]].append({**props, "state": _VALUE[labels[node]]})
+    for kind, rows in by_kind.items():  # each with its first status record (`before` null)
+        commit.queries.extend(cypher.create_nodes(Kind(kind), chunk, at=at, now=now, cause=cause,
+                                                  review=review) for chunk in cypher.chunks(rows))
     if change.replace_support:
         commit.queries.append(cypher.drop_support(sorted(change.replace_support)))
     if change.set_props:
@@ -109,10 +118,6 @@ def commit_labels(change: Change, labels: dict[str, State], old: dict[str, State
     for chunk in cypher.chunks(transitions):
         commit.queries.append(cypher.set_states(chunk, at=at, now=now, cause=cause,
                                                  review=review))
-    created = [{"id": node, "kind": props["kind"], "after": labels[node].value}
-               for node, props in change.new_nodes.items()]
-    for chunk in cypher.chunks(created):  # each new node's first state (before=null): history
-        commit.queries.append(cypher.creation_records(chunk, at=at, now=now, cause=cause, review=review))
     commit.events.extend(_state_event(t, cause, review, now) for t in transitions)
     commit.events.extend({**_state_event(t, cause, review, now), "type": "compensation_needed"}
                          for t in transitions
@@ -122,13 +127,14 @@ def commit_labels(change: Change, labels: dict[str, State], old: dict[str, State
 
 def _edge_queries(change: Change) -> list[Query]:
     by_rel: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    kinds = change.kinds
     for node, justs in change.new_justifications.items():
+        kind = kinds[node]
         for antecedents in justs:
             j = justification_key(antecedents)
-            for antecedent in antecedents:
-                rel = edge_type(change.kinds[antecedent], change.kinds[node])
-                assert rel is not None  # validated before planning
-                by_rel[rel].append({"src": antecedent, "dst": node, "j": j})
+            for antecedent in antecedents:  # the edge types were validated before planning
+                by_rel[EDGE_TYPES[kinds[antecedent], kind]].append(
+                    {"src": antecedent, "dst": node, "j": j})
     return [cypher.create_edges(rel, chunk) for rel, rows in sorted(by_rel.items())
             for chunk in cypher.chunks(rows)]
 

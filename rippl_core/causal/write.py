@@ -10,25 +10,26 @@ from rippl_core._runtime.timeutil import now_ms
 from rippl_core._runtime.validation import check_id, check_ids
 from rippl_core.causal.nodes import fetch_justifications, fetch_nodes, get, require_nodes
 from rippl_core.causal.relabel import Change, plan_change
-from rippl_core.causal.spec import GraphSpec, NodeSpec, node_specs
+from rippl_core.causal.spec import GraphSpec, NodeSpec, node_specs, validated_all
 from rippl_core.errors import ConflictError, InvalidInputError
 from rippl_core.models import LoadReport, Node
-from rippl_core.vocabulary import Kind, edge_type
+from rippl_core.vocabulary import EDGE_TYPES, Kind, edge_type
 
 
 def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int,
                 cause: str = "add") -> Op[LoadReport]:
     """Create or update nodes and their support in one atomic commit (all or nothing): validate
     every spec, read what exists, check the edges, plan each node, then commit the change."""
-    by_id = _distinct([spec.validated() for spec in specs])
+    by_id = _distinct(validated_all(specs))
     referenced = {a for s in by_id.values() for j in s.justifications for a in j}
     stored = yield from fetch_nodes(sorted(set(by_id) | referenced))
     yield from require_nodes([a for a in sorted(referenced) if a not in by_id and a not in stored],
                              what="referenced nodes")
     kinds = {node: Kind(props["kind"]) for node, props in stored.items()}
     kinds.update({node: spec.kind for node, spec in by_id.items()})
-    for node, spec in by_id.items():
-        _check_support(node, spec, kinds)
+    if not _plain_support(by_id, kinds):
+        for node, spec in by_id.items():
+            _check_support(node, spec, kinds)
     stored_justs, _ = yield from fetch_justifications([node for node in by_id if node in stored])
 
     change = Change(kinds=kinds)
@@ -52,6 +53,14 @@ def _distinct(specs: Sequence[NodeSpec]) -> dict[str, NodeSpec]:
             raise InvalidInputError(f"{spec.id} is defined twice; give each node one definition")
         by_id[spec.id] = spec
     return by_id
+
+
+def _plain_support(by_id: Mapping[str, NodeSpec], kinds: Mapping[str, Kind]) -> bool:
+    """Whether every edge of the specs is allowed and every source is a Source (the whole batch at
+    once; `_check_support` says what is wrong)."""
+    return (all((kinds[a], spec.kind) in EDGE_TYPES and a != node
+                for node, spec in by_id.items() for j in spec.justifications for a in j)
+            and all(kinds.get(s) is Kind.SOURCE for spec in by_id.values() for s in spec.sources))
 
 
 def _check_support(node: str, spec: NodeSpec, kinds: Mapping[str, Kind]) -> None:
