@@ -138,18 +138,18 @@ def _maps(items: list[dict[Any, Any]]) -> list[str]:
 
 def _value(cell: list[Any]) -> Any:
     kind, raw = cell
-    if kind == _NULL:
-        return None
     if kind == _STRING:
         return raw
     if kind == _INTEGER:
         return int(raw)
+    if kind == _NULL:
+        return None
     if kind == _BOOLEAN:
         return raw in ("true", b"true", True, 1)
     if kind == _DOUBLE:
         return float(raw)
     if kind == _ARRAY:
-        return [_value(item) for item in raw]
+        return list(map(_value, raw))
     if kind == _MAP:
         return {raw[i]: _value(raw[i + 1]) for i in range(0, len(raw), 2)}
     raise TypeError(f"queries must return scalars, lists or maps, not type {kind}")
@@ -159,4 +159,4 @@ def parse(reply: list[Any]) -> list[tuple[Any, ...]]:
     """Rows of a compact GRAPH.QUERY reply (an empty list for queries without RETURN)."""
     if len(reply) < 3:
         return []
-    return [tuple(_value(cell) for cell in row) for row in reply[1]]
+    return [tuple(map(_value, row)) for row in reply[1]]
