@@ -13,7 +13,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -88,10 +88,24 @@ class SyncDriver:
         other connections in between; a read sent inside MULTI/EXEC runs after a whole commit or
         before it, never in the middle. It costs no extra round trip."""
         queries = query.queries if isinstance(query, Batch) else (query,)
-        with translated_errors(self.where), self.client.pipeline(transaction=True) as pipe:
-            for q in queries:
-                pipe.execute_command(*_args(self.graph, q))
-            replies = [parse(r) for r in pipe.execute()]
+        commands = _isolated(self.graph, queries)
+        pool = self.client.connection_pool
+        with translated_errors(self.where):
+            for attempt in range(2):  # a read is idempotent: once more on a fresh connection
+                conn = pool.get_connection()
+                try:
+                    conn.send_packed_command(conn.pack_commands(commands))
+                    replies = _executed(conn.read_response() for _ in commands)
+                    break
+                except (redis.ConnectionError, redis.TimeoutError):
+                    conn.disconnect()
+                    if attempt:
+                        raise
+                except BaseException:
+                    conn.disconnect()  # whatever was left unread goes with the connection
+                    raise
+                finally:
+                    pool.release(conn)
         return replies if isinstance(query, Batch) else replies[0]
 
     def blind(self, commit: Commit) -> list[Any]:
@@ -155,11 +169,24 @@ class AsyncDriver:
         """One read (or a batch of reads), isolated from any commit in flight (see
         `SyncDriver.query`)."""
         queries = query.queries if isinstance(query, Batch) else (query,)
+        commands = _isolated(self.graph, queries)
+        pool = self.client.connection_pool
         with translated_errors(self.where):
-            async with self.client.pipeline(transaction=True) as pipe:
-                for q in queries:
-                    pipe.execute_command(*_args(self.graph, q))
-                replies = [parse(r) for r in await pipe.execute()]
+            for attempt in range(2):  # a read is idempotent: once more on a fresh connection
+                conn = await pool.get_connection()
+                try:
+                    await conn.send_packed_command(conn.pack_commands(commands))
+                    replies = _executed([await conn.read_response() for _ in commands])
+                    break
+                except (redis.ConnectionError, redis.TimeoutError):
+                    await conn.disconnect()
+                    if attempt:
+                        raise
+                except BaseException:
+                    await conn.disconnect()  # whatever was left unread goes with the connection
+                    raise
+                finally:
+                    await pool.release(conn)
         return replies if isinstance(query, Batch) else replies[0]
 
     async def blind(self, commit: Commit) -> list[Any]:
@@ -219,6 +246,24 @@ class AsyncDriver:
     async def _commit(self, pipe: Any, commit: Commit) -> list[Any]:
         _queue(pipe, self.graph, commit)
         return _replies(await pipe.execute(), commit)
+
+
+def _isolated(graph: str, queries: tuple[Query, ...]) -> list[tuple[str, ...]]:
+    """Reads wrapped in MULTI/EXEC (see `SyncDriver.query`), sent on a connection directly: the
+    pipeline object of the redis client costs more than the read itself."""
+    return [("MULTI",), *(_args(graph, q) for q in queries), ("EXEC",)]
+
+
+def _executed(replies: Iterable[Any]) -> list[Any]:
+    """The parsed results of an `_isolated` transaction from all its replies, in order (every
+    reply is read, so the connection stays in step, before the first error is raised)."""
+    *_, results = list(replies)
+    if not isinstance(results, list):
+        raise redis.ResponseError(f"the transaction was not executed: {results!r}")
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+    return [parse(r) for r in results]
 
 
 def _each(request: Query | Batch, run: Callable[[Query], Any]) -> Any:
