@@ -13,7 +13,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -88,30 +88,40 @@ class SyncDriver:
         other connections in between; a read sent inside MULTI/EXEC runs after a whole commit or
         before it, never in the middle. It costs no extra round trip."""
         queries = query.queries if isinstance(query, Batch) else (query,)
-        commands = _isolated(self.graph, queries)
-        pool = self.client.connection_pool
         with translated_errors(self.where):
-            for attempt in range(2):  # a read is idempotent: once more on a fresh connection
-                conn = pool.get_connection()
-                try:
-                    conn.send_packed_command(conn.pack_commands(commands))
-                    replies = _executed(conn.read_response() for _ in commands)
-                    break
-                except (redis.ConnectionError, redis.TimeoutError):
-                    conn.disconnect()
-                    if attempt:
-                        raise
-                except BaseException:
-                    conn.disconnect()  # whatever was left unread goes with the connection
-                    raise
-                finally:
-                    pool.release(conn)
+            replies = [parse(r) for r in self._transact(
+                [_args(self.graph, q) for q in queries], retry=True)]
         return replies if isinstance(query, Batch) else replies[0]
 
     def blind(self, commit: Commit) -> list[Any]:
         """A blind commit, in one round trip (see `Commit`)."""
-        with translated_errors(self.where), self.client.pipeline(transaction=True) as pipe:
-            return self._commit(pipe, commit)
+        with translated_errors(self.where):
+            replies = self._transact(_commit_commands(self.graph, commit), retry=False)
+        return [parse(r) for r in replies[: len(commit.queries)]]
+
+    def _transact(self, commands: list[tuple[Any, ...]], *, retry: bool) -> list[Any]:
+        """The results of `commands` run in one MULTI/EXEC, sent on a pooled connection directly
+        (the client's pipeline object costs more CPU than a read); with `retry` (reads, which
+        are idempotent) sent once more on a fresh connection if the connection drops."""
+        packed = _isolated(commands)
+        pool = self.client.connection_pool
+        for attempt in range(2 if retry else 1):
+            conn = pool.get_connection()
+            try:
+                conn.send_packed_command(conn.pack_commands(packed))
+                replies = [conn.read_response() for _ in packed]
+            except (redis.ConnectionError, redis.TimeoutError):
+                conn.disconnect()
+                if retry and not attempt:
+                    continue
+                raise
+            except BaseException:
+                conn.disconnect()  # whatever was left unread goes with the connection
+                raise
+            finally:
+                pool.release(conn)
+            return _results(replies[-1])
+        raise AssertionError("unreachable")
 
     def command(self, command: Command) -> Any:
         with translated_errors(self.where):
@@ -169,31 +179,38 @@ class AsyncDriver:
         """One read (or a batch of reads), isolated from any commit in flight (see
         `SyncDriver.query`)."""
         queries = query.queries if isinstance(query, Batch) else (query,)
-        commands = _isolated(self.graph, queries)
-        pool = self.client.connection_pool
         with translated_errors(self.where):
-            for attempt in range(2):  # a read is idempotent: once more on a fresh connection
-                conn = await pool.get_connection()
-                try:
-                    await conn.send_packed_command(conn.pack_commands(commands))
-                    replies = _executed([await conn.read_response() for _ in commands])
-                    break
-                except (redis.ConnectionError, redis.TimeoutError):
-                    await conn.disconnect()
-                    if attempt:
-                        raise
-                except BaseException:
-                    await conn.disconnect()  # whatever was left unread goes with the connection
-                    raise
-                finally:
-                    await pool.release(conn)
+            replies = [parse(r) for r in await self._transact(
+                [_args(self.graph, q) for q in queries], retry=True)]
         return replies if isinstance(query, Batch) else replies[0]
 
     async def blind(self, commit: Commit) -> list[Any]:
         """A blind commit, in one round trip (see `Commit`)."""
         with translated_errors(self.where):
-            async with self.client.pipeline(transaction=True) as pipe:
-                return await self._commit(pipe, commit)
+            replies = await self._transact(_commit_commands(self.graph, commit), retry=False)
+        return [parse(r) for r in replies[: len(commit.queries)]]
+
+    async def _transact(self, commands: list[tuple[Any, ...]], *, retry: bool) -> list[Any]:
+        """The asyncio twin of `SyncDriver._transact`."""
+        packed = _isolated(commands)
+        pool = self.client.connection_pool
+        for attempt in range(2 if retry else 1):
+            conn = await pool.get_connection()
+            try:
+                await conn.send_packed_command(conn.pack_commands(packed))
+                replies = [await conn.read_response() for _ in packed]
+            except (redis.ConnectionError, redis.TimeoutError):
+                await conn.disconnect()
+                if retry and not attempt:
+                    continue
+                raise
+            except BaseException:
+                await conn.disconnect()  # whatever was left unread goes with the connection
+                raise
+            finally:
+                await pool.release(conn)
+            return _results(replies[-1])
+        raise AssertionError("unreachable")
 
     async def command(self, command: Command) -> Any:
         with translated_errors(self.where):
@@ -248,22 +265,28 @@ class AsyncDriver:
         return _replies(await pipe.execute(), commit)
 
 
-def _isolated(graph: str, queries: tuple[Query, ...]) -> list[tuple[str, ...]]:
-    """Reads wrapped in MULTI/EXEC (see `SyncDriver.query`), sent on a connection directly: the
-    pipeline object of the redis client costs more than the read itself."""
-    return [("MULTI",), *(_args(graph, q) for q in queries), ("EXEC",)]
+def _isolated(commands: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Commands wrapped in MULTI/EXEC (see `SyncDriver.query` and `Commit`)."""
+    return [("MULTI",), *commands, ("EXEC",)]
 
 
-def _executed(replies: Iterable[Any]) -> list[Any]:
-    """The parsed results of an `_isolated` transaction from all its replies, in order (every
-    reply is read, so the connection stays in step, before the first error is raised)."""
-    *_, results = list(replies)
-    if not isinstance(results, list):
-        raise redis.ResponseError(f"the transaction was not executed: {results!r}")
-    for result in results:
+def _results(executed: Any) -> list[Any]:
+    """The results of an EXEC, raising the first error among them."""
+    if not isinstance(executed, list):
+        raise redis.ResponseError(f"the transaction was not executed: {executed!r}")
+    for result in executed:
         if isinstance(result, Exception):
             raise result
-    return [parse(r) for r in results]
+    return executed
+
+
+def _commit_commands(graph: str, commit: Commit) -> list[tuple[Any, ...]]:
+    """A commit's queries, the version bump that fails concurrent writers, and its events."""
+    commands: list[tuple[Any, ...]] = [_args(graph, q) for q in commit.queries]
+    commands.append(("INCR", version_key(graph)))
+    if commit.events:  # one message per commit: a JSON array of its events, in order
+        commands.append(("PUBLISH", events_channel(graph), json.dumps(commit.events)))
+    return commands
 
 
 def _each(request: Query | Batch, run: Callable[[Query], Any]) -> Any:
@@ -284,11 +307,8 @@ def _queue(pipe: Any, graph: str, commit: Commit) -> None:
     """Queue a commit on a watched pipeline (queueing is synchronous for both clients): its
     queries, the version bump that fails concurrent writers, and its events."""
     pipe.multi()
-    for query in commit.queries:
-        pipe.execute_command(*_args(graph, query))
-    pipe.incr(version_key(graph))
-    if commit.events:  # one message per commit: a JSON array of its events, in order
-        pipe.publish(events_channel(graph), json.dumps(commit.events))
+    for command in _commit_commands(graph, commit):
+        pipe.execute_command(*command)
 
 
 def _replies(replies: list[Any], commit: Commit) -> list[Any]:

@@ -73,13 +73,14 @@ def literal(value: Any) -> str:
 # list of maps is encoded key by key (each key's values are a column). The text is exactly what
 # encoding each item on its own gives (`literal`); only the work is batched.
 _BOOL = {True: "true", False: "false"}
+_COLUMN = 8  # items from which a list is encoded a column at a time
 
 
 def _column(values: Sequence[Any]) -> list[str]:
     """The literal of each item of `values`."""
     items = values if isinstance(values, list) else list(values)
-    if not items:
-        return []
+    if len(items) < _COLUMN:  # a short list: the column machinery would cost more
+        return [literal(item) for item in items]
     types = set(map(type, items))
     if len(types) == 1:
         kind = types.pop()

@@ -56,15 +56,15 @@ SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), TEXTS)
 
 def values(keys: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
     return st.recursive(SCALARS, lambda inner: st.one_of(
-        st.lists(inner, max_size=6), st.tuples(inner, inner),
+        st.lists(inner, max_size=12), st.tuples(inner, inner),
         st.dictionaries(keys, inner, max_size=4)), max_leaves=30)
 
 
 # Rows of maps with the same or varying keys and columns of one or mixed types: the shapes the
-# column encoder takes its fast paths on.
-ROWS = st.lists(st.fixed_dictionaries({"id": st.text(), "n": st.integers()},
+# column encoder takes its fast paths on (from 8 items a list is encoded a column at a time).
+ROWS = st.lists(st.fixed_dictionaries({"id": TEXTS, "n": st.integers()},
                                       optional={"props": st.dictionaries(KEYS, SCALARS, max_size=3),
-                                                "flag": st.booleans(), "x": SCALARS}), max_size=8)
+                                                "flag": st.booleans(), "x": SCALARS}), max_size=24)
 
 
 def both(value: Any) -> tuple[str | None, str | None]:
@@ -77,21 +77,25 @@ def both(value: Any) -> tuple[str | None, str | None]:
 
 
 @settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(values(KEYS), values(st.one_of(KEYS, BAD_KEYS)), ROWS))
+@given(st.one_of(values(KEYS), values(st.one_of(KEYS, BAD_KEYS)), ROWS,
+                 st.lists(TEXTS, min_size=8, max_size=20),
+                 st.lists(st.one_of(SCALARS, st.dictionaries(KEYS, SCALARS)), min_size=8,
+                          max_size=20)))
 def test_the_column_encoder_writes_what_encoding_each_value_writes(value: Any) -> None:
     new, old = both(value)
     assert new == old
 
 
 def test_columns_of_one_type_and_of_several() -> None:
-    rows = [{"id": "a", "n": 1}, {"id": 'b"\\', "n": 2, "extra": None}, {"id": "c", "n": 3}]
+    rows = [{"id": "a", "n": 1}, {"id": 'b"\\', "n": 2, "extra": None}, {"id": "c", "n": 3}] * 5
     assert literal(rows) == reference(rows)
+    assert literal([{"a": [1, 2]}] * 9) == reference([{"a": [1, 2]}] * 9)
     assert literal(["x", None, 1, 2.5, True]) == '["x", null, 1, 2.5, true]'
     assert literal([[], {}, ()]) == "[[], {}, []]"
     with pytest.raises(InvalidInputError):
-        literal([1.0, math.nan])
+        literal([1.0] * 9 + [math.nan])
     with pytest.raises(InvalidInputError):
-        literal([{"ok": 1}, {"not ok": 2}])
+        literal([{"ok": 1}] * 9 + [{"not ok": 2}])
 
 
 @pytest.fixture(scope="module")
