@@ -100,9 +100,10 @@ def _policy(base: Policy, at_risk: str | None, unknown: str | None,
                                 "e.g. Policy(at_risk='allow')")
     overrides = {k: v for k, v in (("at_risk", at_risk), ("unknown", unknown),
                                    ("on_error", on_error)) if v is not None}
+    if not overrides:
+        return base  # a Policy is immutable: the same one serves every check
     try:
-        return base.model_copy(update=overrides) if not overrides else Policy(
-            **{**base.model_dump(), **overrides})
+        return Policy(**{**base.model_dump(), **overrides})
     except ValidationError as exc:
         raise InvalidInputError(f"bad policy: {plain_errors(exc.errors())}") from None
 

@@ -23,6 +23,9 @@ def check_id(value: object, *, what: str = "id") -> str:
     An identifier is a non-empty string of at most 128 printable characters with no surrounding
     white space. Any printable character is allowed (quotes and backticks too): ids are data.
     """
+    if (type(value) is str and 0 < len(value) <= MAX_ID_LENGTH and value.isprintable()
+            and not value[0].isspace() and not value[-1].isspace()):
+        return value  # the common case, in one test; the checks below say what is wrong
     if not isinstance(value, str):
         raise InvalidInputError(f"{what} must be a string, got {type(value).__name__}")
     if not value:
@@ -73,8 +76,27 @@ def check_ids(values: object, *, what: str) -> list[str]:
     return list(seen)
 
 
+def plain_ids(values: list[Any]) -> bool:
+    """Whether `check_id` passes every one of `values` (checked for the whole list at once)."""
+    return (set(map(type, values)) <= {str} and all(values)
+            and max(map(len, values), default=0) <= MAX_ID_LENGTH
+            and all(map(str.isprintable, values)) and values == list(map(str.strip, values)))
+
+
+def plain_texts(values: list[Any]) -> bool:
+    """Whether `check_text` passes every one of `values` (checked for the whole list at once)."""
+    if not set(map(type, values)) <= {str}:
+        return False
+    joined = "".join(values)
+    return (all(map(str.strip, values)) and max(map(len, values), default=0) <= MAX_TEXT_LENGTH
+            and "\x00" not in joined and (joined.isascii() or _is_utf8(joined)))
+
+
 def check_text(value: object, *, what: str = "text", required: bool = True) -> str:
     """Validate a human text (claim text, title, reason)."""
+    if (type(value) is str and value.isascii() and len(value) <= MAX_TEXT_LENGTH
+            and "\x00" not in value and not value.isspace() and value):
+        return value  # plain ASCII text (no surrogate possible): the common case, in one test
     if value is None and not required:
         return ""
     if not isinstance(value, str):
@@ -106,6 +128,12 @@ def check_actor(value: object, *, what: str = "by") -> str:
     return check_id(value, what=what)
 
 
+# what json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+# writes, without building an encoder on every call
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                              allow_nan=False)
+
+
 def canonical_args(args: Mapping[str, Any] | None) -> str | None:
     """Canonical JSON of tool arguments (sorted keys, no spaces), or None for no arguments."""
     if args is None:
@@ -125,13 +153,14 @@ def canonical_json(value: object, *, what: str, limit: int,
         raise InvalidInputError(f"{what} must be a JSON object (a dict), got {type(value).__name__}")
     _check_json_keys(value, what, 0)
     try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False, default=default)
+        text = (_CANONICAL.encode(value) if default is None else
+                json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           allow_nan=False, default=default))
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{what} must be JSON-serialisable: {exc}") from None
-    if not _is_utf8(text):
+    if not text.isascii() and not _is_utf8(text):
         raise InvalidInputError(f"{what} is not valid Unicode text (a string holds a lone surrogate)")
-    if len(text.encode()) > limit:
+    if len(text) > limit // 4 and len(text.encode()) > limit:  # 4 bytes at most per character
         raise InvalidInputError(f"{what} is {len(text)} bytes of JSON; the limit is {limit}")
     return text
 

@@ -8,8 +8,10 @@ scalars, lists and maps (never whole nodes), so no schema lookup is needed.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from rippl_core.errors import InvalidInputError
@@ -62,24 +64,93 @@ def literal(value: Any) -> str:
         items = ", ".join(f"{_quote_key(str(k))}: {literal(v)}" for k, v in value.items())
         return "{" + items + "}"
     if isinstance(value, Sequence):
-        return "[" + ", ".join(literal(v) for v in value) + "]"
+        return "[" + ", ".join(_column(value)) + "]"
     raise InvalidInputError(f"cannot send a {type(value).__name__} as a query parameter")
+
+
+# A list is encoded a column at a time: when every item has the same plain type, the whole column
+# is escaped or formatted by a few C-level string operations instead of one call per value, and a
+# list of maps is encoded key by key (each key's values are a column). The text is exactly what
+# encoding each item on its own gives (`literal`); only the work is batched.
+_BOOL = {True: "true", False: "false"}
+_COLUMN = 8  # items from which a list is encoded a column at a time
+
+
+def _column(values: Sequence[Any]) -> list[str]:
+    """The literal of each item of `values`."""
+    items = values if isinstance(values, list) else list(values)
+    if len(items) < _COLUMN:  # a short list: the column machinery would cost more
+        return [literal(item) for item in items]
+    types = set(map(type, items))
+    if len(types) == 1:
+        kind = types.pop()
+        if kind is str:
+            return _strings(items)
+        if kind is dict:
+            return _maps(items)
+        if kind is int:
+            return list(map(str, items))
+        if kind is bool:
+            return list(map(_BOOL.__getitem__, items))
+        if kind is type(None):
+            return ["null"] * len(items)
+        if kind is float and all(map(math.isfinite, items)):
+            return list(map(repr, items))
+    return [literal(item) for item in items]
+
+
+def _strings(items: list[str]) -> list[str]:
+    """Quote many strings at once: join them on NUL, escape the whole text, split it again."""
+    joined = "\x00".join(items)
+    if joined.count("\x00") != len(items) - 1:  # a string holds a NUL itself: one at a time
+        return [_quote_string(item) for item in items]
+    escaped = joined.replace("\\", "\\\\").replace('"', '\\"')
+    return ('"' + escaped.replace("\x00", '"\x00"') + '"').split("\x00")
+
+
+def _maps(items: list[dict[Any, Any]]) -> list[str]:
+    """Encode dicts with the same keys together: each key's values as one column, then every
+    map formatted from its row of the columns."""
+    shapes = list(map(tuple, items))
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    if len(set(shapes)) == 1:
+        groups[shapes[0]] = list(range(len(items)))
+    else:
+        for index, shape in enumerate(shapes):
+            groups.setdefault(shape, []).append(index)
+    out: list[str] = [""] * len(items)
+    for shape, indexes in groups.items():
+        rows = items if len(groups) == 1 else [items[i] for i in indexes]
+        if not shape:
+            encoded = ["{}"] * len(rows)
+        else:
+            parts: list[Iterable[str]] = []
+            for position, key in enumerate(shape):  # "{k1: " v1 ", k2: " v2 ... "}" per row
+                parts.append(repeat(("{" if position == 0 else ", ") + _quote_key(str(key)) + ": "))
+                parts.append(_column(list(map(itemgetter(key), rows))))
+            parts.append(repeat("}"))
+            encoded = list(map("".join, zip(*parts, strict=False)))  # repeat() is endless
+        if len(groups) == 1:
+            return encoded
+        for index, text in zip(indexes, encoded, strict=True):
+            out[index] = text
+    return out
 
 
 def _value(cell: list[Any]) -> Any:
     kind, raw = cell
-    if kind == _NULL:
-        return None
     if kind == _STRING:
         return raw
     if kind == _INTEGER:
         return int(raw)
+    if kind == _NULL:
+        return None
     if kind == _BOOLEAN:
         return raw in ("true", b"true", True, 1)
     if kind == _DOUBLE:
         return float(raw)
     if kind == _ARRAY:
-        return [_value(item) for item in raw]
+        return list(map(_value, raw))
     if kind == _MAP:
         return {raw[i]: _value(raw[i + 1]) for i in range(0, len(raw), 2)}
     raise TypeError(f"queries must return scalars, lists or maps, not type {kind}")
@@ -89,4 +160,4 @@ def parse(reply: list[Any]) -> list[tuple[Any, ...]]:
     """Rows of a compact GRAPH.QUERY reply (an empty list for queries without RETURN)."""
     if len(reply) < 3:
         return []
-    return [tuple(_value(cell) for cell in row) for row in reply[1]]
+    return [tuple(map(_value, row)) for row in reply[1]]

@@ -24,7 +24,7 @@ Modules: `toolguard` (mapping and fail-closed verdicts), `guard` (bound to a gra
   `semantic_id`, `to_ms`, `from_ms`, `now_ms`.
 """
 
-from rippl_core._runtime.op import Commit, Op
+from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.schema import Index, Schema
 from rippl_core._runtime.timeutil import from_ms, now_ms, to_ms
 from rippl_core._runtime.validation import check_id, check_text, normalise_text, semantic_id
@@ -62,6 +62,7 @@ __all__ = [
     "VETO_PREFIX",
     "Arguments",
     "AsyncStateGraph",
+    "Batch",
     "Call",
     "Calls",
     "Capture",

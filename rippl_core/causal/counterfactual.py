@@ -30,7 +30,7 @@ def _region_by_walk(removed: Sequence[str], limit: int) -> Op[dict[str, NodeInfo
     while frontier:
         records = yield cypher.step_down(frontier)
         frontier = []
-        for _parent, node, kind, state, retracted, pending, _executed in records:
+        for _parent, node, kind, state, retracted, pending, *_ in records:
             if node not in info:
                 info[node] = (kind, state, bool(retracted), int(pending or 0))
                 frontier.append(node)

@@ -43,16 +43,26 @@ def get_nodes(ids: Sequence[str]) -> Query:
 
 
 def node_state(node_id: str) -> Query:
-    """The pre-flight read: one indexed lookup of the materialised state."""
-    return Query("MATCH (n:Node {id: $id}) RETURN n.kind, n.state, n.executed_at", {"id": node_id},
-                 read_only=True)
+    """The pre-flight read: one indexed lookup of the materialised state, and of what blocks the
+    node when it is not IN."""
+    return Query("MATCH (n:Node {id: $id}) RETURN n.kind, n.state, n.executed_at, n.blockers",
+                 {"id": node_id}, read_only=True)
 
 
 def resolve_call(keys: Sequence[str]) -> Query:
-    """Every declared action matching a tool call: (id, call_key, kind, state, executed_at)."""
+    """Every declared action matching a tool call: (id, call_key, kind, state, executed_at,
+    blockers)."""
     return Query("MATCH (a:Action) WHERE a.call_key IN $keys "
-                 "RETURN a.id, a.call_key, a.kind, a.state, a.executed_at",
+                 "RETURN a.id, a.call_key, a.kind, a.state, a.executed_at, a.blockers",
                  {"keys": keys}, read_only=True)
+
+
+def node_blockers(node_id: str) -> Query:
+    """What a check says of a node that is not IN: (kind, state, retracted, pending, reason,
+    stored blockers)."""
+    return Query("MATCH (n:Node {id: $id}) "
+                 "RETURN n.kind, n.state, n.retracted, n.pending, n.reason, n.blockers",
+                 {"id": node_id}, read_only=True)
 
 
 def justifications(ids: Sequence[str]) -> Query:
@@ -78,8 +88,14 @@ def step_up(ids: Sequence[str], *, blocking_only: bool = False) -> Query:
                  {"ids": ids}, read_only=True)
 
 
-def create_nodes(kind: Kind, rows: Sequence[Mapping[str, Any]]) -> Query:
-    return Query(f"UNWIND $rows AS r CREATE (n:Node:{kind.value}) SET n += r", {"rows": rows})
+def create_nodes(kind: Kind, rows: Sequence[Mapping[str, Any]], *, at: int, now: int, cause: str,
+                 review: str | None) -> Query:
+    """New nodes (rows of their properties, `state` included), each with its first status record
+    (`before` null), in one pass over the rows."""
+    return Query(f"UNWIND $rows AS r CREATE (n:Node:{kind.value}) SET n += r "
+                 "CREATE (:Change {node: r.id, kind: r.kind, after: r.state, valid_from: $at, "
+                 "recorded_at: $now, cause: $cause, review: $review})",
+                 {"rows": rows, "at": at, "now": now, "cause": cause, "review": review})
 
 
 def update_nodes(rows: Sequence[Mapping[str, Any]]) -> Query:
@@ -100,13 +116,26 @@ def create_edges(rel: str, rows: Sequence[Mapping[str, Any]]) -> Query:
 
 def set_states(rows: Sequence[Mapping[str, Any]], *, at: int, now: int, cause: str,
                review: str | None) -> Query:
-    """Materialise new states and append one history record per change."""
+    """Materialise new states (and what blocks each node, see `blockers`) and append one history
+    record per change."""
     return Query(
-        "UNWIND $rows AS r MATCH (n:Node {id: r.id}) SET n.state = r.after "
+        "UNWIND $rows AS r MATCH (n:Node {id: r.id}) SET n.state = r.after, n.blockers = r.blockers "
         "CREATE (:Change {node: r.id, kind: n.kind, before: r.before, after: r.after, "
         "valid_from: $at, recorded_at: $now, cause: $cause, review: $review})",
         {"rows": rows, "at": at, "now": now, "cause": cause, "review": review},
     )
+
+
+def set_blockers(rows: Sequence[Mapping[str, Any]]) -> Query:
+    """Rows of {id, blockers}: what blocks a node whose state did not change (null: nothing)."""
+    return Query("UNWIND $rows AS r MATCH (n:Node {id: r.id}) SET n.blockers = r.blockers",
+                 {"rows": rows})
+
+
+def blockers_of(ids: Sequence[str]) -> Query:
+    """(id, stored blockers, reason) of the nodes among `ids` that exist."""
+    return Query("UNWIND $ids AS id MATCH (n:Node {id: id}) RETURN n.id, n.blockers, n.reason",
+                 {"ids": list(ids)}, read_only=True)
 
 
 STATS = Query("MATCH (n:Node) RETURN n.kind, n.state, n.executed_at IS NOT NULL, count(n)",
@@ -124,14 +153,6 @@ def node_briefs(ids: Sequence[str]) -> Query:
     return Query("UNWIND $ids AS id MATCH (n:Node {id: id}) "
                  "RETURN n.id, n.kind, n.text, n.state, n.retracted, n.pending", {"ids": list(ids)},
                  read_only=True)
-
-
-def creation_records(rows: Sequence[Mapping[str, Any]], *, at: int, now: int, cause: str,
-                     review: str | None) -> Query:
-    """The first status record of new nodes (`before` null): rows of {id, kind, after}."""
-    return Query("UNWIND $rows AS r CREATE (:Change {node: r.id, kind: r.kind, after: r.after, "
-                 "valid_from: $at, recorded_at: $now, cause: $cause, review: $review})",
-                 {"rows": list(rows), "at": at, "now": now, "cause": cause, "review": review})
 
 
 def own_changes(rows: Sequence[Mapping[str, Any]], *, cause: str, review: str | None) -> Query:

@@ -1,15 +1,22 @@
 """The pre-flight check: may this action (or decision, or tool call) go ahead?
 
-The allowed path is one indexed read of the materialised state. Only a denial walks upstream,
-through the nodes that are not IN, to name every blocking premise and its trail.
+One indexed read of the materialised state, allowed or denied: a node that is not IN carries
+what blocks it (every retracted or at-risk premise under it, with its trail; see
+`rippl_core.causal.blockers`). Only a node that carries none (too many blockers, or written
+before they were kept) is explained by walking upstream through the nodes that are not IN.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.validation import call_key, canonical_args, check_id
 from rippl_core.causal import cypher
-from rippl_core.causal.walk import trail, walk
+from rippl_core.causal.blockers import Premise, blocker_list, stored_blockers, trails
+from rippl_core.causal.walk import walk
 from rippl_core.errors import DatabaseError, RipplError
 from rippl_core.models import Blocker, Policy, ToolCall, Verdict
 from rippl_core.vocabulary import Kind, State, public_status
@@ -22,10 +29,18 @@ def declared(call: ToolCall) -> Op[list[ActionRow]]:
     and those declared with its tool and no args (any args). Actions captured from a run are not
     declared: they carry no call key and match only their own run's calls."""
     check_id(call.name, what="tool name")
+    rows, _ = yield from _declared(call)
+    return rows
+
+
+def _declared(call: ToolCall) -> Op[tuple[list[ActionRow], dict[str, list[Blocker]]]]:
+    """The declared actions a tool call matches, and the blockers those not IN carry."""
+    check_id(call.name, what="tool name")
     exact = call_key(call.name, canonical_args(call.args))
     rows = yield cypher.resolve_call([exact, call_key(call.name, None)])
     ordered = sorted(rows, key=lambda r: (r[1] != exact, r[0]))  # exact matches first
-    return [(r[0], Kind(r[2]), State(r[3]), r[4] is not None) for r in ordered]
+    carried = {r[0]: stored_blockers(r[5]) for r in ordered if r[5] is not None}
+    return [(r[0], Kind(r[2]), State(r[3]), r[4] is not None) for r in ordered], carried
 
 
 def resolve(call: ToolCall) -> Op[str | list[str] | None]:
@@ -46,24 +61,28 @@ def check(target: str | ToolCall, policy: Policy) -> Op[Verdict]:
     decides. One indexed read when allowed, by id or by tool call."""
     call = target if isinstance(target, ToolCall) else None
     if call is not None and call.action_id is None:
-        rows = yield from declared(call)
+        rows, carried = yield from _declared(call)
     else:
         node_id = check_id(call.action_id if call is not None else target,
                            what="action_id" if call is not None else "target")
         found = yield cypher.node_state(node_id)
         rows = [(node_id, Kind(r[0]), State(r[1]), r[2] is not None) for r in found]
+        carried = ({node_id: stored_blockers(found[0][3])} if found and found[0][3] is not None
+                   else {})
         if not rows:
             return _unknown(call, node_id, policy)
     if not rows:
         return _unknown(call, None, policy)
-    verdict = yield from judge(rows, policy, call)
+    verdict = yield from judge(rows, policy, call, carried)
     return verdict
 
 
-def judge(rows: list[ActionRow], policy: Policy, call: ToolCall | None) -> Op[Verdict]:
+def judge(rows: list[ActionRow], policy: Policy, call: ToolCall | None,
+          carried: Mapping[str, list[Blocker]] | None = None) -> Op[Verdict]:
     """The verdict on a call that executes every action of `rows`: allowed only if each is (IN,
     or AT_RISK under at_risk='allow'). When one is not IN, the verdict names every retracted or
-    at-risk premise under it, with its trail."""
+    at-risk premise under it, with its trail (`carried`: the blockers already read with the rows;
+    the others are read with `find_blockers`)."""
     if all(r[2] is State.IN for r in rows):
         node_id, kind, state, executed = rows[0]
         holds = (f"{node_id} is {public_status(kind, state, executed)}" if len(rows) == 1 else
@@ -75,7 +94,9 @@ def judge(rows: list[ActionRow], policy: Policy, call: ToolCall | None) -> Op[Ve
     denying = [r for r in shaky if not (r[2] is State.AT_RISK and policy.at_risk == "allow")]
     blockers: list[Blocker] = []
     for node_id, *_ in denying or shaky:
-        found = yield from find_blockers(node_id)
+        found = (carried or {}).get(node_id)
+        if found is None:
+            found = yield from find_blockers(node_id)
         blockers += [b for b in found if b not in blockers]
     allowed = not denying
     node_id, kind, state, _ = (denying or shaky)[0]
@@ -96,21 +117,36 @@ def _next_step(state: State) -> str:
 
 
 def find_blockers(node_id: str) -> Op[list[Blocker]]:
-    """Every retracted or at-risk premise under `node_id`, each with its trail to the node."""
-    visits = yield from walk([node_id], down=False, blocking_only=True)
-    blockers = []
-    for visit in visits.values():
-        if visit.retracted or visit.pending:
-            path = trail(visits, visit.id)[::-1]
-            blockers.append(Blocker(premise=visit.id, kind=Kind(visit.kind),
-                                    state=State(visit.state), reason=visit.reason, trail=path))
-    rows = yield cypher.get_nodes([node_id])  # the node itself may be a retracted premise
-    props = rows[0][0] if rows else {}
-    if props.get("retracted") or props.get("pending"):
-        blockers.append(Blocker(premise=node_id, kind=Kind(props["kind"]),
-                                state=State(props["state"]), reason=props.get("reason"),
-                                trail=[node_id]))
-    return sorted(blockers, key=lambda b: (len(b.trail), b.premise))
+    """Every retracted or at-risk premise under `node_id` (the node itself included), each with
+    its trail to the node: what the node carries, else a walk of its ancestry."""
+    rows = yield cypher.node_blockers(node_id)
+    if rows and rows[0][5] is not None:
+        return stored_blockers(rows[0][5])
+    found = yield from walk_blockers(node_id, rows)
+    return found
+
+
+def walk_blockers(node_id: str, rows: list[tuple[Any, ...]] | None = None) -> Op[list[Blocker]]:
+    """`find_blockers` by walking the ancestry, whatever the node carries (`rows`: the node's
+    `cypher.node_blockers` row, when already read)."""
+    if rows is None:
+        rows = yield cypher.node_blockers(node_id)
+    if not rows:
+        return []
+    kind, state, retracted, pending, reason, _ = rows[0]
+    edges: list[tuple[str, str]] = []
+    visits = yield from walk([node_id], down=False, blocking_only=True, edges=edges)
+    premises = {v.id: Premise(v.kind, v.state, v.reason) for v in visits.values()}
+    premises[node_id] = Premise(kind, state, reason)
+    blocking = [v.id for v in visits.values() if v.retracted or v.pending]
+    if retracted or pending:
+        blocking.append(node_id)
+    preds: dict[str, list[str]] = defaultdict(list)
+    for below, above in edges:
+        preds[below].append(above)
+    found = trails([node_id, *visits], preds, blocking, {})[node_id]
+    assert found is not None  # nothing is unknown to a walk of the whole ancestry
+    return blocker_list(found, premises)
 
 
 def _unknown(call: ToolCall | None, found: str | list[str] | None, policy: Policy) -> Verdict:

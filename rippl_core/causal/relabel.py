@@ -14,11 +14,16 @@ from typing import Any
 from rippl_core._runtime.op import Commit, Op
 from rippl_core._runtime.timeutil import from_ms
 from rippl_core._runtime.wire import Query
-from rippl_core.causal import cypher
+from rippl_core.causal import blockers, cypher
 from rippl_core.causal.nodes import fetch_justifications, fetch_nodes
 from rippl_core.causal.tms import Premise, Region, label
 from rippl_core.causal.walk import walk
-from rippl_core.vocabulary import Kind, State, edge_type
+from rippl_core.vocabulary import EDGE_TYPES, Kind, State
+
+_VALUE = {state: state.value for state in State}
+_STATE = {state.value: state for state in State}  # State(x), without the call
+_KIND = {kind.value: kind for kind in Kind}
+_KIND_VALUE = {kind: kind.value for kind in Kind}
 
 
 @dataclass
@@ -31,10 +36,20 @@ class Change:
     replace_support: set[str] = field(default_factory=set)  # existing nodes losing old support
     kinds: dict[str, Kind] = field(default_factory=dict)  # kind of every node referenced
     executed: set[str] = field(default_factory=set)  # actions of the region that already ran
+    # read with the region: the blockers stored on its nodes and on the antecedents around it
+    # that are not IN (None: none stored), and why each retracted node of it was retracted
+    stored_blockers: dict[str, str | None] = field(default_factory=dict)
+    reasons: dict[str, str | None] = field(default_factory=dict)
+
+
+_FRESH = Premise()
 
 
 def _premise(props: Mapping[str, Any]) -> Premise:
-    return Premise(bool(props.get("retracted")), int(props.get("pending") or 0))
+    retracted, pending = props.get("retracted"), props.get("pending")
+    if not retracted and not pending:
+        return _FRESH
+    return Premise(bool(retracted), int(pending or 0))
 
 
 def read_region(change: Change, touched: Iterable[str] = ()) -> Op[tuple[Region, dict[str, State]]]:
@@ -55,8 +70,8 @@ def read_region(change: Change, touched: Iterable[str] = ()) -> Op[tuple[Region,
     old: dict[str, State] = {}
     for node, props in info.items():
         region.nodes[node] = _premise({**props, **change.set_props.get(node, {})})
-        old[node] = State(props["state"])
-        change.kinds.setdefault(node, Kind(props["kind"]))
+        old[node] = _STATE[props["state"]]
+        change.kinds.setdefault(node, _KIND[props["kind"]])
         region.justifications[node] = [] if node in change.replace_support else justs.get(node, [])
     for node, props in change.new_nodes.items():
         region.nodes[node] = _premise(props)
@@ -67,7 +82,16 @@ def read_region(change: Change, touched: Iterable[str] = ()) -> Op[tuple[Region,
     outside_props = yield from fetch_nodes(unknown_outside)
     for antecedent in needed - set(region.nodes):
         state = outside_states.get(antecedent) or outside_props[antecedent]["state"]
-        region.outside[antecedent] = State(state)
+        region.outside[antecedent] = _STATE[state]
+    # what the blockers of the region are computed from (see `rippl_core.causal.blockers`)
+    shaky = [v.id for v in visits.values() if v.state != "IN" or v.retracted or v.pending]
+    shaky += [a for a, state in region.outside.items() if state is not State.IN]
+    rows = (yield cypher.blockers_of(shaky)) if shaky else []
+    read = {node: (carried, reason) for node, carried, reason in rows}
+    read.update((node, (stored[node].get("blockers"), stored[node].get("reason"))) for node in roots)
+    for node, (carried, reason) in read.items():
+        change.stored_blockers[node] = carried
+        change.reasons[node] = change.set_props.get(node, {}).get("reason", reason)
     return region, old
 
 
@@ -75,7 +99,8 @@ def plan_change(change: Change, *, cause: str, at: int, now: int, review: str | 
                 touched: Iterable[str] = ()) -> Op[Commit]:
     """Relabel everything `change` can affect and build the atomic commit that applies it."""
     region, old = yield from read_region(change, touched)
-    return commit_labels(change, label(region), old, cause=cause, at=at, now=now, review=review)
+    return commit_labels(change, region, label(region), old, cause=cause, at=at, now=now,
+                         review=review)
 
 
 def would_invalidate(region: Region, old: Mapping[str, State], node: str) -> list[str]:
@@ -87,14 +112,55 @@ def would_invalidate(region: Region, old: Mapping[str, State], node: str) -> lis
                   if state is State.OUT and old.get(n) is not State.OUT and n != node)
 
 
-def commit_labels(change: Change, labels: dict[str, State], old: dict[str, State], *, cause: str,
-            at: int, now: int, review: str | None) -> Commit:
+def materialised_blockers(change: Change, region: Region, labels: Mapping[str, State]
+                          ) -> dict[str, str | None]:
+    """What each node of the region will carry as `blockers` once labelled (None: nothing, for a
+    node that is IN, or one left to a walk; see `rippl_core.causal.blockers`)."""
+    shaky = [node for node, state in labels.items() if state is not State.IN]
+    if not shaky:
+        return dict.fromkeys(labels)
+
+    def not_in(node: str) -> bool:
+        state = labels.get(node) or region.outside.get(node)
+        return state is not None and state is not State.IN
+
+    preds = {node: {a for j in region.justifications.get(node, ()) for a in j if not_in(a)}
+             for node in shaky}
+    premises: dict[str, blockers.Premise] = {}
+    known: dict[str, blockers.Trails | None] = {}
+    for node in {a for ps in preds.values() for a in ps if a not in labels}:
+        stored = change.stored_blockers.get(node)
+        if stored is None:
+            known[node] = None
+            continue
+        known[node], around = blockers.decode(stored)
+        premises.update(around)
+    blocking = [n for n in shaky if region.nodes[n].retracted or region.nodes[n].pending]
+    for node in blocking:
+        premises[node] = blockers.Premise(change.kinds[node].value, labels[node].value,
+                                          change.reasons.get(node))
+    found = blockers.trails(shaky, preds, blocking, known, cap=blockers.CAP)
+    out: dict[str, str | None] = dict.fromkeys(labels)
+    for node, trails in found.items():
+        if trails is not None:
+            out[node] = blockers.encode(trails, premises)
+    return out
+
+
+def commit_labels(change: Change, region: Region, labels: dict[str, State],
+                  old: dict[str, State], *, cause: str, at: int, now: int,
+                  review: str | None) -> Commit:
     commit = Commit()
-    by_kind: dict[Kind, list[dict[str, Any]]] = defaultdict(list)
+    carried = materialised_blockers(change, region, labels)
+    by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for node, props in change.new_nodes.items():
-        by_kind[Kind(props["kind"])].append({**props, "state": labels[node].value})
-    for kind, rows in by_kind.items():
-        commit.queries.extend(cypher.create_nodes(kind, chunk) for chunk in cypher.chunks(rows))
+        row = {**props, "state": _VALUE[labels[node]]}
+        if carried[node] is not None:
+            row["blockers"] = carried[node]
+        by_kind[props["kind"]].append(row)
+    for kind, rows in by_kind.items():  # each with its first status record (`before` null)
+        commit.queries.extend(cypher.create_nodes(Kind(kind), chunk, at=at, now=now, cause=cause,
+                                                  review=review) for chunk in cypher.chunks(rows))
     if change.replace_support:
         commit.queries.append(cypher.drop_support(sorted(change.replace_support)))
     if change.set_props:
@@ -108,19 +174,22 @@ def commit_labels(change: Change, labels: dict[str, State], old: dict[str, State
         commit.queries.append(cypher.own_changes(own, cause=cause, review=review))
     commit.queries.extend(_edge_queries(change))
     transitions = [
-        {"id": node, "kind": change.kinds[node].value, "before": old[node].value,
-         "after": state.value}
+        {"id": node, "kind": _KIND_VALUE[change.kinds[node]], "before": _VALUE[old[node]],
+         "after": _VALUE[state], "blockers": carried[node]}
         for node, state in labels.items() if node in old and old[node] is not state
     ]
     for chunk in cypher.chunks(transitions):
         commit.queries.append(cypher.set_states(chunk, at=at, now=now, cause=cause,
                                                  review=review))
-    created = [{"id": node, "kind": props["kind"], "after": labels[node].value}
-               for node, props in change.new_nodes.items()]
-    for chunk in cypher.chunks(created):  # each new node's first state (before=null): history
-        commit.queries.append(cypher.creation_records(chunk, at=at, now=now, cause=cause, review=review))
-    commit.events.extend(_state_event(t, cause, review, now) for t in transitions)
-    commit.events.extend({**_state_event(t, cause, review, now), "type": "compensation_needed"}
+    recarried = [{"id": node, "blockers": value} for node, value in carried.items()
+                 if node in old and old[node] is labels[node]
+                 and value != change.stored_blockers.get(node)]
+    for chunk in cypher.chunks(recarried):
+        commit.queries.append(cypher.set_blockers(chunk))
+    when = from_ms(now)
+    stamp = when.isoformat() if when else None
+    commit.events.extend(_state_event(t, cause, review, stamp) for t in transitions)
+    commit.events.extend({**_state_event(t, cause, review, stamp), "type": "compensation_needed"}
                          for t in transitions
                          if t["id"] in change.executed and t["after"] == State.OUT.value)
     return commit
@@ -128,13 +197,14 @@ def commit_labels(change: Change, labels: dict[str, State], old: dict[str, State
 
 def _edge_queries(change: Change) -> list[Query]:
     by_rel: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    kinds = change.kinds
     for node, justs in change.new_justifications.items():
+        kind = kinds[node]
         for antecedents in justs:
             j = justification_key(antecedents)
-            for antecedent in antecedents:
-                rel = edge_type(change.kinds[antecedent], change.kinds[node])
-                assert rel is not None  # validated before planning
-                by_rel[rel].append({"src": antecedent, "dst": node, "j": j})
+            for antecedent in antecedents:  # the edge types were validated before planning
+                by_rel[EDGE_TYPES[kinds[antecedent], kind]].append(
+                    {"src": antecedent, "dst": node, "j": j})
     return [cypher.create_edges(rel, chunk) for rel, rows in sorted(by_rel.items())
             for chunk in cypher.chunks(rows)]
 
@@ -149,8 +219,7 @@ _EVENT_FOR_STATE = {State.AT_RISK: "node_at_risk", State.OUT: "node_invalidated"
 
 
 def _state_event(transition: Mapping[str, str], cause: str, review: str | None,
-                 now: int) -> dict[str, Any]:
-    return {"type": _EVENT_FOR_STATE[State(transition["after"])], "node": transition["id"],
+                 at: str | None) -> dict[str, Any]:
+    return {"type": _EVENT_FOR_STATE[_STATE[transition["after"]]], "node": transition["id"],
             "kind": transition["kind"], "before": transition["before"],
-            "after": transition["after"], "cause": cause, "review": review,
-            "at": from_ms(now).isoformat() if from_ms(now) else None}
+            "after": transition["after"], "cause": cause, "review": review, "at": at}

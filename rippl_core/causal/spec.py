@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,14 @@ from rippl_core._runtime.validation import (
     check_text,
     normalise_text,
     plain_errors,
+    plain_ids,
+    plain_texts,
     semantic_id,
 )
 from rippl_core.errors import InvalidInputError
-from rippl_core.vocabulary import Kind
+from rippl_core.vocabulary import ID_PREFIX, Kind
+
+_json_string = json.encoder.encode_basestring_ascii  # what json.dumps writes for a str
 
 
 @dataclass
@@ -71,28 +76,94 @@ class NodeSpec:
         return NodeSpec(self.kind, text, node_id, self.uri, self.source_type, self.tool,
                         self.args, unique, self.provenance, check_ids(self.sources, what="sources"))
 
+    def _checked_copy(self) -> NodeSpec:
+        """`validated()` of a spec whose every field already passed the checks (see
+        `validated_all`): only the repeats are dropped."""
+        justs = [list(dict.fromkeys(j)) for j in self.justifications]
+        unique = list({frozenset(j): j for j in justs if j}.values())
+        return NodeSpec(self.kind, self.text, self.id, self.uri, self.source_type, self.tool,
+                        self.args, unique, self.provenance, list(dict.fromkeys(self.sources)))
+
     def props(self, now: int) -> dict[str, Any]:
+        """The properties to store (None left out), with the content digest."""
         args = canonical_args(self.args)
-        props: dict[str, Any] = {
-            "id": self.id, "kind": self.kind.value, "text": self.text, "uri": self.uri,
-            "source_type": self.source_type, "tool": self.tool, "args": args,
-            "call_key": call_key(self.tool, args) if self.tool else None,
-            "retracted": False, "pending": 0, "created_at": now,
-            "provenance": json.dumps(self.provenance, sort_keys=True) if self.provenance else None,
-        }
+        kind, text, tool, uri, source_type = _VALUE[self.kind], self.text, self.tool, self.uri, \
+            self.source_type
+        props: dict[str, Any] = {"id": self.id, "kind": kind, "text": text}
+        if uri is not None:
+            props["uri"] = uri
+        if source_type is not None:
+            props["source_type"] = source_type
+        if tool is not None:
+            props["tool"] = tool
+        if args is not None:
+            props["args"] = args
+        if tool:
+            props["call_key"] = call_key(tool, args)
+        props["retracted"], props["pending"], props["created_at"] = False, 0, now
+        if self.provenance:
+            props["provenance"] = json.dumps(self.provenance, sort_keys=True)
         # Under a semantic id (derived from the normalised text) the normalised text is the content:
         # re-adding the same statement written differently is a no-op, not a conflict.
-        semantic = self.id == semantic_id(self.kind, self.text)
-        props["digest"] = content_digest({**props, "text": normalise_text(self.text)} if semantic else props)
+        if _may_be_semantic(self.id, self.kind) and self.id == semantic_id(self.kind, text):
+            text = normalise_text(text)
+        props["digest"] = _digest(args, kind, source_type, text, tool, uri)
         if self.kind is Kind.CLAIM:  # found by what it states, whatever its id
             props["text_key"] = semantic_id(Kind.CLAIM, self.text)
-        return {k: v for k, v in props.items() if v is not None}
+        return props
+
+
+_VALUE = {kind: kind.value for kind in Kind}
+
+
+def validated_all(specs: Sequence[NodeSpec]) -> list[NodeSpec]:
+    """`[spec.validated() for spec in specs]`: each kind of field is checked for the whole batch at
+    once, and only a batch that fails is checked spec by spec, to raise the same error."""
+    if not all(type(spec) is NodeSpec and spec.id is not None for spec in specs):
+        return [spec.validated() for spec in specs]
+    justifications = [j for spec in specs for j in spec.justifications]
+    optional_ids = [spec.tool for spec in specs if spec.tool is not None]
+    optional_texts = [v for spec in specs for v in (spec.uri, spec.source_type) if v is not None]
+    if (all(type(j) is list for j in justifications)
+            and all(type(spec.sources) is list for spec in specs)
+            and plain_ids([spec.id for spec in specs]) and plain_ids(optional_ids)
+            and plain_ids(list(chain.from_iterable(justifications)))
+            and plain_ids([a for spec in specs for a in spec.sources])
+            and plain_texts([spec.text for spec in specs]) and plain_texts(optional_texts)):
+        return [spec._checked_copy() for spec in specs]
+    return [spec.validated() for spec in specs]
+
+
+def _may_be_semantic(node_id: str | None, kind: Kind) -> bool:
+    """Whether `node_id` has the shape of a semantic id (prefix, dash, 12 hex digits), the only
+    ids worth hashing the text to compare with."""
+    prefix = ID_PREFIX[kind]
+    return node_id is not None and len(node_id) == len(prefix) + 13 and node_id.startswith(prefix)
+
+
+_DIGESTED = ("args", "kind", "source_type", "text", "tool", "uri")  # sorted, as json sorts them
+_DIGEST_JSON = "{" + ", ".join(f'"{k}": %s' for k in _DIGESTED) + "}"
 
 
 def content_digest(props: Mapping[str, Any]) -> str:
-    """A digest of a node's own content (not its support), to detect conflicting re-adds."""
-    fields = {k: props.get(k) for k in ("kind", "text", "uri", "source_type", "tool", "args")}
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+    """A digest of a node's own content (not its support), to detect conflicting re-adds: SHA-256
+    of `json.dumps` of the content fields with sorted keys."""
+    return _digest(*map(props.get, _DIGESTED))
+
+
+def _digest(args: Any, kind: Any, source_type: Any, text: Any, tool: Any, uri: Any) -> str:
+    """`content_digest` of these fields, written out directly when every one is a string or
+    missing (the text `json.dumps` writes, without its per-call overhead)."""
+    values = (args, kind, source_type, text, tool, uri)
+    if set(map(type, values)) <= _STR_OR_NONE:
+        encoded = (_NULL if v is None else _json_string(v) for v in values)
+        return hashlib.sha256((_DIGEST_JSON % tuple(encoded)).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(dict(zip(_DIGESTED, values, strict=True)),
+                                     sort_keys=True).encode()).hexdigest()
+
+
+_STR_OR_NONE = {str, type(None)}
+_NULL = "null"
 
 
 

@@ -35,29 +35,39 @@ class Region:
     outside: dict[str, State] = field(default_factory=dict)
 
 
-def _fixpoint(region: Region, blocked: Callable[[Premise], bool],
-              outside_in: Callable[[State], bool]) -> set[str]:
-    """The set of region nodes that are IN under the rule (least fixpoint, linear time)."""
+def _fixpoint(region: Region, *, hoped: bool) -> set[str]:
+    """The set of region nodes that are IN under the rule (least fixpoint, linear time): as things
+    are (`hoped` False: a retracted node is blocked, an outside antecedent counts unless OUT), or
+    as they would be if every pending proposal were approved (`hoped` True: a node under review
+    is blocked too, and only an IN outside antecedent counts)."""
+    nodes, outside, all_justs = region.nodes, region.outside, region.justifications
+    counts = (State.IN,) if hoped else (State.IN, State.AT_RISK)
     missing: dict[tuple[str, int], int] = {}
     waiting: dict[str, list[tuple[str, int]]] = defaultdict(list)
     ready: list[str] = []
-    for node, premise in region.nodes.items():
-        if blocked(premise):
+    for node, premise in nodes.items():
+        if premise.retracted or (hoped and premise.pending > 0):
             continue
-        justs = region.justifications.get(node) or []
+        justs = all_justs.get(node)
         if not justs:
             ready.append(node)
+            continue
         for j, antecedents in enumerate(justs):
-            inside = [a for a in set(antecedents) if a in region.nodes]
-            if any(not outside_in(region.outside.get(a, State.OUT))
-                   for a in antecedents if a not in region.nodes):
-                continue
-            if not inside:
-                ready.append(node)
-                continue
-            missing[(node, j)] = len(inside)
-            for a in inside:
-                waiting[a].append((node, j))
+            inside: list[str] = []
+            for a in antecedents:
+                if a in nodes:
+                    inside.append(a)
+                elif outside.get(a, State.OUT) not in counts:
+                    break  # an antecedent outside the region holds this justification down
+            else:
+                if not inside:
+                    ready.append(node)
+                    continue
+                distinct = set(inside) if len(inside) > 1 else inside
+                key = (node, j)
+                missing[key] = len(distinct)
+                for a in distinct:
+                    waiting[a].append(key)
     labelled: set[str] = set()
     while ready:
         node = ready.pop()
@@ -73,8 +83,13 @@ def _fixpoint(region: Region, blocked: Callable[[Premise], bool],
 
 def label(region: Region) -> dict[str, State]:
     """The state of every node of the region."""
-    actual = _fixpoint(region, lambda p: p.retracted, lambda s: s is not State.OUT)
-    hoped = _fixpoint(region, lambda p: p.retracted or p.pending > 0, lambda s: s is State.IN)
+    actual = _fixpoint(region, hoped=False)
+    if not any(p.pending for p in region.nodes.values()) and State.AT_RISK not in set(
+            region.outside.values()):
+        # no proposal pending anywhere in reach: what would hold if every proposal were approved
+        # is what holds now, so no node is AT_RISK (the second fixpoint would be this one)
+        return {node: State.IN if node in actual else State.OUT for node in region.nodes}
+    hoped = _fixpoint(region, hoped=True)
     return {
         node: State.OUT if node not in actual else State.IN if node in hoped else State.AT_RISK
         for node in region.nodes

@@ -43,8 +43,10 @@ def trail(visits: dict[str, Visit], node: str) -> list[str]:
 
 
 def walk(roots: Iterable[str], *, down: bool, max_depth: int | None = None,
-         blocking_only: bool = False) -> Op[dict[str, Visit]]:
-    """Every node reachable from `roots` (excluded) along causal edges, downstream or upstream."""
+         blocking_only: bool = False, edges: list[tuple[str, str]] | None = None
+         ) -> Op[dict[str, Visit]]:
+    """Every node reachable from `roots` (excluded) along causal edges, downstream or upstream.
+    `edges` collects every edge a step read, as (node expanded, node reached)."""
     seen: set[str] = set(roots)
     visits: dict[str, Visit] = {}
     frontier = list(seen)
@@ -57,6 +59,8 @@ def walk(roots: Iterable[str], *, down: bool, max_depth: int | None = None,
         frontier = []
         for row in rows:
             parent, node, kind, state, retracted, pending, extra = row
+            if edges is not None:
+                edges.append((parent, node))
             if node in seen:
                 continue
             seen.add(node)

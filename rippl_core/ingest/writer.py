@@ -209,7 +209,8 @@ def write_plan(p: Plan, *, extractor: str, model: str | None, now: int, dry_run:
 
 def _states(commit: Commit) -> dict[str, State]:
     """The state of each node a commit creates or relabels."""
-    create = {causal_cypher.create_nodes(kind, []).text for kind in Kind}
+    create = {causal_cypher.create_nodes(kind, [], at=0, now=0, cause="", review=None).text
+              for kind in Kind}
     states: dict[str, State] = {}
     for query in commit.queries:
         if query.text in create:

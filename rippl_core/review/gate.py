@@ -97,7 +97,7 @@ def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: i
     region, old = yield from read_region(change)
     at_risk = would_invalidate(region, old, claim_id)
     review_id = f"REV-{uuid.uuid4().hex[:12]}"
-    commit = commit_labels(change, label(region), old, cause="propose", at=now, now=now,
+    commit = commit_labels(change, region, label(region), old, cause="propose", at=now, now=now,
                            review=review_id)
     item = {"id": review_id, "claim": claim_id, "status": "pending", "reason": reason,
             "evidence": evidence, "proposed_by": by, "proposed_at": now, "at_risk": at_risk}

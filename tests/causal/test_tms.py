@@ -77,6 +77,25 @@ def test_label_of_a_downstream_closed_region_equals_reference(
     assert label(region) == {n: expected[n] for n in members}
 
 
+@settings(max_examples=300, deadline=None)
+@given(graphs(), st.data())
+def test_without_pending_proposals_one_pass_labels_like_the_reference(
+        graph: tuple[dict[str, Premise], dict[str, list[list[str]]]], data: st.DataObject) -> None:
+    """`label` skips the second fixpoint when nothing in reach is under review (no pending count
+    in the region, no AT_RISK antecedent outside it): the shortcut must change nothing."""
+    premises, justs = graph
+    premises = {n: Premise(retracted=p.retracted) for n, p in premises.items()}
+    expected = reference_labels(premises, justs)
+    roots = set(data.draw(st.lists(st.sampled_from(sorted(premises)), min_size=1, max_size=3)))
+    members = downstream_closure(justs, roots)
+    region = Region(nodes={n: premises[n] for n in members},
+                    justifications={n: justs[n] for n in members},
+                    outside={a: expected[a] for n in members for j in justs[n] for a in j
+                             if a not in members})
+    assert AT_RISK not in expected.values()
+    assert label(region) == {n: expected[n] for n in members}
+
+
 def test_premise_is_in_until_retracted_and_at_risk_while_proposed() -> None:
     assert reference_labels({"p": Premise()}, {}) == {"p": IN}
     assert reference_labels({"p": Premise(retracted=True)}, {}) == {"p": OUT}

@@ -6,14 +6,16 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import empty_checkpoint, get_checkpoint_metadata
 from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 from langgraph_helpers import MIGRATE_07, Ops, react_builder, thread
@@ -27,6 +29,12 @@ from rippl_core._runtime.schema import LIST_INDEXES
 pytestmark = pytest.mark.on_cluster  # also on a 3-shard cluster, in the `cluster` step
 
 ASYNC = pytest.mark.asyncio(loop_scope="session")
+
+
+def assert_full(report: Any) -> None:
+    """Every capability of the suite, prune included, detected and passed."""
+    assert {cap.value for cap in ALL_CAPABILITIES} <= set(report.results), report.to_dict()
+    assert all(r.detected and r.passed for r in report.results.values()), report.to_dict()
 
 
 def unique() -> str:
@@ -43,8 +51,7 @@ async def test_conformance_async_saver(backend: dict[str, Any]) -> None:
         await saver.aclose()
 
     report = await validate(factory)
-    assert report.passed_all_base(), report.to_dict()
-    assert report.results["copy_thread"].passed and report.results["delete_for_runs"].passed
+    assert_full(report)
 
 
 @ASYNC
@@ -58,8 +65,7 @@ async def test_conformance_sync_saver_via_async(backend: dict[str, Any]) -> None
         saver.close()
 
     report = await validate(factory)
-    assert report.passed_all_base(), report.to_dict()
-    assert report.results["copy_thread"].passed and report.results["delete_for_runs"].passed
+    assert_full(report)
 
 
 def test_thread_survives_a_new_saver_and_time_travels(incident: Rippl, ops: Ops,
@@ -205,3 +211,65 @@ def test_dropping_the_tenant_drops_its_checkpoints(rippl: Rippl, saver: FalkorDB
     rows = again._store.run(lambda: (yield LIST_INDEXES))
     indexed = {(row[0], prop) for row in rows for prop in row[1]}
     assert {(index.label, index.prop) for index in SCHEMA.indexes} <= indexed
+
+
+class Counted(TypedDict):
+    log: Annotated[list[str], DeltaChannel(lambda state, writes: [*state, *writes],
+                                           snapshot_frequency=3)]
+    plain: int
+
+
+def delta_app(saver: FalkorDBSaver) -> Any:
+    def step(state: Counted) -> dict[str, Any]:
+        return {"log": f"line {len(state['log'])}", "plain": state.get("plain", 0) + 1}
+
+    builder = StateGraph(Counted)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    return builder.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("runs", [1, 4, 5, 7])
+def test_prune_keeps_what_a_delta_channel_is_rebuilt_from(saver: FalkorDBSaver, runs: int) -> None:
+    """keep_latest drops every other checkpoint, but not the ancestors (and their writes) a
+    DeltaChannel of the newest one replays from: the state read back is the same."""
+    app = delta_app(saver)
+    config = thread()
+    for _ in range(runs):
+        app.invoke({"plain": 0}, config)
+    before = app.get_state(config).values
+    stored = list(saver.list(config))
+    saver.prune([config["configurable"]["thread_id"]])
+    kept = list(saver.list(config))
+    assert app.get_state(config).values == before
+    assert len(before["log"]) == runs
+    # kept: the newest, then its parents while a channel it counts has not been written in full
+    by_id = {t.checkpoint["id"]: t for t in stored}
+    expected, needed, current = [], None, stored[0]
+    while True:
+        expected.append(current.checkpoint["id"])
+        counts = set(current.metadata.get("counters_since_delta_snapshot") or ())
+        needed = counts if needed is None else needed & counts
+        if not needed or current.parent_config is None:
+            break
+        current = by_id[current.parent_config["configurable"]["checkpoint_id"]]
+    assert [t.checkpoint["id"] for t in kept] == expected
+    if runs > 3:  # a full snapshot was written (every third update): older steps went
+        assert len(kept) < len(stored)
+    saver.prune([config["configurable"]["thread_id"]], strategy="delete")
+    assert list(saver.list(config)) == []
+    with pytest.raises(InvalidInputError, match="strategy"):
+        saver.prune(["t"], strategy="keep_some")
+
+
+def test_reading_the_latest_checkpoint_scans_no_label(saver: FalkorDBSaver) -> None:
+    """The newest checkpoint is found through its head by index lookups: the plan never scans
+    every checkpoint (which a head-to-checkpoint join in one MATCH made FalkorDB do)."""
+    from rippl_langgraph.checkpoint import queries
+    from rippl_langgraph.checkpoint.ops import head_key
+
+    saver.put({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}, empty_checkpoint(), {}, {})
+    for query in (queries.read_latest(head_key("t1", "")),
+                  queries.latest_checkpoint_time(head_key("t1", ""))):
+        plan = saver.memory.redis.execute_command("GRAPH.EXPLAIN", saver.graph, query.command())
+        assert not any("Label Scan" in step for step in plan), plan

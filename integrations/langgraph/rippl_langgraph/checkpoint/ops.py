@@ -35,15 +35,21 @@ from langgraph.checkpoint.base import (
 )
 
 from rippl_core import InvalidInputError
-from rippl_core.adapters import Commit, Op, now_ms
+from rippl_core.adapters import Batch, Commit, Op, now_ms
 from rippl_langgraph.checkpoint import queries
 
 PAGE = 64  # checkpoints fetched per round trip when listing
 
 
+# json.dumps with these options, without building an encoder on every call
+_KEY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                                   allow_nan=False)
+
+
 def key(*parts: Any) -> str:
     """A fixed-length node key for a tuple of ids (thread, namespace, checkpoint, ...)."""
-    text = json.dumps(parts, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = _KEY_JSON.encode(parts)
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
@@ -58,8 +64,7 @@ def _canonical(value: Any) -> str | None:
             return [norm(x) for x in v]
         return v
     try:
-        return json.dumps(norm(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-                          allow_nan=False)
+        return _CANONICAL_JSON.encode(norm(value))
     except (TypeError, ValueError):
         return None
 
@@ -180,14 +185,10 @@ class CheckpointOps:
             "run_key": run_key(str(run_id)) if run_id is not None else None,
             "taken_at": _taken_at(checkpoint), "recorded_at": now_ms(),
         }
-        commit = Commit()
-        if blobs:
-            commit.queries.append(queries.put_blobs(blobs))
         checkpoint_key = key(thread_id, checkpoint_ns, checkpoint["id"])
-        commit.queries.append(queries.put_checkpoint(checkpoint_key, props))
-        commit.queries.append(queries.put_head(head_key(thread_id, checkpoint_ns), tkey,
-                                               checkpoint_ns, props["checkpoint_id"], checkpoint_key))
-        yield commit
+        # upserts only: a blind commit (no read needed), one statement, one round trip
+        yield Commit([queries.put_checkpoint(checkpoint_key, props, blobs,
+                                             head_key(thread_id, checkpoint_ns))], blind=True)
         return tuple_config(thread_id, checkpoint_ns, checkpoint["id"])
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
@@ -211,7 +212,7 @@ class CheckpointOps:
                              "channel": channel, "type": type_, "data": data,
                              "task_path": task_path}}
             (special if idx < 0 else regular).append(row)
-        commit = Commit()
+        commit = Commit(blind=True)
         if regular:
             commit.queries.append(queries.put_writes(regular, overwrite=False))
         if special:
@@ -220,7 +221,40 @@ class CheckpointOps:
             yield commit
 
     def delete_thread(self, thread_id: str) -> Op[None]:
-        yield Commit(queries.delete_thread(thread_key(str(thread_id))))
+        yield Commit(queries.delete_thread(thread_key(str(thread_id))), blind=True)
+
+    def prune(self, thread_ids: Sequence[str], strategy: str) -> Op[None]:
+        """`"delete"`: the threads' every checkpoint. `"keep_latest"`: each (thread, namespace)
+        keeps its newest checkpoint, with its pending writes and the blobs it names, and the
+        ancestors a `DeltaChannel` of it is rebuilt from: back to the checkpoint where each
+        channel counted in its `counters_since_delta_snapshot` was last written in full."""
+        if strategy not in ("keep_latest", "delete"):
+            raise InvalidInputError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or "
+                                    "'delete'")
+        tkeys = sorted({thread_key(clean(t, "thread_id")) for t in thread_ids})
+        if not tkeys:
+            return
+        if strategy == "delete":
+            yield Commit([q for t in tkeys for q in queries.delete_thread(t)])
+            return
+        rows, blob_rows, heads = yield Batch(*queries.prune_candidates(tkeys))
+        found = {row[2]: row for row in rows}
+        keep: set[str] = set()
+        for _thread, ns, latest in heads:
+            current, needed = found.get(latest), None
+            while current is not None:
+                keep.add(current[2])
+                counters = self.load(current[5], current[6]).get("counters_since_delta_snapshot")
+                needed = set(counters or ()) if needed is None else needed & set(counters or ())
+                parent = current[3]
+                if not needed or parent is None:
+                    break
+                current = found.get(key(current[4], ns, parent))
+        doomed = [k for k in found if k not in keep]
+        kept_blobs = {b for k in keep for b in found[k][7] or ()}
+        blobs = [b for (b,) in blob_rows if b not in kept_blobs]
+        if doomed or blobs:
+            yield Commit(queries.delete_pruned(doomed, blobs))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> Op[None]:
         keys = [run_key(str(r)) for r in run_ids]

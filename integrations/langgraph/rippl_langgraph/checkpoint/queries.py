@@ -50,25 +50,20 @@ _WITH_BLOBS_AND_WRITES = (
 
 
 
-def put_blobs(rows: Sequence[Mapping[str, Any]]) -> Query:
-    """Upsert channel blobs: rows of {key, props}."""
-    return Query(f"UNWIND $rows AS r MERGE (b:{BLOB} {{key: r.key}}) SET b += r.props", {"rows": rows})
-
-
-def put_checkpoint(key: str, props: Mapping[str, Any]) -> Query:
-    return Query(f"MERGE (c:{CHECKPOINT} {{key: $key}}) SET c += $props", {"key": key, "props": props})
-
-
-def put_head(head_key: str, thread_key: str, checkpoint_ns: str, checkpoint_id: str,
-             checkpoint_key: str) -> Query:
-    """Point the (thread, namespace) head at this checkpoint if it is the newest, so reading the
-    latest checkpoint is two indexed lookups whatever the thread's length."""
+def put_checkpoint(key: str, props: Mapping[str, Any], blobs: Sequence[Mapping[str, Any]],
+                   head_key: str) -> Query:
+    """A checkpoint with its new channel blobs (rows of {key, props}), and its (thread,
+    namespace) head pointed at it if it is the newest, in one statement: reading the latest
+    checkpoint is then two indexed lookups whatever the thread's length."""
     return Query(
-        f"MERGE (h:{HEAD} {{key: $hk}}) ON CREATE SET h.thread_key = $tk, h.checkpoint_ns = $ns, "
-        "h.latest_id = $id, h.latest_key = $ck "
-        "WITH h WHERE h.latest_id < $id SET h.latest_id = $id, h.latest_key = $ck",
-        {"hk": head_key, "tk": thread_key, "ns": checkpoint_ns, "id": checkpoint_id,
-         "ck": checkpoint_key})
+        f"FOREACH (r IN $blobs | MERGE (b:{BLOB} {{key: r.key}}) SET b += r.props) "
+        f"MERGE (c:{CHECKPOINT} {{key: $key}}) SET c += $props "
+        f"MERGE (h:{HEAD} {{key: $hk}}) ON CREATE SET h.thread_key = $props.thread_key, "
+        "h.checkpoint_ns = $props.checkpoint_ns, h.latest_id = $props.checkpoint_id, "
+        "h.latest_key = $key "
+        "WITH h WHERE h.latest_id < $props.checkpoint_id "
+        "SET h.latest_id = $props.checkpoint_id, h.latest_key = $key",
+        {"blobs": blobs, "key": key, "props": props, "hk": head_key})
 
 
 def set_heads(rows: Sequence[Mapping[str, Any]]) -> Query:
@@ -82,8 +77,11 @@ def delete_heads(keys: Sequence[str]) -> Query:
 
 
 def read_latest(head_key: str) -> Query:
-    """The newest checkpoint of a (thread, namespace), through its head."""
-    return Query(f"MATCH (h:{HEAD} {{key: $hk}}) MATCH (c:{CHECKPOINT} {{key: h.latest_key}})"
+    """The newest checkpoint of a (thread, namespace), through its head (the WITH makes the
+    checkpoint an index lookup by the head's value; without it FalkorDB joins a scan of every
+    checkpoint with the head)."""
+    return Query(f"MATCH (h:{HEAD} {{key: $hk}}) WITH h.latest_key AS latest "
+                 f"MATCH (c:{CHECKPOINT} {{key: latest}})"
                  + _WITH_BLOBS_AND_WRITES, {"hk": head_key}, read_only=True)
 
 
@@ -145,8 +143,9 @@ def checkpoint_times(keys: Sequence[str]) -> Query:
 
 
 def latest_checkpoint_time(head_key: str) -> Query:
-    return Query(f"MATCH (h:{HEAD} {{key: $hk}}) MATCH (c:{CHECKPOINT} {{key: h.latest_key}}) "
-                 "RETURN c.taken_at", {"hk": head_key}, read_only=True)
+    return Query(f"MATCH (h:{HEAD} {{key: $hk}}) WITH h.latest_key AS latest "
+                 f"MATCH (c:{CHECKPOINT} {{key: latest}}) RETURN c.taken_at", {"hk": head_key},
+                 read_only=True)
 
 
 def delete_thread(thread_key: str) -> list[Query]:
@@ -176,6 +175,30 @@ def delete_runs(run_keys: Sequence[str]) -> list[Query]:
         Query(f"UNWIND $keys AS k MATCH (c:{CHECKPOINT} {{run_key: k}}) "
               f"MATCH (w:{WRITE} {{cp_key: c.key}}) DELETE w", keys),
         Query(f"UNWIND $keys AS k MATCH (c:{CHECKPOINT} {{run_key: k}}) DELETE c", keys),
+    ]
+
+
+def prune_candidates(thread_keys: Sequence[str]) -> tuple[Query, Query, Query]:
+    """What pruning these threads decides on: every checkpoint (thread, namespace, key, parent
+    key, metadata, blob keys), every blob key, and each (thread, namespace) head's newest key."""
+    keys = {"keys": list(thread_keys)}
+    return (
+        Query(f"UNWIND $keys AS t MATCH (c:{CHECKPOINT} {{thread_key: t}}) "
+              "RETURN c.thread_key, c.checkpoint_ns, c.key, c.parent_id, c.thread_id, "
+              "c.meta_type, c.meta, c.blob_keys", keys, read_only=True),
+        Query(f"UNWIND $keys AS t MATCH (b:{BLOB} {{thread_key: t}}) RETURN b.key", keys,
+              read_only=True),
+        Query(f"UNWIND $keys AS t MATCH (h:{HEAD} {{thread_key: t}}) "
+              "RETURN h.thread_key, h.checkpoint_ns, h.latest_key", keys, read_only=True),
+    )
+
+
+def delete_pruned(checkpoints: Sequence[str], blobs: Sequence[str]) -> list[Query]:
+    """Delete checkpoints (with their pending writes) and blobs, by key."""
+    return [
+        Query(f"UNWIND $keys AS k MATCH (w:{WRITE} {{cp_key: k}}) DELETE w", {"keys": list(checkpoints)}),
+        Query(f"UNWIND $keys AS k MATCH (c:{CHECKPOINT} {{key: k}}) DELETE c", {"keys": list(checkpoints)}),
+        Query(f"UNWIND $keys AS k MATCH (b:{BLOB} {{key: k}}) DELETE b", {"keys": list(blobs)}),
     ]
 
 

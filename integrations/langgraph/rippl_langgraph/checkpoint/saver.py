@@ -158,15 +158,15 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
-        return self._store.run(lambda: self._ops.put(config, checkpoint, metadata, new_versions),
-                                write=True)
+        # a blind commit (upserts computed by the queries): one round trip, no WATCH
+        return self._store.run(lambda: self._ops.put(config, checkpoint, metadata, new_versions))
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
-        self._store.run(lambda: self._ops.put_writes(config, writes, task_id, task_path), write=True)
+        self._store.run(lambda: self._ops.put_writes(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
-        self._store.run(lambda: self._ops.delete_thread(thread_id), write=True)
+        self._store.run(lambda: self._ops.delete_thread(thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         self._store.run(lambda: self._ops.delete_for_runs(run_ids), write=True)
@@ -174,6 +174,11 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         self._store.run(lambda: self._ops.copy_thread(source_thread_id, target_thread_id),
                          write=True)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep only each namespace's newest checkpoint of these threads (`"keep_latest"`, with
+        what a DeltaChannel needs to rebuild it), or delete them (`"delete"`)."""
+        self._store.run(lambda: self._ops.prune(thread_ids, strategy), write=True)
 
     def get_next_version(self, current: str | None, channel: None = None) -> str:  # type: ignore[override]
         return _next_version(current)
@@ -211,6 +216,9 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
 
 
 def _list_args(config: RunnableConfig | None, before: RunnableConfig | None) -> dict[str, Any]:
@@ -370,15 +378,14 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
-        return await self._run(lambda: self._ops.put(config, checkpoint, metadata, new_versions),
-                               write=True)
+        return await self._run(lambda: self._ops.put(config, checkpoint, metadata, new_versions))
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                           task_id: str, task_path: str = "") -> None:
-        await self._run(lambda: self._ops.put_writes(config, writes, task_id, task_path), write=True)
+        await self._run(lambda: self._ops.put_writes(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._run(lambda: self._ops.delete_thread(thread_id), write=True)
+        await self._run(lambda: self._ops.delete_thread(thread_id))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         await self._run(lambda: self._ops.delete_for_runs(run_ids), write=True)
@@ -386,6 +393,11 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self._run(lambda: self._ops.copy_thread(source_thread_id, target_thread_id),
                         write=True)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep only each namespace's newest checkpoint of these threads (`"keep_latest"`, with
+        what a DeltaChannel needs to rebuild it), or delete them (`"delete"`)."""
+        await self._run(lambda: self._ops.prune(thread_ids, strategy), write=True)
 
     async def acheckpoint_time(self, config: RunnableConfig) -> datetime | None:
         """When the checkpoint named by `config` was taken (the latest if it names none)."""
@@ -433,6 +445,9 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         self._block(self.acopy_thread(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self._block(self.aprune(thread_ids, strategy=strategy))
 
     def checkpoint_time(self, config: RunnableConfig) -> datetime | None:
         return self._block(self.acheckpoint_time(config))
