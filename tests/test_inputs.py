@@ -278,6 +278,7 @@ COLLECTIONS: dict[str, Call] = {
                                                    evidence=v),
     "Rippl.what_if.without": lambda r, v: r.what_if("ag", "t", without=v),
     "Rippl.what_if_retracted.claim_ids": lambda r, v: r.what_if_retracted(v),
+    "Rippl.nodes.ids": lambda r, v: r.nodes(v),
     "Rippl.ingest.documents": lambda r, v: r.ingest(v),
     "RecordStore.save.records": lambda r, v: r.records("s").save(v),
     "RecordStore.find.categories": lambda r, v: r.records("s").find(categories=v),

@@ -23,6 +23,7 @@ from rippl_core.models import LoadReport, Node
 from rippl_core.vocabulary import EDGE_TYPES, Kind, edge_type
 
 type LoadProgress = Callable[[str, int, int], None]
+CHECK_STEP = 1000  # nodes checked between two progress reports
 
 
 def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int, cause: str = "add",
@@ -32,8 +33,10 @@ def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int, cause: st
     `progress(stage, done, total)` is told how far "check" and "write" are."""
     report_progress = progress or (lambda stage, done, total: None)
     specs = yield from _named(specs)
-    report_progress("check", 0, len(specs))
-    validated = validated_all(specs)  # each kind of field checked for the whole batch at once
+    validated: list[NodeSpec] = []
+    for done in range(0, len(specs), CHECK_STEP):  # each field checked a whole step at once
+        report_progress("check", done, len(specs))
+        validated += validated_all(specs[done:done + CHECK_STEP])
     report_progress("check", len(specs), len(specs))
     by_id = _distinct(validated)
     referenced = {a for s in by_id.values() for j in s.justifications for a in j}

@@ -119,15 +119,18 @@ NO_REAPER = textwrap.dedent("""
     running = json.loads(open(path + ".server").read()) if victim != "server" else {}
     pids = {"server": [server], "watchdog": [running.get("watchdog")],
             "both": [running.get("watchdog"), server]}[victim]
-    for pid in pids:
-        os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 60
-    def dead():
+    def dead(pid):
         try:
-            return psutil.Process(server).status() == psutil.STATUS_ZOMBIE
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
             return True
-    while not dead() and time.monotonic() < deadline:
+    for pid in pids:  # each one dead before the next: a dying watchdog could still reap its server
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while not dead(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    deadline = time.monotonic() + 60
+    while not dead(server) and time.monotonic() < deadline:
         time.sleep(0.01)
     rippl.close()
     with Rippl.open(path) as again:
