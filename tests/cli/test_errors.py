@@ -83,7 +83,8 @@ def test_a_bad_file_is_a_usage_error_never_a_traceback(db: Path, files: dict[str
     no_traceback(result)
     assert result.exit_code in (EXIT_USAGE, EXIT_ERROR), result.output
     said = ("error:", "chain broken", "failed:", "rejected")  # ingest reports each document
-    assert any(word in result.output for word in said), result.output
+    # (click before 8.2 / typer 0.16 spell a usage error "Error: Invalid value: ...")
+    assert any(word in result.output.lower() for word in said), result.output
 
 
 def test_the_installed_command_prints_no_traceback(db: Path, files: dict[str, Path]) -> None:
@@ -97,7 +98,7 @@ def test_the_installed_command_prints_no_traceback(db: Path, files: dict[str, Pa
                               timeout=120)
         assert done.returncode == EXIT_USAGE, done.stderr
         assert "Traceback" not in done.stderr + done.stdout
-        assert done.stderr.startswith("error: "), done.stderr
+        assert done.stderr.lstrip().startswith("error: "), done.stderr  # rich 13 may open a line
 
 
 def test_an_unexpected_exception_is_one_line_not_a_traceback(db: Path,
