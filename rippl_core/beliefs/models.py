@@ -29,11 +29,12 @@ class Belief(_Model):
     sources that were retracted) describe the claim's status at the time the read asked about:
     for `ask` and `beliefs` with `as_of` and/or `known_at`, its status at valid time `as_of` as
     Rippl knew it at `known_at` (computed as `check(as_of=, known_at=)` computes it, from the
-    retractions recorded by then); for every other read, and for what a write returns, its status
-    now. `claim_state_now` and `claim_status_now` are always its status now, so a belief held last
-    week in a claim retracted since (with a retraction valid from after then) reads as Verified
-    then (`claim_state` IN) and Retracted now (`claim_state_now` OUT). A claim or source Rippl learned of only after
-    `known_at` (history imported with past transaction times) is given its status now.
+    retractions recorded by then); for every other read, and for what a write returns, its
+    status now. `claim_state_now` and `claim_status_now` are always its status now, so a belief
+    held last week in a claim retracted since (by a retraction valid from after then) reads as
+    Verified then (`claim_state` IN) and Retracted now (`claim_state_now` OUT). A claim or
+    source Rippl learned of only after `known_at` (history imported with past transaction times)
+    is given its status now.
 
     `cause` says which operation wrote this version of the interval: `believe` (an adoption, or
     an interval closed by the next adoption), `retract_belief` (an interval closed when the agent

@@ -96,10 +96,10 @@ def test_no_op_boundaries_at_the_start_and_the_end(world: Rippl) -> None:
 
 
 def test_why_changed_without_any_belief_says_so(world: Rippl) -> None:
-    with pytest.raises(NotFoundError, match="ag has no recorded belief about t .*believe"):
+    with pytest.raises(NotFoundError, match=r"ag has no recorded belief about t .*believe"):
         world.why_changed("ag", "t", day(1))
     world.believe("ag", "C1", topic="t", valid_from=day(1), recorded_at=day(5))
-    with pytest.raises(NotFoundError, match="no recorded belief about t \\(as known at"):
+    with pytest.raises(NotFoundError, match=r"no recorded belief about t \(as known at"):
         world.why_changed("ag", "t", day(1), known_at=day(4))
     assert change(world, day(1)) == (day(1), None, "C1")
 

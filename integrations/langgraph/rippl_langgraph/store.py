@@ -10,11 +10,12 @@ A namespace starts with the agent id; the rest of it and the key name the topic:
 
 A put adopts a belief (closing the previous interval on that topic, never deleting it); a delete
 closes it. Reads return the beliefs held now, never one whose claim has been retracted; a search
-whose filter names `as_of` (valid time) and/or `known_at` (transaction time) reads the past instead:
-each item's `status` (and `rests_on_retracted`, `retracted_evidence`) is the claim's status then,
-as Rippl knew it at `known_at`, and `status_now` its status now. `beliefs_at_checkpoint(config)` reads the beliefs
-at the time a LangGraph checkpoint was taken, so a step of `graph.get_state_history()` and the
-belief memory agree on what the agent believed then.
+whose filter names `as_of` (valid time) and/or `known_at` (transaction time) reads the past
+instead: each item's `status` (and `rests_on_retracted`, `retracted_evidence`) is the claim's
+status then, as Rippl knew it at `known_at`, and `status_now` its status now.
+`beliefs_at_checkpoint(config)` reads the beliefs at the time a LangGraph checkpoint was taken
+(with their status then), so a step of `graph.get_state_history()` and the belief memory agree on
+what the agent believed then.
 
 Inside a graph run with a thread, a read (`get`, and `search` of current beliefs) is an observation
 of the run (see `rippl_langgraph.capture`): the claims it returned are in the run's context from
