@@ -448,16 +448,20 @@ def _change_from(key: str, held: Row, known: int | None, *,
                  back: bool) -> Op[tuple[int, Row | None, Row | None] | None]:
     """The first boundary from `held` backward (its start or earlier) or forward (its end or
     later) where the belief changes: (its time, the interval before it, the interval from it);
-    None going forward from an open-ended interval. Adjacent intervals holding the same belief
-    are walked over in pages of neighbours (one query per page, pages growing), so a long run of
-    them costs a few queries, not one per boundary."""
-    current, pages = held, iter(NEIGHBOUR_PAGES)
-    size = next(pages)
+    None going forward from an open-ended interval.
+
+    Adjacent intervals holding the same belief are walked over in pages of neighbours, one query
+    per page: starts within a window of the boundary, pushed to the index as `covering` does
+    (windows widen when one holds no more; pages grow when one is full), so a long run of them
+    costs a few queries, not two reads per boundary."""
+    current, pages, windows = held, iter(NEIGHBOUR_PAGES), iter((*cypher.WINDOWS_MS, None))
+    size, window = next(pages), next(windows)
     while True:
         point = current.valid_from if back else current.valid_to
         if point >= cypher.OPEN:
             return None
-        rows = rows_of((yield cypher.neighbours(key, point, known, before=back, limit=size)))
+        rows = rows_of((yield cypher.neighbours(key, point, known, before=back, limit=size,
+                                                window=window)))
         for row in (reversed(rows) if back else rows):
             before, after = (row, current) if back else (current, row)
             if before.valid_to != after.valid_from:
@@ -465,9 +469,12 @@ def _change_from(key: str, held: Row, known: int | None, *,
             if not _same_belief(before, after):
                 return after.valid_from, before, after
             current = row
-        else:
-            if len(rows) == size:  # a full page of the same belief: read on
+        else:  # every row read holds the same belief: read on, in a larger page or window
+            if len(rows) == size:
                 size = next(pages, size)
+                continue
+            if window is not None:
+                window = next(windows)
                 continue
         if back:
             return current.valid_from, None, current
