@@ -106,6 +106,28 @@ def first_start_after(key: str, t: int, known: int) -> Query:
                  "ORDER BY r.valid_from ASC LIMIT 1", params, read_only=True)
 
 
+def neighbours(key: str, point: int, known: int | None, *, before: bool, limit: int,
+               window: int | None) -> Query:
+    """Up to `limit` intervals of `key` next to valid time `point`: those starting before it
+    (`before`: the latest starts first) or at or after it (the earliest first), with starts
+    within `window` of it (pushed to the index), or at any distance (window None: filtered).
+    Visible at transaction time `known`, or current when it is None."""
+    where = ["r.key = $key"]
+    params: dict[str, Any] = {"key": key, "point": point}
+    if window is None:
+        where.append(f"r.valid_from + 0 {'<' if before else '>='} $point")
+    elif before:
+        where += ["r.valid_from >= $far", "r.valid_from < $point"]
+        params["far"] = point - window
+    else:
+        where += ["r.valid_from >= $point", "r.valid_from < $far"]
+        params["far"] = point + window
+    _visibility(where, params, known)
+    return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE {' AND '.join(where)} RETURN {_ROW} "
+                 f"ORDER BY r.valid_from {'DESC' if before else 'ASC'} LIMIT {int(limit)}",
+                 params, read_only=True)
+
+
 def agent_covering(agent: str, t: int, known: int) -> Query:
     """Every interval of `agent` holding at `t`, as recorded at `known` (one per topic). The
     `valid_to > t` bound is pushed: narrow for a recent `t` (the sentinel and the few later ends)."""

@@ -33,6 +33,7 @@ from rippl_core._runtime.validation import check_id, check_ids, check_text
 from rippl_core.beliefs import cypher
 from rippl_core.beliefs.models import Belief, BeliefChange
 from rippl_core.causal import cypher as causal_cypher
+from rippl_core.causal import history
 from rippl_core.errors import InvalidInputError, NotFoundError
 from rippl_core.vocabulary import Kind, State, public_status
 
@@ -113,9 +114,19 @@ def evidence_states(rows: Iterable[Row]) -> Op[dict[str, str]]:
     return states
 
 
-def belief_model(row: Row, evidence_states: Mapping[str, str],
-                 claim_state: State | None = None) -> Belief:
-    state = claim_state or State(row.claim_state)
+def belief_model(row: Row, evidence_states: Mapping[str, str], claim_state: State | None = None,
+                 then: Mapping[str, State | None] | None = None) -> Belief:
+    """The Belief of a row. Its status is `claim_state` if given, else the claim's state in
+    `then` (states at the time a read asked about, see `_beliefs`), else its state now; each
+    evidence source likewise from `then`, else `evidence_states` (states now)."""
+    then = then or {}
+    now = State(row.claim_state)
+    state = claim_state or then.get(row.claim) or now
+
+    def evidence_state(source: str) -> State | None:
+        stored = evidence_states.get(source)
+        return then.get(source) or (State(stored) if stored is not None else None)
+
     return Belief.model_construct(  # built from stored, already validated values
         agent=row.agent, topic=row.topic, claim=row.claim, text=row.text,
         valid_from=from_ms(row.valid_from),  # type: ignore[arg-type]
@@ -126,14 +137,28 @@ def belief_model(row: Row, evidence_states: Mapping[str, str],
         superseded_at=None if row.superseded_at >= cypher.OPEN else from_ms(row.superseded_at),
         evidence=list(row.evidence), note=row.note, claim_state=state,
         claim_status=public_status(Kind.CLAIM, state), rests_on_retracted=state is State.OUT,
-        retracted_evidence=[e for e in row.evidence if evidence_states.get(e) == State.OUT.value],
+        claim_state_now=now, claim_status_now=public_status(Kind.CLAIM, now),
+        retracted_evidence=[e for e in row.evidence if evidence_state(e) is State.OUT],
         cause=row.cause, reason=row.reason,
     )
 
 
-def _beliefs(rows: Sequence[Row]) -> Op[list[Belief]]:
+def _beliefs(rows: Sequence[Row], view: tuple[int, int] | None = None) -> Op[list[Belief]]:
+    """The Beliefs of `rows`, with the status of their claims and evidence now (`view` None), or
+    at valid time t as known at transaction time `known` (`view` = (t, known)): computed from
+    the retractions recorded by then and truth maintenance over the ancestry, as an as-of
+    `check` computes it (`causal.history.states_at`)."""
     states = yield from evidence_states(rows)
-    return [belief_model(row, states) for row in rows]
+    then: dict[str, State | None] = {}
+    if view is not None and rows:
+        ids = sorted({r.claim for r in rows} | {e for r in rows for e in r.evidence})
+        then = yield from history.states_at(ids, *view)
+    return [belief_model(row, states, then=then) for row in rows]
+
+
+def _view(as_of: TimeLike | None, known_at: TimeLike | None) -> tuple[int, int] | None:
+    """(valid time, transaction time) of a read about the past; None for a read of now."""
+    return None if as_of is None and known_at is None else read_times(as_of, known_at)
 
 
 def subject(agent: str, topic: str) -> tuple[str, str, str]:
@@ -336,23 +361,25 @@ def _as_known(known: int) -> int | None:
 
 def ask(agent: str, topic: str, *, as_of: TimeLike | None,
         known_at: TimeLike | None) -> Op[Belief | None]:
-    """What the agent believed about `topic` at valid time `as_of`, as recorded at `known_at`."""
+    """What the agent believed about `topic` at valid time `as_of`, as recorded at `known_at`,
+    with the claim's status then (see `Belief`)."""
     _, _, key = subject(agent, topic)
     t, known = read_times(as_of, known_at)
     row = yield from covering(key, t, _as_known(known))
     if row is None:
         return None
-    beliefs = yield from _beliefs([row])
+    beliefs = yield from _beliefs([row], _view(as_of, known_at))
     return beliefs[0]
 
 
 def beliefs(agent: str, *, as_of: TimeLike | None, known_at: TimeLike | None) -> Op[list[Belief]]:
-    """Everything the agent believed at `as_of` (one belief per topic), as recorded at `known_at`."""
+    """Everything the agent believed at `as_of` (one belief per topic), as recorded at `known_at`,
+    with each claim's status then (see `Belief`)."""
     agent = check_id(agent, what="agent")
     t, known = read_times(as_of, known_at)
     records = yield cypher.agent_covering(agent, t, known)
     rows = sorted(rows_of(records), key=lambda r: r.topic)
-    result = yield from _beliefs(rows)
+    result = yield from _beliefs(rows, _view(as_of, known_at))
     return result
 
 
@@ -368,39 +395,35 @@ def timeline(agent: str, topic: str, *, known_at: TimeLike | None) -> Op[list[Be
 def why_changed(agent: str, topic: str, at: TimeLike, *,
                 known_at: TimeLike | None) -> Op[BeliefChange]:
     """The change of belief nearest `at` (ties: the earlier): the belief just before and from then
-    on, the evidence that arrived, and any retracted evidence source."""
+    on, the evidence that arrived, and any retracted evidence source. A change is a boundary where
+    the claim or the set of evidence sources differs on its two sides (an adoption or a drop is a
+    change from or to nothing); a boundary with the same claim and evidence on both sides (a row
+    split by `revise`, or by a new note) is not one."""
     agent, topic, key = subject(agent, topic)
     t = required_ms(at, name="at")
     known = to_ms(known_at, name="known_at", default=now_ms())
     held = yield from covering(key, t, _as_known(known))
-    last, first = ([held] if held is not None else []), []
-    if held is None:  # t falls in a gap, or before or after everything: find the neighbours
+    found: list[tuple[int, Row | None, Row | None]] = []
+    if held is not None:  # the nearest changes are at or before its start, at or after its end
+        for back in (True, False):
+            change = yield from _change_from(key, held, _as_known(known), back=back)
+            found += [change] if change is not None else []
+    else:  # t falls in a gap, or before or after everything: its edges are changes
         for window in (*cypher.WINDOWS_MS, None):
             last = rows_of((yield cypher.latest_start(key, t, known, window)))
             if last:
+                found.append((last[0].valid_to, last[0], None))
                 break
         first = rows_of((yield cypher.first_start_after(key, t, known)))
-    # an interval covering t bounds the nearest changes: its start and its end; a boundary where
-    # nothing changes (the same claim and evidence on both sides) is no change: look past it
-    starts = [(row.valid_from, -1) for row in last]
-    starts += [(row.valid_to, 1) for row in last if row.valid_to < cypher.OPEN]
-    starts += [(row.valid_from, 1) for row in first]
-    if not starts:
+        found += [(first[0].valid_from, None, first[0])] if first else []
+    if not found:
         missing = f"{agent} has no recorded belief about {topic} (as known at {iso(known)})"
         raise NotFoundError(f"{missing}; record one with believe()",
                             cli=f"{missing}; record one with `rippl believe`")
-    found = []
-    for start, step in starts:
-        change = yield from _real_change(key, start, step, _as_known(known))
-        if change is not None:
-            found.append(change)
-    if not found:
-        missing = f"{agent}'s belief about {topic} never changed (as known at {iso(known)})"
-        raise NotFoundError(missing)
     changed, before, after = min(found, key=lambda c: (abs(c[0] - t), c[0] > t))
-    models = yield from _beliefs(before + after)
-    before_model = models[0] if before else None
-    after_model = models[-1] if after else None
+    models = yield from _beliefs([r for r in (before, after) if r is not None])
+    before_model = models[0] if before is not None else None
+    after_model = models[-1] if after is not None else None
     old = list(before_model.evidence) if before_model else []
     new = list(after_model.evidence) if after_model else []
     retracted = list(dict.fromkeys(
@@ -414,23 +437,48 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
                         retracted_evidence=retracted)
 
 
-def _real_change(key: str, point: int | None, step: int, known: int | None,
-                 limit: int = 10_000) -> Op[tuple[int, list[Row], list[Row]] | None]:
-    """From boundary `point`, walking back (step -1) or forward (+1) over boundaries where the
-    same claim with the same evidence holds on both sides, the first one where the belief really
-    changes: (its time, the interval before it, the interval from it); None if there is none."""
-    for _ in range(limit):
-        if point is None or point >= cypher.OPEN:
+def _same_belief(a: Row, b: Row) -> bool:
+    return a.claim == b.claim and set(a.evidence) == set(b.evidence)
+
+
+NEIGHBOUR_PAGES = (8, 64, 512, 4096)  # rows read per step of a walk past no-op boundaries
+
+
+def _change_from(key: str, held: Row, known: int | None, *,
+                 back: bool) -> Op[tuple[int, Row | None, Row | None] | None]:
+    """The first boundary from `held` backward (its start or earlier) or forward (its end or
+    later) where the belief changes: (its time, the interval before it, the interval from it);
+    None going forward from an open-ended interval.
+
+    Adjacent intervals holding the same belief are walked over in pages of neighbours, one query
+    per page: starts within a window of the boundary, pushed to the index as `covering` does
+    (windows widen when one holds no more; pages grow when one is full), so a long run of them
+    costs a few queries, not two reads per boundary."""
+    current, pages, windows = held, iter(NEIGHBOUR_PAGES), iter((*cypher.WINDOWS_MS, None))
+    size, window = next(pages), next(windows)
+    while True:
+        point = current.valid_from if back else current.valid_to
+        if point >= cypher.OPEN:
             return None
-        before = yield from covering(key, point - 1, known)
-        after = yield from covering(key, point, known)
-        same = (before is not None and after is not None and before.claim == after.claim
-                and set(before.evidence) == set(after.evidence))
-        if not same:
-            return point, [r for r in [before] if r], [r for r in [after] if r]
-        assert before is not None and after is not None
-        point = before.valid_from if step < 0 else after.valid_to
-    return None
+        rows = rows_of((yield cypher.neighbours(key, point, known, before=back, limit=size,
+                                                window=window)))
+        for row in (reversed(rows) if back else rows):
+            before, after = (row, current) if back else (current, row)
+            if before.valid_to != after.valid_from:
+                break  # a gap: the belief changes from or to nothing at the edge of `current`
+            if not _same_belief(before, after):
+                return after.valid_from, before, after
+            current = row
+        else:  # every row read holds the same belief: read on, in a larger page or window
+            if len(rows) == size:
+                size = next(pages, size)
+                continue
+            if window is not None:
+                window = next(windows)
+                continue
+        if back:
+            return current.valid_from, None, current
+        return (current.valid_to, current, None) if current.valid_to < cypher.OPEN else None
 
 
 # ---------------------------------------------------------------------------- status history

@@ -25,15 +25,23 @@ def _when(value: datetime | None) -> str:
 class Belief(_Model):
     """One interval of an agent's belief about a topic, as recorded.
 
-    `claim_state`, `claim_status` and `rests_on_retracted` describe the claim's status now (the
-    materialised truth-maintenance state), so a belief held last week in a claim retracted since is
-    reported as resting on a retracted claim. `retracted_evidence` lists the evidence sources that
-    are retracted now. `cause` says which operation wrote this version of the interval: `believe`
-    (an adoption, or an interval closed by the next adoption), `retract_belief` (closed when the
-    agent dropped it) or `revise` (a correction, and the parts of older rows it kept); `reason`
-    is the reason given when the agent dropped the belief.
-    `recorded_at` is when this version of the interval was recorded (closing an interval records
-    a new version); `first_recorded_at` is when Rippl first learned of the adoption.
+    `claim_state`, `claim_status`, `rests_on_retracted` and `retracted_evidence` (the evidence
+    sources that were retracted) describe the claim's status at the time the read asked about:
+    for `ask` and `beliefs` with `as_of` and/or `known_at`, its status at valid time `as_of` as
+    Rippl knew it at `known_at` (computed as `check(as_of=, known_at=)` computes it, from the
+    retractions recorded by then); for every other read, and for what a write returns, its
+    status now. `claim_state_now` and `claim_status_now` are always its status now, so a belief
+    held last week in a claim retracted since (by a retraction valid from after then) reads as
+    Verified then (`claim_state` IN) and Retracted now (`claim_state_now` OUT). A claim or
+    source Rippl learned of only after `known_at` (history imported with past transaction times)
+    is given its status now.
+
+    `cause` says which operation wrote this version of the interval: `believe` (an adoption, or
+    an interval closed by the next adoption), `retract_belief` (an interval closed when the agent
+    dropped the belief) or `revise` (a correction, and the parts of older rows it kept); `reason`
+    is the reason given when the agent dropped the belief. `recorded_at` is when this version of
+    the interval was recorded (closing an interval records a new version); `first_recorded_at` is
+    when Rippl first learned of the adoption.
     """
 
     agent: str
@@ -48,6 +56,8 @@ class Belief(_Model):
     note: str | None = None
     claim_state: State
     claim_status: str
+    claim_state_now: State | None = None
+    claim_status_now: str | None = None
     rests_on_retracted: bool = False
     retracted_evidence: list[str] = Field(default_factory=list)
     cause: str = "believe"
@@ -71,6 +81,8 @@ class Belief(_Model):
             line += f"; {self.claim} is {self.claim_status}"
         if self.retracted_evidence:
             line += f"; retracted evidence: {', '.join(self.retracted_evidence)}"
+        if self.claim_state_now not in (None, self.claim_state):
+            line += f"; {self.claim} is {self.claim_status_now} now"
         return line
 
 

@@ -44,6 +44,9 @@ def belief_line(belief: Belief | None) -> Text:
     style = STATE_STYLE[belief.claim_state]
     line = styled(f"[bold]{{}}[/bold] {{}} [{style}]({{}})[/]", belief.claim, belief.text,
                   belief.claim_status)
+    if belief.claim_state_now is not None and belief.claim_state_now is not belief.claim_state:
+        line += styled(f" [{STATE_STYLE[belief.claim_state_now]}](now {{}})[/]",
+                       belief.claim_status_now)
     if belief.evidence:
         line += styled(" [dim]evidence: {}[/dim]", ", ".join(belief.evidence))
     if belief.retracted_evidence:

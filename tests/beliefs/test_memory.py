@@ -267,7 +267,11 @@ def test_a_belief_in_a_retracted_claim_is_flagged_and_why_changed_names_the_sour
     assert change.retracted_evidence == ["S1"]
     assert "S1" in change.explain() and "Retracted" in change.explain()
     world.reinstate("S1", reason="it was production after all", by="postmortem")
-    assert not world.ask("ag", "t", as_of=day(2)).rests_on_retracted
+    # S1 was retracted from day 1 until now: as of day 2 the claim was out; it is in now
+    reinstated = world.ask("ag", "t", as_of=day(2))
+    assert reinstated.rests_on_retracted and reinstated.claim_state_now is State.IN
+    assert reinstated.claim_status_now == "Verified" and "Verified now" in reinstated.describe()
+    assert not world.ask("ag", "t", as_of=day(2), known_at=day(2)).rests_on_retracted
 
 
 def test_why_changed_picks_the_nearest_change(world: Rippl) -> None:

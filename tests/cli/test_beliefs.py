@@ -83,6 +83,12 @@ def test_ask_timeline_why_what_if_history(rippl: Rippl, backend: dict[str, Any])
     result = cli(rippl, backend, "beliefs", "ag", "--as-of", day(4).isoformat(), "--format", "json")
     [belief] = json.loads(result.output)
     assert belief["claim"] == "C2" and belief["rests_on_retracted"] is True
+    # as known before the retraction was recorded: Verified then, Retracted now
+    recorded = max(h.recorded_at for h in rippl.history("S2") if h.after is State.OUT) \
+        - timedelta(milliseconds=1)
+    result = cli(rippl, backend, "ask", "ag", "rc", "--as-of", day(4).isoformat(),
+                 "--known-at", recorded.isoformat())
+    assert "(Verified)" in result.output and "(now Retracted)" in result.output
 
 
 def test_believe_and_errors(rippl: Rippl, backend: dict[str, Any]) -> None:

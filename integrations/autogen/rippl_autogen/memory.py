@@ -161,11 +161,12 @@ class RipplMemory(Memory, Component[RipplMemoryConfig]):
     async def verified_beliefs(self, *, as_of: TimeLike | None = None,
                                known_at: TimeLike | None = None) -> list[Any]:
         """The agent's beliefs holding at `as_of` (default: this memory's, else now) whose claim is
-        Verified and rests on nothing retracted, the most recently adopted first."""
+        Verified, then and now (never one retracted since), the most recently adopted first."""
         graph = await self._link.graph()
         held = await graph.beliefs(self._agent, as_of=_iso(as_of, "as_of") or self._as_of,
                                    known_at=_iso(known_at, "known_at") or self._known_at)
-        verified = [b for b in held if b.claim_state == State.IN and not b.rests_on_retracted]
+        verified = [b for b in held
+                    if b.claim_state is State.IN and (b.claim_state_now or State.IN) is State.IN]
         return sorted(verified, key=lambda b: (b.valid_from, b.topic), reverse=True)
 
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:

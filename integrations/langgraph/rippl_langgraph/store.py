@@ -10,10 +10,12 @@ A namespace starts with the agent id; the rest of it and the key name the topic:
 
 A put adopts a belief (closing the previous interval on that topic, never deleting it); a delete
 closes it. Reads return the beliefs held now, never one whose claim has been retracted; a search
-whose filter names `as_of` (valid time) and/or `known_at` (transaction time) reads the past instead,
-flagging what rests on a claim retracted since. `beliefs_at_checkpoint(config)` reads the beliefs
-at the time a LangGraph checkpoint was taken, so a step of `graph.get_state_history()` and the
-belief memory agree on what the agent believed then.
+whose filter names `as_of` (valid time) and/or `known_at` (transaction time) reads the past
+instead: each item's `status` (and `rests_on_retracted`, `retracted_evidence`) is the claim's
+status then, as Rippl knew it at `known_at`, and `status_now` its status now.
+`beliefs_at_checkpoint(config)` reads the beliefs at the time a LangGraph checkpoint was taken
+(with their status then), so a step of `graph.get_state_history()` and the belief memory agree on
+what the agent believed then.
 
 Inside a graph run with a thread, a read (`get`, and `search` of current beliefs) is an observation
 of the run (see `rippl_langgraph.capture`): the claims it returned are in the run's context from
@@ -72,7 +74,7 @@ from rippl_langgraph.guard import Guard, Memory
 SEPARATOR = "/"  # joins the namespace after the agent, and the key, into a topic id
 TIME_KEYS = ("as_of", "known_at")
 WRITABLE = frozenset({"claim", "text", "sources", "derived_from", "evidence", "note", "valid_from"})
-READ_ONLY = frozenset({"status", "valid_to", "rests_on_retracted", "retracted_evidence",
+READ_ONLY = frozenset({"status", "status_now", "valid_to", "rests_on_retracted", "retracted_evidence",
                        "recorded_at", "topic", "agent"})
 
 
@@ -106,8 +108,10 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def value_of(belief: Belief) -> dict[str, Any]:
-    """What an Item holds for a belief (JSON-friendly)."""
+    """What an Item holds for a belief (JSON-friendly): its status at the time read (now, or
+    as of), and its status now."""
     return {"claim": belief.claim, "text": belief.text, "status": belief.claim_status,
+            "status_now": belief.claim_status_now or belief.claim_status,
             "valid_from": _iso(belief.valid_from), "valid_to": _iso(belief.valid_to),
             "evidence": list(belief.evidence), "note": belief.note,
             "rests_on_retracted": belief.rests_on_retracted,

@@ -3,6 +3,7 @@ with the checkpoints of a real graph."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, TypedDict
 
@@ -54,14 +55,16 @@ def test_retracted_claims_are_never_served_as_current(incident: Rippl) -> None:
     store.put((AGENT, "shards"), "09-health", {"claim": "CLM-001"})
     store.put((AGENT, "shards"), "07-health", {"claim": "CLM-003"})
     before = datetime.now(UTC)
+    time.sleep(0.005)  # the retraction is recorded in a later millisecond than `before`
     incident.retract("SRC-001", reason="the dashboard was stale", by="oncall")  # CLM-001 loses support
     assert store.get((AGENT, "shards"), "09-health") is None
     assert [i.key for i in store.search((AGENT,))] == ["07-health"]
     assert store.list_namespaces() == [(AGENT, "shards")]
-    # a read of the past shows what was believed then, flagged as resting on a retracted claim
+    # a read of the past shows what was believed then, with its status then and now
     past = store.search((AGENT,), filter={"as_of": before, "known_at": before})
-    flagged = {i.key: i.value["rests_on_retracted"] for i in past}
-    assert flagged == {"07-health": False, "09-health": True}
+    assert {i.key: (i.value["status"], i.value["rests_on_retracted"], i.value["status_now"])
+            for i in past} == {"07-health": ("Verified", False, "Verified"),
+                               "09-health": ("Verified", False, "Retracted")}
 
 
 def test_search_prefix_filter_query_and_paging(incident: Rippl) -> None:
@@ -97,6 +100,37 @@ def test_as_of_search_reads_the_past(incident: Rippl) -> None:
     assert [i.value["claim"] for i in then] == ["CLM-001"]
     assert [i.value["claim"] for i in now] == ["CLM-003"]
     assert store.search((AGENT,), filter={"as_of": start - timedelta(minutes=1)}) == []
+
+
+def test_a_search_of_the_past_gives_the_status_as_known_then(incident: Rippl) -> None:
+    store = RipplStore(incident)
+    start = datetime.now(UTC) - timedelta(hours=3)
+    store.put((AGENT, "shards"), "09-health", {"claim": "CLM-001", "evidence": ["SRC-001"],
+                                               "valid_from": start.isoformat()})
+    recorded = datetime.now(UTC)
+    time.sleep(0.005)  # the retraction is recorded in a later millisecond than `recorded`
+    # found false from an hour after the adoption on, recorded now
+    incident.retract("SRC-001", reason="the dashboard was stale", by="oncall",
+                     at=start + timedelta(hours=1))
+
+    def status(**times: datetime) -> tuple[str, bool, list[str], str]:
+        [item] = store.search((AGENT,), filter=dict(times))
+        v = item.value
+        return v["status"], v["rests_on_retracted"], v["retracted_evidence"], v["status_now"]
+
+    held = ("Verified", False, [], "Retracted")
+    out = ("Retracted", True, ["SRC-001"], "Retracted")
+    before_it, after_it = start + timedelta(minutes=30), start + timedelta(hours=2)
+    assert status(as_of=before_it) == held                       # valid before the retraction
+    assert status(as_of=after_it) == out                         # after it, as known now
+    assert status(as_of=after_it, known_at=recorded) == held     # not known yet then
+    assert status(known_at=recorded) == held                     # today, as known before it
+    assert status(known_at=datetime.now(UTC)) == out
+    assert store.search((AGENT,)) == []  # a current read never serves it
+    # the filter applies to the status then
+    assert store.search((AGENT,), filter={"as_of": before_it, "status": "Retracted"}) == []
+    [item] = store.search((AGENT,), filter={"as_of": after_it, "status": "Retracted"})
+    assert item.key == "09-health"
 
 
 def test_batch_runs_ops_in_order(incident: Rippl) -> None:
