@@ -40,7 +40,13 @@ def mcp_server(folder: Path) -> tuple[StdioServerParams, Path]:
     script, log = folder / "ops_server.py", folder / "calls.log"
     script.write_text(SERVER)
     log.touch()
-    return StdioServerParams(command=sys.executable, args=[str(script), str(log)]), log
+    # AutoGen waits 5 s by default for each reply, the initialize handshake included. A server
+    # started from a fresh environment (no bytecode compiled yet: `uv pip install` does not
+    # compile) on a busy machine takes longer than that just to import the SDK; the client then
+    # gives up and closes its stream, and the SDK's reader fails with BrokenResourceError when the
+    # late reply arrives (seen in .ci/extremes). The timeout is a ceiling, not a measurement.
+    return StdioServerParams(command=sys.executable, args=[str(script), str(log)],
+                             read_timeout_seconds=60), log
 
 
 async def test_mcp_tool_calls_are_guarded(incident: Rippl, arippl: AsyncRippl, tmp_path: Path) -> None:
