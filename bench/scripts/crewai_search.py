@@ -10,7 +10,7 @@ For each store size N (384-dimensional random unit vectors, 10 scopes) it measur
 - FalkorDB's HNSW vector index (`db.idx.vector.queryNodes`): approximate kNN, then the filters,
   with k oversampled 10x; its recall@10 against the exact answer, and what the index costs writes.
 
-Median of 7 runs per query, on the embedded FalkorDB.
+Median of 7 runs per query, on the embedded FalkorDB that falkordblite ships.
 """
 
 from __future__ import annotations

