@@ -46,7 +46,8 @@ import tempfile
 import time
 import tomllib
 import traceback
-from collections.abc import Iterator
+import types
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,8 +61,9 @@ GATE = 0.95
 # module (under rippl_core/) -> the tests that specify it
 MODULES: dict[str, list[str]] = {
     "causal/preflight.py": ["tests/causal/test_preflight.py", "tests/causal/test_preflight_gaps.py"],
-    "adapters/toolguard.py": ["tests/test_adapters.py"],
-    "review/receipts.py": ["tests/review/test_receipts.py", "tests/review/test_canonical_json.py"],
+    "adapters/toolguard.py": ["tests/test_adapters.py", "tests/test_toolguard.py"],
+    "review/receipts.py": ["tests/review/test_receipts.py", "tests/review/test_canonical_json.py",
+                           "tests/review/test_receipt_verification.py"],
     "causal/tms.py": ["tests/causal/test_tms.py", "tests/causal/test_tms_graph.py"],
     "capture/context.py": ["tests/capture/test_context_property.py"],
     "console/auth.py": ["tests/console/test_auth.py"],
@@ -81,6 +83,7 @@ class Mutant:
     source: str  # the mutated expression's text, so the id survives edits elsewhere in the file
     index: int  # which node of the module, in walk order
     end_line: int = 0  # the last line of the mutated code (an if's: of its test)
+    in_function: bool = False  # inside a function's body (not its signature, not module level)
 
     @property
     def id(self) -> str:
@@ -172,9 +175,12 @@ def mutants(module: str) -> list[Mutant]:
         same = sum(1 for m in found if (m.source.split(" #")[0], m.operator, m.detail)
                    == (source, op, detail))
         last = node.test if isinstance(node, ast.If | ast.While) else node
-        found.append(Mutant(module, getattr(node, "lineno", 0), getattr(node, "col_offset", 0),
+        line = getattr(node, "lineno", 0)
+        inside = any(isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                     and f.body[0].lineno <= line <= (f.end_lineno or 0) for f in ast.walk(tree))
+        found.append(Mutant(module, line, getattr(node, "col_offset", 0),
                             op, detail, source + (f" #{same + 1}" if same else ""), index,
-                            getattr(last, "end_lineno", None) or getattr(node, "lineno", 0)))
+                            getattr(last, "end_lineno", None) or line, inside))
     return found
 
 
@@ -215,6 +221,7 @@ class Tracer:
         self.current = IMPORT
         self.lines: dict[int, list[str]] = {}
         self.order: list[str] = []
+        self.seconds: dict[str, float] = {}
         self.modules: list[str] = []
         monitoring = sys.monitoring
         monitoring.use_tool_id(monitoring.COVERAGE_ID, "rippl-mutate")
@@ -238,22 +245,36 @@ class Tracer:
         finally:
             self.current = "<between>"  # teardown of shared fixtures: not one test's
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+
     def pytest_sessionfinish(self) -> None:
         self.modules = sorted(sys.modules)
 
 
 class Runner:
-    """Runs pytest sessions on the scratch copy, each in a child forked from this process."""
+    """Runs pytest sessions on the scratch copy, each in a child forked from this process.
+
+    After the first baseline this process has imported what the tests import, rippl_core (the
+    unmutated scratch copy) included. A mutant inside a function body runs in a child that swaps
+    the mutated functions' code in place (every reference to them sees the mutant, and nothing is
+    imported again); any other mutant (module level, or a line run at import) runs in a child that
+    drops rippl_core and imports the mutated file afresh."""
 
     def __init__(self, scratch: Path, timeout: float) -> None:
         self.scratch = scratch
         self.timeout = timeout
         self.preloaded = False
         self.log = scratch / "pytest.log"  # the last session's output
+        sys.path.insert(0, str(scratch))  # here, in every child, and in their subprocesses
+        os.environ["PYTHONPATH"] = str(scratch)
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        sys.dont_write_bytecode = True
 
-    def _fork(self, args: list[str], trace: str | None = None, result: Path | None = None) -> str:
-        """passed, failed or timeout; with `trace` (a file name), `result` gets what the tracer
-        found (a JSON file)."""
+    def _fork(self, args: list[str], prepare: Callable[[], object] = lambda: None,
+              trace: str | None = None, result: Path | None = None) -> str:
+        """passed, failed, timeout or error (the session could not run). `prepare` runs in the
+        child first; with `trace` (a file name), `result` gets what the tracer found (JSON)."""
         pid = os.fork()
         if pid == 0:  # the child: one pytest session, then exit without returning here
             code = 3
@@ -263,15 +284,13 @@ class Runner:
                 os.dup2(log, 1)
                 os.dup2(log, 2)
                 os.chdir(self.scratch)
-                sys.path.insert(0, str(self.scratch))
-                os.environ["PYTHONPATH"] = str(self.scratch)
-                os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
-                sys.dont_write_bytecode = True
+                prepare()
                 tracer = Tracer(trace) if trace else None
                 code = int(pytest.main([*PYTEST, "--timeout", str(int(self.timeout)), *args],
                                        plugins=[tracer] if tracer else []))
                 if tracer is not None and result is not None and code == 0:
-                    result.write_text(json.dumps({"lines": tracer.lines, "order": tracer.order,
+                    result.write_text(json.dumps({"lines": tracer.lines, "order": sorted(
+                        tracer.order, key=lambda t: tracer.seconds.get(t, 0.0)),
                                                   "modules": tracer.modules}))
                 # no atexit handlers: those registered before the fork are the parent's
             except BaseException:
@@ -281,46 +300,96 @@ class Runner:
                 sys.stderr.flush()
                 os._exit(code)
         deadline = time.monotonic() + self.timeout + 60
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                return "passed" if os.waitstatus_to_exitcode(status) == 0 else "failed"
-            if time.monotonic() > deadline:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
+        try:
+            while time.monotonic() < deadline:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:  # pytest: 0 passed, 1 a test failed, 2 a collection error; else broken
+                    code = os.waitstatus_to_exitcode(status)
+                    return {0: "passed", 1: "failed", 2: "failed"}.get(code, f"error {code}")
+                time.sleep(0.05)
+            return "timeout"
+        finally:  # a timeout, or this run interrupted: the child and its processes go too
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.killpg(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-                return "timeout"
-            time.sleep(0.05)
+
+    @staticmethod
+    def _fresh() -> None:
+        """In a child: forget rippl_core, so that the tests import the (mutated) files."""
+        for name in [n for n in sys.modules if n.startswith("rippl")]:
+            del sys.modules[name]
 
     def baseline(self, module: str) -> tuple[dict[int, list[str]], list[str]]:
         """Run the module's tests unmutated under the tracer: which tests run each line, and every
-        test in run order. Then import (here, once) what they imported, bar rippl_core and tests."""
+        test, quickest first. Then import (here, once) what they imported, bar the tests."""
         filename = str(self.scratch / "rippl_core" / module)
         with tempfile.TemporaryDirectory() as folder:
             result = Path(folder) / "trace.json"
-            outcome = self._fork(tests(module), filename, result)
-            if outcome != "passed" or not result.exists():
+            for _ in range(2):  # once more if it fails: a flaky test under load
+                outcome = self._fork(tests(module), self._fresh, filename, result)
+                if outcome == "passed" and result.exists():
+                    break
+            else:
                 raise SystemExit(f"{self.log.read_text()}\n{module}: its tests fail unmutated "
                                  f"({outcome}); fix them first")
             found = json.loads(result.read_text())
         if not self.preloaded:
             self.preloaded = True
-            own = ("rippl", "tests", "conftest", "helpers_", "test_", "__main__", "__mp_main__")
+            own = ("tests", "conftest", "helpers_", "test_", "__main__", "__mp_main__")
             for name in found["modules"]:
                 if not name.startswith(own):
                     with contextlib.suppress(Exception):
                         importlib.import_module(name)
-            for name in [n for n in sys.modules if n.startswith("rippl")]:
-                del sys.modules[name]  # a library that imported rippl_core: the child re-imports
+            loaded = sys.modules.get("rippl_core")
+            if loaded is None or not str(loaded.__file__).startswith(str(self.scratch)):
+                raise SystemExit(f"rippl_core was imported from {loaded and loaded.__file__}, not "
+                                 f"from the scratch copy {self.scratch}")
         return {int(line): t for line, t in found["lines"].items()}, found["order"]
 
+    def _patch(self, mutant: Mutant) -> list[tuple[types.FunctionType, types.CodeType]] | None:
+        """The functions of the loaded module whose code the mutant changes, with their mutated
+        code; None when the mutant cannot be applied that way."""
+        name = "rippl_core." + mutant.module.removesuffix(".py").replace("/", ".")
+        loaded = sys.modules.get(name)
+        if not mutant.in_function or loaded is None:
+            return None
+        path = str(self.scratch / "rippl_core" / mutant.module)
+        before = _codes(compile(ast.unparse(ast.parse(Path(path).read_text())), path, "exec"))
+        after = _codes(compile(mutated_source(mutant), path, "exec"))
+        if before.keys() != after.keys():
+            return None
+        changed = {q for q in before if before[q] != after[q]}
+        outermost = {q for q in changed if not any(q.startswith(f"{o}.") for o in changed)}
+        live = {f.__code__.co_qualname: f for f in _functions(loaded, name)
+                if f.__code__.co_filename == path}
+        if not outermost or not outermost <= live.keys():
+            return None
+        plan = [(live[q], after[q]) for q in sorted(outermost)]
+        for function, code in plan:  # the swap must take (the same free variables): try it
+            old = function.__code__
+            try:
+                function.__code__ = code
+            except ValueError:
+                return None
+            function.__code__ = old
+        return plan
+
     def mutant(self, mutant: Mutant, covered: dict[int, list[str]], order: list[str]) -> str:
-        """killed or survived: the tests running its lines first, then (if they pass) the rest."""
+        """killed or survived: the tests running its lines first (quickest first), then (if they
+        pass) the rest."""
         target = self.scratch / "rippl_core" / mutant.module
         original = target.read_text()
         target.write_text(mutated_source(mutant))
         try:
             hits = {t for line in range(mutant.line, mutant.end_line + 1) for t in covered.get(line, ())}
+            plan = None if IMPORT in hits else self._patch(mutant)
+
+            def prepare() -> None:
+                if plan is None:
+                    self._fresh()
+                for function, code in plan or ():
+                    function.__code__ = code
+
             every = tests(mutant.module)
             if IMPORT in hits:
                 runs = [every]
@@ -329,11 +398,41 @@ class Runner:
                 rest = [*every, *(a for t in first for a in ("--deselect", t))]
                 runs = [[f"{ROOT}/{t}" for t in first], rest] if first else [rest]
             for args in runs:
-                if self._fork(args) != "passed":
+                outcome = self._fork(args, prepare)
+                if outcome.startswith("error"):  # never counted as killed: say what broke
+                    print(self.log.read_text()[-3000:], file=sys.stderr)
+                    return outcome
+                if outcome != "passed":
                     return "killed"  # a failure, or a timeout (an infinite loop)
             return "survived"
         finally:
             target.write_text(original)
+
+
+def _codes(code: types.CodeType) -> dict[str, types.CodeType]:
+    """Every code object nested in `code`, by qualified name (a name used twice: its last one)."""
+    found: dict[str, types.CodeType] = {}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found[const.co_qualname] = const
+            found.update(_codes(const))
+    return found
+
+
+def _functions(owner: object, module: str, seen: set[int] | None = None) -> Iterator[types.FunctionType]:
+    """The functions defined in `module`: at its top level and in its classes (methods, static
+    and class methods, properties)."""
+    seen = set() if seen is None else seen
+    for value in list(vars(owner).values()):
+        if isinstance(value, staticmethod | classmethod):
+            value = value.__func__
+        parts = [value.fget, value.fset, value.fdel] if isinstance(value, property) else [value]
+        for part in parts:
+            if isinstance(part, types.FunctionType) and part.__module__ == module:
+                yield part
+        if isinstance(value, type) and value.__module__ == module and id(value) not in seen:
+            seen.add(id(value))
+            yield from _functions(value, module, seen)
 
 
 def tests(module: str) -> list[str]:
@@ -380,6 +479,7 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--no-report", action="store_true", help="do not rewrite docs/mutation.md")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up (the finally blocks) on TERM
     chosen = args.module or list(MODULES)
     known = equivalents()
     results: dict[str, list[tuple[Mutant, str]]] = {}
