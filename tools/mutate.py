@@ -249,7 +249,7 @@ class Tracer:
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
 
     def pytest_sessionfinish(self) -> None:
-        self.modules = sorted(sys.modules)
+        self.modules = list(sys.modules)  # in import order (`_asyncio` before `asyncio` breaks it)
 
 
 class Runner:
