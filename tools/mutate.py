@@ -450,14 +450,15 @@ def report(results: dict[str, list[tuple[Mutant, str]]], known: dict[str, str], 
     for module, found in results.items():
         killed = sum(1 for _, r in found if r == "killed")
         equal = sum(1 for m, r in found if r == "survived" and m.id in known)
-        survived = [m for m, r in found if r == "survived" and m.id not in known]
+        survived = [m for m, r in found if r != "killed" and not (r == "survived" and m.id in known)]
         applicable = len(found) - equal
         score = killed / applicable if applicable else 1.0
         lines.append(f"| rippl_core/{module} | {len(found)} | {killed} | {equal} | {len(survived)} | "
                      f"{score:.1%} |")
     lines += ["", "Survivors not listed as equivalent (each needs a test):", ""]
     for found in results.values():
-        lines += [f"- `{m.id}` {m.describe()}" for m, r in found if r == "survived" and m.id not in known]
+        lines += [f"- `{m.id}` {m.describe()}" + ("" if r == "survived" else f" ({r}: the run broke)")
+                  for m, r in found if r != "killed" and not (r == "survived" and m.id in known)]
     return "\n".join(lines) + "\n"
 
 
@@ -475,7 +476,8 @@ def main() -> int:
     parser.add_argument("--module", action="append", help="rippl_core-relative path (repeatable)")
     parser.add_argument("--sample", type=int, help="mutants per module, a seeded random sample")
     parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--timeout", type=float, default=240)
+    parser.add_argument("--timeout", type=float, default=60,
+                        help="seconds per test (a mutant looping forever is killed by it)")
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--no-report", action="store_true", help="do not rewrite docs/mutation.md")
     args = parser.parse_args()
