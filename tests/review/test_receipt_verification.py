@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from rippl_core import InvalidInputError
 from rippl_core.review.receipts import (
     GENESIS,
+    _fast_domain,
     canonical,
     digest,
     export_lines,
@@ -254,6 +255,18 @@ def test_canonical_json_at_the_edges_of_the_fast_domain() -> None:
     assert canonical({"x": 1.5}) == b'{"x":1.5}'
 
 
+@pytest.mark.parametrize(("value", "fast"), [
+    (None, True), ("é", True), (True, True), (0, True), (2**53 - 1, True), (-(2**53) + 1, True),
+    ({"a": [1, {"b": None, "c": "d"}], "e": False}, True), ([], True), ({}, True),
+    (2**53, False), (-(2**53), False), (1.5, False), ({"é": 1}, False), ({1: "a"}, False),
+    ({"a": [1, 2.5]}, False), ((1, 2), False), ({"a": (1,)}, False), ([{"a": 2**60}], False),
+])
+def test_receipt_bodies_take_the_fast_encoder(value: object, fast: bool) -> None:
+    """Every receipt body is in the domain where sorted-key JSON is JCS (the ~20x faster path);
+    anything else goes to the reference encoder (the property test holds the two equal)."""
+    assert _fast_domain(value) is fast
+
+
 def test_digest_and_seal() -> None:
     body = {"seq": 1, "a": "b"}
     assert digest(body) == hashlib.sha256(b'{"a":"b","seq":1}').hexdigest()
@@ -404,3 +417,14 @@ def test_read_jsonl(tmp_path: Path) -> None:
         read_jsonl(path)
     with pytest.raises(InvalidInputError, match=r"cannot read receipts from .*missing"):
         read_jsonl(tmp_path / "missing")
+
+
+def test_a_chain_starts_from_sixty_four_zeros() -> None:
+    """The genesis link is part of the format: a chain written by another Rippl, or by hand, starts
+    from 64 zeros, and an empty export's head records them."""
+    body = {"kind": "retraction", "seq": 1, "prev": "0" * 64, "review": None, "claim": "C",
+            "actor": "alice", "at": "2026-01-01T00:00:00+00:00", "affected": []}
+    assert problems([{"seq": 1, **seal(body, None)}]) == []
+    assert problems([{"seq": 1, **seal(body | {"prev": "0" * 65}, None)}]) == [
+        "receipt #1: does not link to the receipt before it"]
+    assert json.loads(export_lines([], head=None)[0])["head"]["hash"] == "0" * 64
