@@ -60,7 +60,8 @@ GATE = 0.95
 
 # module (under rippl_core/) -> the tests that specify it
 MODULES: dict[str, list[str]] = {
-    "causal/preflight.py": ["tests/causal/test_preflight.py", "tests/causal/test_preflight_gaps.py"],
+    "causal/preflight.py": ["tests/causal/test_preflight.py", "tests/causal/test_preflight_gaps.py",
+                            "tests/causal/test_blockers.py"],
     "adapters/toolguard.py": ["tests/test_adapters.py", "tests/test_toolguard.py"],
     "review/receipts.py": ["tests/review/test_receipts.py", "tests/review/test_canonical_json.py",
                            "tests/review/test_receipt_verification.py"],

@@ -115,3 +115,24 @@ async def test_the_async_check_says_the_same(incident: Rippl, arippl: object) ->
     assert sync == asynchronous
     assert (incident.check("ACT-404", unknown="allow")
             == await arippl.check("ACT-404", unknown="allow"))
+
+
+def test_declared_and_resolve_name_the_actions_a_call_executes(incident: Rippl) -> None:
+    from rippl_core.causal import preflight
+
+    def run(op):  # type: ignore[no-untyped-def]
+        return incident._driver.run(op)
+
+    assert run(lambda: preflight.declared(MIGRATE_09)) == [("ACT-001", Kind.ACTION, State.IN, False)]
+    assert run(lambda: preflight.resolve(MIGRATE_09)) == "ACT-001"
+    unmatched = ToolCall(name="migrate_tables", args={"table": "billing"})
+    assert run(lambda: preflight.declared(unmatched)) == []
+    assert run(lambda: preflight.resolve(unmatched)) is None
+    explicit = ToolCall(name="anything", args={}, action_id="ACT-002")
+    assert run(lambda: preflight.resolve(explicit)) == "ACT-002"
+    with pytest.raises(InvalidInputError):
+        run(lambda: preflight.resolve(ToolCall(name="anything", action_id=" ACT-002")))
+    incident.add_action("ACT-ANY", "any migration", decisions=["DEC-001"], tool="migrate_tables")
+    # the exact match first, then those declared with the tool and any args
+    assert run(lambda: preflight.resolve(MIGRATE_09)) == ["ACT-001", "ACT-ANY"]
+    assert run(lambda: preflight.resolve(unmatched)) == "ACT-ANY"
