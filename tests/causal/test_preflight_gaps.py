@@ -136,3 +136,12 @@ def test_declared_and_resolve_name_the_actions_a_call_executes(incident: Rippl) 
     # the exact match first, then those declared with the tool and any args
     assert run(lambda: preflight.resolve(MIGRATE_09)) == ["ACT-001", "ACT-ANY"]
     assert run(lambda: preflight.resolve(unmatched)) == "ACT-ANY"
+
+
+def test_find_blockers_of_a_node_that_carries_none(incident: Rippl) -> None:
+    """A node that holds, or is not in the graph, has no blockers (the walk finds none)."""
+    from rippl_core.causal import preflight
+
+    assert incident._driver.run(lambda: preflight.find_blockers("ACT-001")) == []
+    assert incident._driver.run(lambda: preflight.find_blockers("ACT-404")) == []
+    assert incident._driver.run(lambda: preflight.walk_blockers("ACT-404")) == []
