@@ -145,3 +145,24 @@ def test_find_blockers_of_a_node_that_carries_none(incident: Rippl) -> None:
     assert incident._driver.run(lambda: preflight.find_blockers("ACT-001")) == []
     assert incident._driver.run(lambda: preflight.find_blockers("ACT-404")) == []
     assert incident._driver.run(lambda: preflight.walk_blockers("ACT-404")) == []
+
+
+def test_a_denied_call_of_several_actions_names_the_others(incident: Rippl) -> None:
+    incident.add_action("ACT-ANY", "any migration", decisions=["DEC-001"], tool="migrate_tables")
+    incident.retract("CLM-001", reason="disk errors", by="monitor")
+    verdict = incident.check(MIGRATE_09)
+    assert not verdict.allowed and verdict.target == "ACT-001"
+    assert verdict.reason.startswith("ACT-001 (and ACT-ANY) denied: ")
+
+
+def test_an_unknown_action_id_is_named_and_is_the_target(incident: Rippl) -> None:
+    verdict = incident.check(ToolCall(name="x", action_id="ACT-999"))
+    assert not verdict.allowed and verdict.target == "ACT-999"
+    assert verdict.reason == "denied (fail closed): ACT-999 is not in the graph; add it or check the id"
+
+
+def test_a_bad_id_names_what_it_was_given_as(incident: Rippl) -> None:
+    with pytest.raises(InvalidInputError, match=r"^action_id "):
+        incident.check(ToolCall(name="x", action_id=""))
+    with pytest.raises(InvalidInputError, match=r"^target "):
+        incident.check("")
