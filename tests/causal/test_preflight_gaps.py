@@ -166,3 +166,11 @@ def test_a_bad_id_names_what_it_was_given_as(incident: Rippl) -> None:
         incident.check(ToolCall(name="x", action_id=""))
     with pytest.raises(InvalidInputError, match=r"^target "):
         incident.check("")
+
+
+def test_an_allowed_at_risk_call_of_several_actions_names_the_others(incident: Rippl) -> None:
+    incident.add_action("ACT-ANY", "any migration", decisions=["DEC-001"], tool="migrate_tables")
+    incident.propose_retraction("CLM-001", reason="suspect disk", by="monitor")
+    verdict = incident.check(MIGRATE_09, at_risk="allow")
+    assert verdict.allowed and verdict.target == "ACT-001"
+    assert verdict.reason.startswith("ACT-001 (and ACT-ANY) allowed despite ")
