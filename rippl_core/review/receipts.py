@@ -233,7 +233,8 @@ def verify_export(records: Sequence[Mapping[str, Any]], *,
         check = verify_chain(receipts, public_keys=public_keys)
         return _failed(check, "the head must be the file's first line, and only one")
     summary = records[0]["head"]
-    if not isinstance(summary, dict) or not {"count", "seq", "hash"} <= summary.keys():
+    if not isinstance(summary, dict) or not {"count", "seq", "hash"} <= summary.keys() \
+            or not isinstance(summary["seq"], int):
         return _failed(verify_chain(receipts, public_keys=public_keys),
                        "the head is malformed (it needs count, seq and hash)")
     check = verify_chain(receipts, head=(summary["seq"], summary["hash"]), public_keys=public_keys)

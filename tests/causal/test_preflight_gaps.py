@@ -115,3 +115,62 @@ async def test_the_async_check_says_the_same(incident: Rippl, arippl: object) ->
     assert sync == asynchronous
     assert (incident.check("ACT-404", unknown="allow")
             == await arippl.check("ACT-404", unknown="allow"))
+
+
+def test_declared_and_resolve_name_the_actions_a_call_executes(incident: Rippl) -> None:
+    from rippl_core.causal import preflight
+
+    def run(op):  # type: ignore[no-untyped-def]
+        return incident._driver.run(op)
+
+    assert run(lambda: preflight.declared(MIGRATE_09)) == [("ACT-001", Kind.ACTION, State.IN, False)]
+    assert run(lambda: preflight.resolve(MIGRATE_09)) == "ACT-001"
+    unmatched = ToolCall(name="migrate_tables", args={"table": "billing"})
+    assert run(lambda: preflight.declared(unmatched)) == []
+    assert run(lambda: preflight.resolve(unmatched)) is None
+    explicit = ToolCall(name="anything", args={}, action_id="ACT-002")
+    assert run(lambda: preflight.resolve(explicit)) == "ACT-002"
+    with pytest.raises(InvalidInputError):
+        run(lambda: preflight.resolve(ToolCall(name="anything", action_id=" ACT-002")))
+    incident.add_action("ACT-ANY", "any migration", decisions=["DEC-001"], tool="migrate_tables")
+    # the exact match first, then those declared with the tool and any args
+    assert run(lambda: preflight.resolve(MIGRATE_09)) == ["ACT-001", "ACT-ANY"]
+    assert run(lambda: preflight.resolve(unmatched)) == "ACT-ANY"
+
+
+def test_find_blockers_of_a_node_that_carries_none(incident: Rippl) -> None:
+    """A node that holds, or is not in the graph, has no blockers (the walk finds none)."""
+    from rippl_core.causal import preflight
+
+    assert incident._driver.run(lambda: preflight.find_blockers("ACT-001")) == []
+    assert incident._driver.run(lambda: preflight.find_blockers("ACT-404")) == []
+    assert incident._driver.run(lambda: preflight.walk_blockers("ACT-404")) == []
+
+
+def test_a_denied_call_of_several_actions_names_the_others(incident: Rippl) -> None:
+    incident.add_action("ACT-ANY", "any migration", decisions=["DEC-001"], tool="migrate_tables")
+    incident.retract("CLM-001", reason="disk errors", by="monitor")
+    verdict = incident.check(MIGRATE_09)
+    assert not verdict.allowed and verdict.target == "ACT-001"
+    assert verdict.reason.startswith("ACT-001 (and ACT-ANY) denied: ")
+
+
+def test_an_unknown_action_id_is_named_and_is_the_target(incident: Rippl) -> None:
+    verdict = incident.check(ToolCall(name="x", action_id="ACT-999"))
+    assert not verdict.allowed and verdict.target == "ACT-999"
+    assert verdict.reason == "denied (fail closed): ACT-999 is not in the graph; add it or check the id"
+
+
+def test_a_bad_id_names_what_it_was_given_as(incident: Rippl) -> None:
+    with pytest.raises(InvalidInputError, match=r"^action_id "):
+        incident.check(ToolCall(name="x", action_id=""))
+    with pytest.raises(InvalidInputError, match=r"^target "):
+        incident.check("")
+
+
+def test_an_allowed_at_risk_call_of_several_actions_names_the_others(incident: Rippl) -> None:
+    incident.add_action("ACT-ANY", "any migration", decisions=["DEC-001"], tool="migrate_tables")
+    incident.propose_retraction("CLM-001", reason="suspect disk", by="monitor")
+    verdict = incident.check(MIGRATE_09, at_risk="allow")
+    assert verdict.allowed and verdict.target == "ACT-001"
+    assert verdict.reason.startswith("ACT-001 (and ACT-ANY) allowed despite ")
