@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from rippl_core.cli.app import command, connection, errors, styled
-from rippl_core.mcp import serve
 
 
 class TransportChoice(StrEnum):
@@ -46,6 +45,8 @@ def mcp_cmd(
 ) -> None:
     """Serve Rippl to MCP clients: check_premises, blast_radius, explain, the review queue and
     belief memory as tools. stdio by default; --transport http for streamable HTTP."""
+    from rippl_core.mcp import serve
+
     conn = connection(ctx)
     if transport is TransportChoice.http:
         where = f"http://{host}:{port}/mcp"
