@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from rippl_core.cli.app import command, connection, errors, styled
+from rippl_core.mcp import serve  # light: the SDK is imported when a server is built
 
 
 class TransportChoice(StrEnum):
@@ -45,8 +46,6 @@ def mcp_cmd(
 ) -> None:
     """Serve Rippl to MCP clients: check_premises, blast_radius, explain, the review queue and
     belief memory as tools. stdio by default; --transport http for streamable HTTP."""
-    from rippl_core.mcp import serve
-
     conn = connection(ctx)
     if transport is TransportChoice.http:
         where = f"http://{host}:{port}/mcp"
