@@ -4,11 +4,16 @@ imported from `rippl_core`."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import importlib
 import inspect
+import subprocess
+import sys
 import types
 import typing
 from collections.abc import Iterator
+from pathlib import Path
 
 import pydantic
 import pytest
@@ -131,3 +136,57 @@ def test_the_surface_check_sees_a_missing_export(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(rippl_core, "__all__", [n for n in rippl_core.__all__ if n != "Blocker"])
     with pytest.raises(AssertionError, match="Blocker"):
         test_every_type_in_a_public_signature_is_exported()
+
+
+# ------------------------------------------------------------------------------ the lazy surface
+
+
+def _type_checking_imports() -> dict[str, str]:
+    """Each name the `if TYPE_CHECKING:` block of rippl_core/__init__.py imports, and its module."""
+    tree = ast.parse(Path(rippl_core.__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+    return {alias.name: node.module for node in block.body
+            if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+
+
+def test_the_lazy_table_the_type_checking_imports_and_all_agree() -> None:
+    """Type checkers read the `if TYPE_CHECKING:` imports, `import` reads the lazy table: both
+    name the same module for every name, and together they are exactly `__all__`."""
+    assert _type_checking_imports() == rippl_core._MODULE_OF
+    assert set(rippl_core._MODULE_OF) == set(rippl_core.__all__)
+    for name in rippl_core.__all__:  # each resolves to the object its module defines
+        assert getattr(rippl_core, name) is getattr(
+            importlib.import_module(rippl_core._MODULE_OF[name]), name)
+    assert "Rippl" in dir(rippl_core) and "__version__" in dir(rippl_core)
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        rippl_core.Nope  # noqa: B018
+
+
+HEAVY = ["redis", "falkordb", "pydantic", "yaml", "cryptography", "psutil"]
+
+
+@pytest.mark.parametrize(("statement", "not_imported"), [
+    ("import rippl_core", [*HEAVY, "typer", "rich", "rippl_core.client"]),
+    ("import rippl_core.cli", [*HEAVY, "rippl_core.client", "rippl_core.models", "rich.table"]),
+    ("from rippl_core import PremiseRetractedError, State", [*HEAVY, "rippl_core.client"]),
+])
+def test_importing_defers_what_is_not_used(statement: str, not_imported: list[str]) -> None:
+    """A cold start imports only what it uses: `import rippl_core` none of the public names'
+    modules, the CLI not the client, the models or the database driver (a command imports them
+    when it runs)."""
+    probe = f"import sys\n{statement}\nprint(' '.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=120)
+    loaded = set(done.stdout.split())
+    assert not [m for m in not_imported if m in loaded]
+    assert "rippl_core" in loaded
+
+
+def test_a_public_name_imports_its_module_on_first_use() -> None:
+    probe = ("import sys, rippl_core\nbefore = 'rippl_core.client' in sys.modules\n"
+             "rippl_core.Rippl\nprint(before, 'rippl_core.client' in sys.modules, "
+             "rippl_core.Rippl.__module__, rippl_core.__version__ != '')")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert done.stdout.split() == ["False", "True", "rippl_core.client", "True"]

@@ -70,6 +70,8 @@ def from_ms(value: object) -> datetime | None:
     """A stored time (epoch milliseconds) as an aware UTC datetime, whatever was stored: a value
     outside the years 1 to 9999 (written before Rippl checked, or by hand) reads as the nearest
     end of that range, never as an error. None stays None."""
+    if type(value) is int and EARLIEST <= value < END_OF_TIME:  # what is stored: the fast path
+        return _EPOCH + timedelta(milliseconds=value)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float | str):

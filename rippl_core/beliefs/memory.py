@@ -23,21 +23,25 @@ Transaction time only moves forward per (agent, topic): a write may pass `record
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
-from rippl_core._runtime.op import Commit, Op
+from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, required_ms, to_ms
 from rippl_core._runtime.validation import check_id, check_ids, check_text
 from rippl_core.beliefs import cypher
-from rippl_core.beliefs.models import Belief, BeliefChange
+from rippl_core.beliefs.models import Belief, BeliefChange, constructed
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal import history
 from rippl_core.errors import InvalidInputError, NotFoundError
 from rippl_core.vocabulary import Kind, State, public_status
 
 READ_CHUNK = 10_000
+# The windows of `covering` asked in its first round trip, with the open interval: an hour and a
+# day hold the answer for all but sparse histories, and cost the server a few microseconds.
+FIRST_WINDOWS = 2
 
 
 # ------------------------------------------------------------------------------------- times
@@ -115,10 +119,12 @@ def evidence_states(rows: Iterable[Row]) -> Op[dict[str, str]]:
 
 
 def belief_model(row: Row, evidence_states: Mapping[str, str], claim_state: State | None = None,
-                 then: Mapping[str, State | None] | None = None) -> Belief:
+                 then: Mapping[str, State | None] | None = None,
+                 when: Callable[[int], datetime | None] = from_ms) -> Belief:
     """The Belief of a row. Its status is `claim_state` if given, else the claim's state in
     `then` (states at the time a read asked about, see `_beliefs`), else its state now; each
-    evidence source likewise from `then`, else `evidence_states` (states now)."""
+    evidence source likewise from `then`, else `evidence_states` (states now). `when` reads a
+    stored time (`belief_models` shares one cache)."""
     then = then or {}
     now = State(row.claim_state)
     state = claim_state or then.get(row.claim) or now
@@ -127,20 +133,37 @@ def belief_model(row: Row, evidence_states: Mapping[str, str], claim_state: Stat
         stored = evidence_states.get(source)
         return then.get(source) or (State(stored) if stored is not None else None)
 
-    return Belief.model_construct(  # built from stored, already validated values
-        agent=row.agent, topic=row.topic, claim=row.claim, text=row.text,
-        valid_from=from_ms(row.valid_from),  # type: ignore[arg-type]
-        valid_to=None if row.valid_to >= cypher.OPEN else from_ms(row.valid_to),
-        recorded_at=from_ms(row.recorded_at),  # type: ignore[arg-type]
-        first_recorded_at=from_ms(row.first_recorded if row.first_recorded is not None
+    open_end = cypher.OPEN
+    return constructed(Belief, {  # stored, already validated values; the fields in their order
+        "agent": row.agent, "topic": row.topic, "claim": row.claim, "text": row.text,
+        "valid_from": when(row.valid_from),
+        "valid_to": None if row.valid_to >= open_end else when(row.valid_to),
+        "recorded_at": when(row.recorded_at),
+        "superseded_at": None if row.superseded_at >= open_end else when(row.superseded_at),
+        "evidence": list(row.evidence), "note": row.note, "claim_state": state,
+        "claim_status": public_status(Kind.CLAIM, state),
+        "claim_state_now": now, "claim_status_now": public_status(Kind.CLAIM, now),
+        "rests_on_retracted": state is State.OUT,
+        "retracted_evidence": [e for e in row.evidence if evidence_state(e) is State.OUT],
+        "cause": row.cause, "reason": row.reason,
+        "first_recorded_at": when(row.first_recorded if row.first_recorded is not None
                                   else row.recorded_at),
-        superseded_at=None if row.superseded_at >= cypher.OPEN else from_ms(row.superseded_at),
-        evidence=list(row.evidence), note=row.note, claim_state=state,
-        claim_status=public_status(Kind.CLAIM, state), rests_on_retracted=state is State.OUT,
-        claim_state_now=now, claim_status_now=public_status(Kind.CLAIM, now),
-        retracted_evidence=[e for e in row.evidence if evidence_state(e) is State.OUT],
-        cause=row.cause, reason=row.reason,
-    )
+    })
+
+
+def belief_models(rows: Sequence[Row], evidence_states: Mapping[str, str],
+                  then: Mapping[str, State | None] | None = None) -> list[Belief]:
+    """The models of many rows: each distinct stored time is read once (along a timeline each
+    interval ends where the next starts)."""
+    times: dict[int, datetime | None] = {}
+
+    def when(ms: int) -> datetime | None:
+        found = times.get(ms)
+        if found is None:
+            found = times[ms] = from_ms(ms)
+        return found
+
+    return [belief_model(row, evidence_states, None, then, when) for row in rows]
 
 
 def _beliefs(rows: Sequence[Row], view: tuple[int, int] | None = None) -> Op[list[Belief]]:
@@ -153,7 +176,7 @@ def _beliefs(rows: Sequence[Row], view: tuple[int, int] | None = None) -> Op[lis
     if view is not None and rows:
         ids = sorted({r.claim for r in rows} | {e for r in rows for e in r.evidence})
         then = yield from history.states_at(ids, *view)
-    return [belief_model(row, states, then=then) for row in rows]
+    return belief_models(rows, states, then)
 
 
 def _view(as_of: TimeLike | None, known_at: TimeLike | None) -> tuple[int, int] | None:
@@ -199,28 +222,35 @@ def _forward_only(key: str, tx: int) -> Op[None]:
             )
 
 
-def covering(key: str, t: int, known: int | None) -> Op[Row | None]:
+def covering(key: str, t: int, known: int | None, *, ahead: int = FIRST_WINDOWS) -> Op[Row | None]:
     """The interval of `key` holding at valid time `t`: visible at transaction time `known`, or
     current (never superseded: what is known now) when `known` is None.
 
     Intervals of one key never overlap, so it is the open-ended one if that started by `t`, else
     the one with the latest start at or before `t`, if it has not ended by then. Windows of
     growing width find that start with narrow index ranges (see temporal_queries); the first
-    window holding a start answers."""
-    records = yield (cypher.head(key) if known is None else cypher.open_interval(key, t, known))
-    opened = rows_of(records)
+    window holding a start answers. A read asks the open interval and the first `ahead` windows
+    in one round trip; a write (whose reads under WATCH go one at a time) asks them in turn."""
+    windows = (*cypher.WINDOWS_MS, None)
+    first = windows[:ahead]  # asked with the open interval, in the same round trip
+    replies = yield Batch(cypher.head(key) if known is None else cypher.open_interval(key, t, known),
+                          *(cypher.latest_start(key, t, known, window) for window in first))
+    opened = rows_of(replies[0])
     if opened and opened[-1].valid_from <= t:
         return opened[-1]
-    for window in (*cypher.WINDOWS_MS, None):
-        records = yield cypher.latest_start(key, t, known, window)
-        if records:
-            row = rows_of(records)[0]
-            return row if row.valid_to > t else None
-    return None
+    found = next((records for records in replies[1:] if records), None)
+    for window in windows[ahead:]:
+        if found is not None:
+            break
+        found = (yield cypher.latest_start(key, t, known, window)) or None
+    if found is None:
+        return None
+    row = rows_of(found)[0]
+    return row if row.valid_to > t else None
 
 
 def _covering_current(key: str, t: int) -> Op[Row | None]:
-    row = yield from covering(key, t, None)
+    row = yield from covering(key, t, None, ahead=0)
     return row
 
 

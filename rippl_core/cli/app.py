@@ -15,21 +15,21 @@ Exit codes: 0 ok (or allowed), 1 error (not found, unreachable, a broken receipt
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import json
 import os
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from rippl_core.client import Rippl
 from rippl_core.errors import InvalidInputError, RipplError
+
+if TYPE_CHECKING:
+    from rippl_core.client import Rippl
 
 app = typer.Typer(
     name="rippl",
@@ -126,12 +126,16 @@ class Connection:
     def open(self, *, create: bool = False) -> Rippl:
         """A handle on the graph. Reading commands refuse a database or graph that does not
         exist (a typo in --db or --graph), writing commands create it (`create=True`)."""
+        from rippl_core.client import Rippl  # the client (redis, pydantic) only when a command runs
+
         return Rippl.open(self.db, url=self.url, graph=self.graph, create=create)
 
 
 def print_version(wanted: bool) -> None:
     if wanted:
-        console.print(f"rippl-core {importlib.metadata.version('rippl-core')}", highlight=False)
+        from importlib.metadata import version
+
+        console.print(f"rippl-core {version('rippl-core')}", highlight=False)
         raise typer.Exit()
 
 
@@ -163,6 +167,13 @@ def _file_problem(exc: OSError | UnicodeDecodeError) -> str:
     return f"cannot use{name}: {exc.strerror or exc}"
 
 
+# click's base exception (a usage error, a bad parameter...), wherever this typer takes click from:
+# older typers use the click package, newer ones vendor it as typer._click (a core-only install
+# then has no click at all, and click.ClickException is not what typer raises). Either way
+# typer.BadParameter derives from it.
+_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Run a command under the one error handler: each expected exception class becomes a
     message on stderr and its exit code; an unexpected one, a one-line report."""
@@ -171,7 +182,7 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kw: Any) -> Any:
         try:
             return fn(*args, **kw)
-        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.Abort):
+        except (typer.Exit, typer.Abort, _CLICK_ERROR):
             raise
         except InvalidInputError as exc:
             raise fail(exc.for_cli(), EXIT_USAGE) from None

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
-from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
 from rippl_core.cli.app import (
     ChartFormat,
     ChartOutput,
@@ -24,7 +22,12 @@ from rippl_core.cli.app import (
     time_option,
 )
 from rippl_core.cli.render import STATE_STYLE, mermaid_text
-from rippl_core.models import StatusChange
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
+    from rippl_core.models import StatusChange
 
 _AS_OF = typer.Option(None, "--as-of", callback=time_option,
                       help="Valid time: when (ISO-8601 with offset, e.g. 2026-10-08T00:00:00Z). "
@@ -56,6 +59,8 @@ def belief_line(belief: Belief | None) -> Text:
 
 def timeline_table(beliefs: Sequence[Belief], title: str | None = None) -> Table:
     """A timeline as a table: valid interval, claim, status, evidence, when it was recorded."""
+    from rich.table import Table
+
     table = Table("from", "until", "claim", "status", "evidence", "recorded", title=title,
                   title_justify="left")
     for b in beliefs:
@@ -217,6 +222,8 @@ def what_if_cmd(ctx: typer.Context, agent: str, topic: str,
 
 
 def history_table(changes: Sequence[StatusChange], title: str) -> Table:
+    from rich.table import Table
+
     table = Table("valid from", "recorded", "change", "cause", title=title, title_justify="left")
     for c in changes:
         after = Text(c.after_status, style=STATE_STYLE[c.after])

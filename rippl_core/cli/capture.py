@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
@@ -18,7 +18,9 @@ from rippl_core.cli.app import (
     styled,
     time_option,
 )
-from rippl_core.models import Compensation
+
+if TYPE_CHECKING:
+    from rippl_core.models import Compensation
 
 
 def compensation_lines(found: list[Compensation]) -> list[Text]:

@@ -10,7 +10,6 @@ import typer
 
 from rippl_core.cli.app import command, connection, console, errors
 from rippl_core.cli.serve import run_console
-from rippl_core.cli.stories import incident
 
 
 class Story(StrEnum):
@@ -37,6 +36,8 @@ def demo_cmd(ctx: typer.Context,
              port: int = typer.Option(8765, help="With --serve: the console's port.")) -> None:
     """Run the demo: a vetoed tool call, its blast radius and receipt; belief time travel; and a
     run captured as it happens, its call vetoed after a pause, with what to compensate."""
+    from rippl_core.cli.stories import incident  # the stories, their models and the client
+
     chosen = {None: story.value, True: "beliefs", False: "incident"}[temporal]
     conn = connection(ctx)
     if conn.graph not in ("rippl", DEMO_GRAPH):

@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from rippl_core.cli import render
@@ -30,9 +28,10 @@ from rippl_core.cli.app import (
 )
 from rippl_core.cli.capture import compensation_lines
 from rippl_core.cli.render import STATE_STYLE
-from rippl_core.client import Rippl
-from rippl_core.models import Verdict, Wave
 from rippl_core.vocabulary import public_status
+
+if TYPE_CHECKING:
+    from rippl_core.models import Verdict, Wave
 
 _STAGES = {"read": "reading the file", "check": "checking nodes", "write": "writing the graph"}
 
@@ -42,6 +41,8 @@ def load_cmd(ctx: typer.Context, file: Annotated[Path, typer.Argument(help="YAML
              replace: bool = typer.Option(False, help="Overwrite nodes whose content differs.")
              ) -> None:
     """Load a whole graph from a YAML or JSON file (all or nothing), with a progress bar."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with connection(ctx).open(create=True) as rippl, Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=errors, transient=True, disable=not errors.is_terminal,
@@ -172,6 +173,8 @@ def reinstate_cmd(ctx: typer.Context, claim_id: str,
 @command("stats")
 def stats_cmd(ctx: typer.Context, format: OutputFormat = Output.table) -> None:
     """Counts of nodes by kind and status."""
+    from rich.table import Table
+
     with connection(ctx).open() as rippl:
         stats = rippl.stats()
     if format is Output.json:
@@ -189,6 +192,8 @@ def stats_cmd(ctx: typer.Context, format: OutputFormat = Output.table) -> None:
 def graphs_cmd(ctx: typer.Context,
                json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List the graphs (tenants) of the database (every shard of a cluster)."""
+    from rippl_core.client import Rippl
+
     conn = connection(ctx)
     names = Rippl.list_graphs(conn.db, url=conn.url)
     if json_out:

@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from rippl_core.cli.app import EXIT_ERROR, command, connection, console, errors, styled
 from rippl_core.cli.render import mermaid_text
-from rippl_core.ingest.extractors import get_extractor, to_markdown
-from rippl_core.ingest.writer import DocumentReport, IngestReport, as_dict
+from rippl_core.errors import InvalidInputError
 from rippl_core.vocabulary import Kind
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from rippl_core.ingest.writer import DocumentReport, IngestReport
 
 
 class IngestOutput(StrEnum):
@@ -67,6 +69,11 @@ def ingest_cmd(
     Each document is validated in full before anything is written, and written all-or-nothing.
     Node ids derive from the text, so ingesting again, or two documents stating the same thing,
     merges instead of duplicating. Exit code 1 when any document was rejected."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from rippl_core.ingest.extractors import get_extractor
+    from rippl_core.ingest.writer import as_dict
+
     documents = expand(paths)
     chosen = get_extractor(extractor, model=model)
     # The summary goes to stdout for the table; with another format stdout carries only that.
@@ -111,7 +118,8 @@ def expand(paths: list[Path]) -> list[Path]:
         if path.is_dir():
             found = sorted(p for p in path.glob("*.md") if p.is_file())
             if not found:
-                raise typer.BadParameter(f"{path} holds no *.md file")
+                raise InvalidInputError(f"{path} holds no *.md file; name the documents or a folder of "
+                                        "*.md files")
             documents += found
         else:
             documents.append(path)
@@ -119,6 +127,8 @@ def expand(paths: list[Path]) -> list[Path]:
 
 
 def summary_table(report: IngestReport, *, dry_run: bool = False) -> Table:
+    from rich.table import Table
+
     used = sorted({d.extractor + (f" ({d.model})" if d.model else "") for d in report.documents})
     title = f"ingest with {', '.join(used)}" + (" (dry run: nothing written)" if dry_run else "")
     table = Table(title=title)
@@ -142,6 +152,8 @@ def summary_table(report: IngestReport, *, dry_run: bool = False) -> Table:
 
 
 def nodes_table(document: DocumentReport) -> Table:
+    from rich.table import Table
+
     title = document.document + (": would be written" if document.status == "dry-run" else "")
     table = Table(title=title)
     table.add_column("ref", overflow="fold")
@@ -171,6 +183,8 @@ def _failure_lines(document: DocumentReport) -> list[Text]:
 
 
 def _markdown(report: IngestReport) -> str:
+    from rippl_core.ingest.extractors import to_markdown
+
     parts = []
     for document in report.documents:
         if document.extraction is None:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from rippl_core.cli.app import command, connection, errors, styled
-from rippl_core.mcp import serve
+from rippl_core.mcp import serve  # light: the SDK is imported when a server is built
 
 
 class TransportChoice(StrEnum):

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-
-from rich.tree import Tree
+from typing import TYPE_CHECKING
 
 from rippl_core.cli.app import styled
-from rippl_core.models import Node, Reached
 from rippl_core.vocabulary import State
+
+if TYPE_CHECKING:
+    from rich.tree import Tree
+
+    from rippl_core.models import Node, Reached
 
 STATE_STYLE = {State.IN: "green", State.AT_RISK: "yellow", State.OUT: "red"}
 _MERMAID_CLASS = {State.IN: "in", State.AT_RISK: "risk", State.OUT: "out"}
@@ -53,6 +56,8 @@ def _nodes(root: Node, reached: Sequence[Reached]) -> list[tuple[str, str, str, 
 
 def tree(root: Node, reached: Sequence[Reached], texts: dict[str, str] | None = None) -> Tree:
     """The blast radius as a tree along each node's trail from the root."""
+    from rich.tree import Tree
+
     texts = texts or {}
 
     def title(node_id: str, kind: str, status: str, state: State) -> object:

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from rippl_core.cli.app import (
     EXIT_ERROR,
@@ -25,9 +24,10 @@ from rippl_core.cli.app import (
     styled,
 )
 from rippl_core.cli.render import STATE_STYLE
-from rippl_core.models import Receipt, ReceiptCheck, ReviewItem
-from rippl_core.review.receipts import read_jsonl, verify_export
 from rippl_core.vocabulary import State
+
+if TYPE_CHECKING:
+    from rippl_core.models import Receipt, ReceiptCheck, ReviewItem
 
 review_app = typer.Typer(help="The human review queue of proposed retractions.", no_args_is_help=True)
 receipts_app = typer.Typer(help="The tamper-evident receipt chain.", no_args_is_help=True)
@@ -85,6 +85,8 @@ def review_list(ctx: typer.Context,
                 status: Annotated[Status, typer.Option(help="Which items.")] = Status.pending,
                 format: OutputFormat = Output.table) -> None:
     """List review items (pending by default)."""
+    from rich.table import Table
+
     with connection(ctx).open() as rippl:
         items = rippl.reviews(None if status is Status.all else status.value)
     if format is Output.json:
@@ -172,6 +174,8 @@ def receipts_verify(ctx: typer.Context,
                     ] = None,
                     format: OutputFormat = Output.table) -> None:
     """Re-walk the chain; exit 1 on any broken link."""
+    from rippl_core.review.receipts import read_jsonl, verify_export
+
     public_keys = public_keys_file(keys)
     if file is not None:
         check = verify_export(read_jsonl(file), public_keys=public_keys)

@@ -113,6 +113,32 @@ def test_an_unexpected_exception_is_one_line_not_a_traceback(db: Path,
     assert "unexpected ZeroDivisionError: a bug" in result.output and "RIPPL_DEBUG" in result.output
 
 
+def test_a_usage_error_raised_in_a_command_is_a_usage_error(db: Path, files: dict[str, Path]) -> None:
+    """A usage error found while a command runs (a folder with no document) is a usage error in
+    the CLI's words, not an unexpected bug."""
+    result = run(db, "ingest", str(files["folder"]))
+    no_traceback(result)
+    assert result.exit_code == EXIT_USAGE, result.output
+    assert "error:" in result.output and "holds no *.md file" in result.output
+    assert "unexpected" not in result.output
+
+
+def test_click_exceptions_raised_in_a_command_keep_their_meaning(db: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """typer's own exceptions (click's, vendored by newer typers) pass through the error handler
+    as what they are: a typer.BadParameter is a usage error, not an unexpected bug."""
+    import typer
+
+    def bad(*args: object, **kwargs: object) -> None:
+        raise typer.BadParameter("not like that")
+
+    monkeypatch.setattr(Rippl, "stats", bad)
+    result = run(db, "stats")
+    no_traceback(result)
+    assert result.exit_code == EXIT_USAGE, result.output
+    assert "not like that" in result.output and "unexpected" not in result.output
+
+
 # ---------------------------------------------------------------------------------- exit codes
 
 

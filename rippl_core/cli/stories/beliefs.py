@@ -12,6 +12,7 @@ already false then, and did Rippl know?
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.panel import Panel
@@ -19,8 +20,10 @@ from rich.text import Text
 
 from rippl_core.cli.app import styled
 from rippl_core.cli.beliefs import belief_line, mermaid_timeline, timeline_table
-from rippl_core.client import Rippl
 from rippl_core.vocabulary import State
+
+if TYPE_CHECKING:
+    from rippl_core.client import Rippl
 
 AGENT = "sre-agent"
 TOPIC = "checkout-outage/root-cause"

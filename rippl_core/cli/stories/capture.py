@@ -8,13 +8,17 @@ adapters do the same recording from a real LangGraph, AutoGen or CrewAI run.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.text import Text
 
 from rippl_core.cli.app import styled
 from rippl_core.cli.capture import compensation_lines
-from rippl_core.client import Rippl
 from rippl_core.models import ToolCall, Verdict
+
+if TYPE_CHECKING:
+    from rippl_core.client import Rippl
 
 RUN = "ops-agent/thread-42"
 HEALTH_09 = ToolCall(name="get_shard_health", args={"shard": "09"}, id="call-1")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.panel import Panel
@@ -16,9 +17,11 @@ from rich.panel import Panel
 from rippl_core.cli import render
 from rippl_core.cli.app import styled
 from rippl_core.cli.stories import beliefs, capture
-from rippl_core.client import Rippl
 from rippl_core.errors import PremiseRetractedError
 from rippl_core.models import ReviewItem, ToolCall
+
+if TYPE_CHECKING:
+    from rippl_core.client import Rippl
 
 INCIDENT = Path(__file__).resolve().parents[3] / "examples" / "incident.yaml"
 MIGRATE_09 = ToolCall(name="migrate_tables", args={"table": "billing", "shard": "09"})
