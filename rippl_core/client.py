@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -30,6 +30,7 @@ from rippl_core._runtime.connection import (
     sync_client,
 )
 from rippl_core._runtime.driver import AsyncDriver, SyncDriver, translated_errors
+from rippl_core._runtime.op import Op
 from rippl_core._runtime.keys import Keys, tenant_of
 from rippl_core._runtime.timeutil import TimeLike, now_ms
 from rippl_core._runtime.validation import check_id, plain_errors
@@ -61,17 +62,21 @@ from rippl_core.ingest.schema import Extraction
 from rippl_core.ingest.validate import OnConflict
 from rippl_core.ingest.writer import DocumentReport, IngestReport
 from rippl_core.models import (
+    AtRiskPolicy,
     Compensation,
     LoadReport,
     Node,
+    OnErrorPolicy,
     Policy,
     Reached,
     Receipt,
     ReceiptCheck,
     ReviewItem,
+    ReviewStatus,
     Stats,
     StatusChange,
     ToolCall,
+    UnknownPolicy,
     Verdict,
     Wave,
     WhatIfRetracted,
@@ -93,8 +98,8 @@ GRAPH_SCHEMA = dataclasses.replace(
     version="6", backfills=(nodes.backfill_text_keys, history.backfill_own_changes))
 
 
-def _policy(base: Policy, at_risk: str | None, unknown: str | None,
-            on_error: str | None) -> Policy:
+def _policy(base: Policy, at_risk: AtRiskPolicy | None, unknown: UnknownPolicy | None,
+            on_error: OnErrorPolicy | None) -> Policy:
     if not isinstance(base, Policy):
         raise InvalidInputError(f"policy must be a rippl_core.Policy, not {type(base).__name__}; "
                                 "e.g. Policy(at_risk='allow')")
@@ -167,7 +172,7 @@ def _graph_names(path: PathLike | None, url: str | None) -> list[str]:
 
 
 def _check(target: Target, policy: Policy, as_of: TimeLike | None,
-           known_at: TimeLike | None) -> Any:
+           known_at: TimeLike | None) -> Callable[[], Op[Verdict]]:
     """The operation answering a check: now (one indexed read), or as of a past time."""
     if as_of is not None or known_at is not None:
         return lambda: history.check_at(target, policy, as_of=as_of, known_at=known_at)
@@ -331,9 +336,10 @@ class Rippl:
         return self._driver.run(lambda: explain.explain(node_id))
 
     # -- the pre-flight check ----------------------------------------------------------------
-    def check(self, target: Target, *, at_risk: str | None = None, unknown: str | None = None,
-              on_error: str | None = None, policy: Policy | None = None,
-              as_of: TimeLike | None = None, known_at: TimeLike | None = None) -> Verdict:
+    def check(self, target: Target, *, at_risk: AtRiskPolicy | None = None,
+              unknown: UnknownPolicy | None = None, on_error: OnErrorPolicy | None = None,
+              policy: Policy | None = None, as_of: TimeLike | None = None,
+              known_at: TimeLike | None = None) -> Verdict:
         """Allow or deny an action, decision or tool call. Never raises for a database error:
         it denies (unless on_error='allow'). With `as_of`/`known_at`: was it allowed at that
         valid time, as known at that transaction time (from the recorded status history)?"""
@@ -402,7 +408,7 @@ class Rippl:
         """One review item, pending or decided."""
         return self._driver.run(lambda: gate.get_review(review_id))
 
-    def reviews(self, status: str | None = "pending") -> list[ReviewItem]:
+    def reviews(self, status: ReviewStatus | None = "pending") -> list[ReviewItem]:
         """The review queue: items with this status (None: all), oldest first."""
         return self._driver.run(lambda: gate.list_reviews(status))
 
@@ -669,8 +675,8 @@ class AsyncRippl:
         return await self._driver.run(lambda: explain.explain(node_id))
 
     # -- the pre-flight check ----------------------------------------------------------------
-    async def check(self, target: Target, *, at_risk: str | None = None,
-                    unknown: str | None = None, on_error: str | None = None,
+    async def check(self, target: Target, *, at_risk: AtRiskPolicy | None = None,
+                    unknown: UnknownPolicy | None = None, on_error: OnErrorPolicy | None = None,
                     policy: Policy | None = None, as_of: TimeLike | None = None,
                     known_at: TimeLike | None = None) -> Verdict:
         """Allow or deny an action, decision or tool call. Never raises for a database error:
@@ -742,7 +748,7 @@ class AsyncRippl:
         """One review item, pending or decided."""
         return await self._driver.run(lambda: gate.get_review(review_id))
 
-    async def reviews(self, status: str | None = "pending") -> list[ReviewItem]:
+    async def reviews(self, status: ReviewStatus | None = "pending") -> list[ReviewItem]:
         """The review queue: items with this status (None: all), oldest first."""
         return await self._driver.run(lambda: gate.list_reviews(status))
 

@@ -128,24 +128,28 @@ def _backoff(attempt: int) -> float:
     return random.uniform(0, 0.002 * min(attempt, 10))
 
 
-class _Step:
-    """One operation's progress: send it replies, or raise an error inside it at its request."""
+class _Step[T]:
+    """One operation's progress: send it replies, or raise an error inside it at its request.
+    `value` is what it asks for next; once `done`, `result` is what it returned."""
 
-    def __init__(self, gen: Op[Any]) -> None:
-        self.gen, self.done, self.value = gen, False, None
+    result: T
+
+    def __init__(self, gen: Op[T]) -> None:
+        self.gen, self.done = gen, False
+        self.value: Any = None
         self.send(None)
 
     def send(self, reply: Any) -> None:
         try:
             self.value = self.gen.send(reply)
         except StopIteration as stop:
-            self.done, self.value = True, stop.value
+            self.done, self.result = True, stop.value
 
     def throw(self, exc: RipplError) -> None:
         try:
             self.value = self.gen.throw(exc)
         except StopIteration as stop:
-            self.done, self.value = True, stop.value
+            self.done, self.result = True, stop.value
 
 
 class SyncDriver:
@@ -222,7 +226,7 @@ class SyncDriver:
                 step.throw(exc)
                 continue
             step.send(reply)
-        return step.value  # type: ignore[return-value]
+        return step.result
 
     def _commit(self, pipe: Any, commit: Commit) -> list[Any]:
         _queue(pipe, self.keys, commit)
@@ -308,7 +312,7 @@ class AsyncDriver:
                 step.throw(exc)
                 continue
             step.send(reply)
-        return step.value  # type: ignore[return-value]
+        return step.result
 
     async def _commit(self, pipe: Any, commit: Commit) -> list[Any]:
         _queue(pipe, self.keys, commit)

@@ -46,7 +46,7 @@ def _transaction_time(recorded_at: TimeLike | None, now: int) -> int:
     tx = to_ms(recorded_at, name="recorded_at", default=now)
     if tx > now:
         raise InvalidInputError(
-            f"recorded_at={from_ms(tx).isoformat()} is in the future; it is when Rippl "  # type: ignore[union-attr]
+            f"recorded_at={from_ms(tx).isoformat()} is in the future; it is when Rippl "
             "learned the belief, so at the latest now. Use valid_from for when it holds."
         )
     return tx
@@ -118,9 +118,9 @@ def belief_model(row: Row, evidence_states: Mapping[str, str],
     state = claim_state or State(row.claim_state)
     return Belief.model_construct(  # built from stored, already validated values
         agent=row.agent, topic=row.topic, claim=row.claim, text=row.text,
-        valid_from=from_ms(row.valid_from),  # type: ignore[arg-type]
+        valid_from=from_ms(row.valid_from),
         valid_to=None if row.valid_to >= cypher.OPEN else from_ms(row.valid_to),
-        recorded_at=from_ms(row.recorded_at),  # type: ignore[arg-type]
+        recorded_at=from_ms(row.recorded_at),
         first_recorded_at=from_ms(row.first_recorded if row.first_recorded is not None
                                   else row.recorded_at),
         superseded_at=None if row.superseded_at >= cypher.OPEN else from_ms(row.superseded_at),
@@ -406,8 +406,8 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
     retracted = list(dict.fromkeys(
         (before_model.retracted_evidence if before_model else [])
         + (after_model.retracted_evidence if after_model else [])))
-    return BeliefChange(agent=agent, topic=topic, at=from_ms(t),  # type: ignore[arg-type]
-                        changed_at=from_ms(changed), known_at=from_ms(known),  # type: ignore[arg-type]
+    return BeliefChange(agent=agent, topic=topic, at=from_ms(t),
+                        changed_at=from_ms(changed), known_at=from_ms(known),
                         before=before_model, after=after_model,
                         new_evidence=[e for e in new if e not in old],
                         dropped_evidence=[e for e in old if e not in new],

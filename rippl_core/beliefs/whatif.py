@@ -102,8 +102,8 @@ def what_if(agent: str, topic: str, *, without: Sequence[str], as_of: TimeLike |
     if alternative:
         row = alternative[0]
         counter = belief_model(row, states, labels.get(row.claim))
-    return WhatIf(agent=agent, topic=topic, without=removed, as_of=from_ms(t),  # type: ignore[arg-type]
-                  known_at=from_ms(known),  # type: ignore[arg-type]
+    return WhatIf(agent=agent, topic=topic, without=removed, as_of=from_ms(t),
+                  known_at=from_ms(known),
                   actual=belief_model(actual[0], states) if actual else None,
                   counterfactual=counter, dropped=[belief_model(r, states) for r in dropped],
                   lost_claims=sorted(lost))

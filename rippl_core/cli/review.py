@@ -25,7 +25,7 @@ from rippl_core.cli.app import (
     styled,
 )
 from rippl_core.cli.render import STATE_STYLE
-from rippl_core.models import Receipt, ReceiptCheck, ReviewItem
+from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, ReviewStatus
 from rippl_core.review.receipts import read_jsonl, verify_export
 from rippl_core.vocabulary import State
 
@@ -80,13 +80,17 @@ class Status(StrEnum):
     all = "all"
 
 
+_STATUS: dict[Status, ReviewStatus | None] = {Status.pending: "pending", Status.approved: "approved",
+                                              Status.rejected: "rejected", Status.all: None}
+
+
 @command("list", on=review_app)
 def review_list(ctx: typer.Context,
                 status: Annotated[Status, typer.Option(help="Which items.")] = Status.pending,
                 format: OutputFormat = Output.table) -> None:
     """List review items (pending by default)."""
     with connection(ctx).open() as rippl:
-        items = rippl.reviews(None if status is Status.all else status.value)
+        items = rippl.reviews(_STATUS[status])
     if format is Output.json:
         print_json([item.model_dump(mode="json") for item in items])
         return

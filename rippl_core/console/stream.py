@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -123,6 +124,9 @@ class EventHub:
         oldest = self._ring[0][0] if self._ring else self.seq + 1
         return seq if seq >= oldest - 1 else None
 
+    def _moved(self, cursor: int, epoch: str) -> bool:
+        return self.seq > cursor or self.epoch != epoch
+
     def _after(self, cursor: int) -> list[dict[str, Any]] | None:
         if not self._ring:
             return []
@@ -145,7 +149,7 @@ class EventHub:
             async with self._changed:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait_for(
-                        lambda c=cursor, e=epoch: self.seq > c or self.epoch != e), self.keepalive)
+                        functools.partial(self._moved, cursor, epoch)), self.keepalive)
                 events = self._after(cursor) if self.epoch == epoch else None
                 head = self.seq
             if events is None:  # a lost subscription or a client too far behind: start over

@@ -135,10 +135,15 @@ def _json_default(value: object) -> object:
 
 
 def check_vector(vector: object, *, what: str = "embedding") -> list[float]:
-    if isinstance(vector, str | bytes) or (not isinstance(vector, Sequence) and not hasattr(
-            vector, "tolist")):
+    values: Sequence[object]
+    if isinstance(vector, str | bytes):
         raise InvalidInputError(f"{what} must be a list of numbers")
-    values = vector.tolist() if hasattr(vector, "tolist") else list(vector)  # numpy arrays too
+    if hasattr(vector, "tolist"):  # numpy arrays too
+        values = vector.tolist()
+    elif isinstance(vector, Sequence):
+        values = list(vector)
+    else:
+        raise InvalidInputError(f"{what} must be a list of numbers")
     if not values:
         raise InvalidInputError(f"{what} is empty")
     if len(values) > MAX_EMBEDDING_SIZE:

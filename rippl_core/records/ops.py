@@ -69,7 +69,7 @@ class _Prepared:
     derived: str | None = None  # else: the claim stating its content (set when saving)
 
 
-def _prepare(store: str, record: Record, now: int) -> _Prepared:
+def _prepare(store: str, record: object, now: int) -> _Prepared:
     if not isinstance(record, Record):
         raise InvalidInputError(f"records must be rippl_core.records.Record, got "
                                 f"{type(record).__name__}")

@@ -31,7 +31,7 @@ from autogen_core.models import (
     CreateResult,
     FunctionExecutionResultMessage,
     LLMMessage,
-    ModelCapabilities,  # type: ignore[attr-defined]
+    ModelCapabilities,
     ModelInfo,
     RequestUsage,
     SystemMessage,
@@ -205,8 +205,8 @@ class RipplModelClient(ChatCompletionClient, Component[RipplModelClientConfig]):
         return self._inner.remaining_tokens(messages, tools=tools)
 
     @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
-        return self._inner.capabilities  # type: ignore[no-any-return]
+    def capabilities(self) -> ModelCapabilities:
+        return self._inner.capabilities
 
     @property
     def model_info(self) -> ModelInfo:

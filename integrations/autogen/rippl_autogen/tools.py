@@ -142,7 +142,7 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
         return cls(BaseTool.load_component(config.tool), Guard.from_config(config.guard))
 
 
-class GuardedStreamTool(GuardedTool, BaseStreamTool[BaseModel, Any, Any]):  # type: ignore[misc]
+class GuardedStreamTool(GuardedTool, BaseStreamTool[BaseModel, Any, Any]):
     """The streaming form of `GuardedTool`, made by `GuardedTool(inner)` when `inner` streams."""
 
     component_provider_override = "rippl_autogen.GuardedTool"

@@ -49,7 +49,7 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "rippl-scripted"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         return self
 
     @property

@@ -143,7 +143,7 @@ class GroqExtractor:
             hint = " (rate limited: wait, or lower the request rate)" if status == 429 else ""
             raise ExtractorError(f"{document.name}: Groq failed with {what} after {attempts}"
                                  f"{hint}: {_message(exc)}") from exc
-        wait = self.backoff * 2 ** attempt * random.uniform(0.5, 1.0)
+        wait: float = self.backoff * 2 ** attempt * random.uniform(0.5, 1.0)
         asked = _retry_after(getattr(exc, "response", None))
         if asked is not None:
             wait = asked

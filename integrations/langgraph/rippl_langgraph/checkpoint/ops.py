@@ -161,7 +161,7 @@ class CheckpointOps:
         parent_id = conf.get("checkpoint_id")
         stored = dict(checkpoint)
         tkey = thread_key(thread_id)
-        values: dict[str, Any] = stored.pop("channel_values", None) or {}  # type: ignore[misc]
+        values: dict[str, Any] = stored.pop("channel_values", None) or {}
         blobs = []
         for channel, version in new_versions.items():
             clean(channel, "channel")

@@ -180,7 +180,7 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
         what a DeltaChannel needs to rebuild it), or delete them (`"delete"`)."""
         self._store.run(lambda: self._ops.prune(thread_ids, strategy), write=True)
 
-    def get_next_version(self, current: str | None, channel: None = None) -> str:  # type: ignore[override]
+    def get_next_version(self, current: str | None, channel: None = None) -> str:
         return _next_version(current)
 
     def checkpoint_time(self, config: RunnableConfig) -> datetime | None:
@@ -403,7 +403,7 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
         """When the checkpoint named by `config` was taken (the latest if it names none)."""
         return from_ms(await self._run(lambda: self._ops.taken_at(config)))
 
-    def get_next_version(self, current: str | None, channel: None = None) -> str:  # type: ignore[override]
+    def get_next_version(self, current: str | None, channel: None = None) -> str:
         return _next_version(current)
 
     # -- sync: the async methods on the saver's loop, from another thread --------------------
