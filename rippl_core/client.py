@@ -30,8 +30,8 @@ from rippl_core._runtime.connection import (
     sync_client,
 )
 from rippl_core._runtime.driver import AsyncDriver, SyncDriver, translated_errors
-from rippl_core._runtime.op import Op
 from rippl_core._runtime.keys import Keys, tenant_of
+from rippl_core._runtime.op import Op
 from rippl_core._runtime.timeutil import TimeLike, now_ms
 from rippl_core._runtime.validation import check_id, plain_errors
 from rippl_core.beliefs import cypher as beliefs_cypher
