@@ -133,7 +133,7 @@ class Guard(KitGuard):
         if not self.capturing:
             return Judged(await self.acheck(name, args, call_id), (name, args, call_id), None)
         turn = current_turn.get()
-        if turn is None or call_id not in turn.verdicts:
+        if turn is None or call_id is None or call_id not in turn.verdicts:
             run, agent = self.scope.resolve()
             return await self.before_in(run, agent, name, args, call_id)
         decided = turn.verdicts[call_id]

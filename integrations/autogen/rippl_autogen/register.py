@@ -80,6 +80,7 @@ def register_rippl(target: Any, rippl: Target | Link | RipplMemory, *,
         resolver, policy, unguarded: as for `RipplWorkbench`.
         as_of: the `as_of` of the per-agent memories.
     """
+    shared: bool | Memory
     if isinstance(rippl, RipplMemory):
         link, shared = rippl.link, (rippl if memory is True else memory)
     else:

@@ -43,7 +43,7 @@ class RipplWorkbenchConfig(BaseModel):
     guard: GuardConfig
 
 
-def streams(workbench: Workbench) -> bool:
+def streams(workbench: object) -> bool:
     """Whether `workbench` can stream a call (a StreamWorkbench, or another wrapper that does)."""
     return callable(getattr(workbench, "call_tool_stream", None))
 

@@ -57,6 +57,15 @@ def _naive(value: datetime | None) -> datetime | None:
     return None if value is None else value.astimezone(UTC).replace(tzinfo=None)
 
 
+def _stored(value: datetime | None, what: str) -> datetime:
+    """A time every record read from Rippl carries, as CrewAI's naive UTC."""
+    naive = _naive(value)
+    if naive is None:
+        raise InvalidInputError(f"the record has no {what}: only records read from a Rippl store "
+                                "become CrewAI memory records")
+    return naive
+
+
 def to_record(record: MemoryRecord) -> Record:
     """A CrewAI memory record as a Rippl record (`rippl_claim` in metadata names its claim)."""
     if not isinstance(record, MemoryRecord):
@@ -79,9 +88,10 @@ def to_memory(record: Record) -> MemoryRecord:
         metadata[STATUS_NOW_KEY] = record.claim_status_now
     return MemoryRecord(id=record.id, content=record.content, scope=record.scope,
                         categories=list(record.categories), metadata=metadata,
-                        importance=record.importance, created_at=_naive(record.created_at),
-                        last_accessed=_naive(record.last_accessed), embedding=record.embedding,
-                        source=record.source, private=record.private)
+                        importance=record.importance,
+                        created_at=_stored(record.created_at, "created_at"),
+                        last_accessed=_stored(record.last_accessed, "last_accessed"),
+                        embedding=record.embedding, source=record.source, private=record.private)
 
 
 class RipplStorage:

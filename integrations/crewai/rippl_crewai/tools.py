@@ -30,7 +30,7 @@ from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from rippl_core import Kind, Policy, PremiseRetractedError, Rippl, State, ToolCall, Verdict
-from rippl_core.adapters import Capture, FrameworkCall, unmappable
+from rippl_core.adapters import Capture, unmappable
 from rippl_crewai._guard import (
     Guard,
     Resolver,
@@ -39,7 +39,7 @@ from rippl_crewai._guard import (
     tool_names,
     veto_text,
 )
-from rippl_crewai.runs import Runs, run_id
+from rippl_crewai.runs import CrewCall, Runs, run_id
 
 CHECK_TOOL_NAME = "check_premises"
 
@@ -83,7 +83,7 @@ class _Judged:
     positional: tuple[Any, ...]
     named: dict[str, Any]
     capture: Capture | None = None
-    call: FrameworkCall | None = None
+    call: CrewCall | None = None
 
     @property
     def allowed(self) -> bool:
@@ -214,7 +214,7 @@ class GuardedTool(BaseTool):
             return _Judged(admission.verdict, (), call_args)
         if run is None:
             return _Judged(self.check(**call_args), (), call_args)
-        call: FrameworkCall = (name, call_args, f"crewai-tool-{uuid.uuid4().hex[:16]}")
+        call: CrewCall = (name, call_args, f"crewai-tool-{uuid.uuid4().hex[:16]}")
         capture = self._runs.get(run)
         return _Judged(capture.judge(call), (), call_args, capture, call)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
-from typing import Any
+from typing import Any, overload
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -38,6 +38,9 @@ from rippl_langgraph import review as hitl
 from rippl_langgraph.capture import GraphCapture, Turn, current_config, fresh_id, visible
 from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver
 from rippl_langgraph.toolnode import request_config, tool_call_wrappers
+
+type ModelReply = ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]
+"""What a model call returns to the agent (the middleware's wrap_model_call)."""
 
 type Result = ToolMessage | Command[Any]
 
@@ -69,22 +72,26 @@ class RipplMiddleware(AgentMiddleware):
 
     # -- model turns ------------------------------------------------------------------------
     def wrap_model_call(self, request: ModelRequest,
-                        handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
-        response = handler(request)
-        turn, response = self._turn(request, response)
+                        handler: Callable[[ModelRequest], ModelResponse]) -> ModelReply:
+        turn, reply = self._turn(request, handler(request))
         if turn is not None and self.capture is not None:
             self.capture.decide(current_config(), turn)  # judged again when each call runs
-        return response
+        return reply
 
     async def awrap_model_call(self, request: ModelRequest,
-                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelResponse:
-        response = await handler(request)
-        turn, response = self._turn(request, response)
+                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelReply:
+        turn, reply = self._turn(request, await handler(request))
         if turn is not None and self.capture is not None:
             await self.capture.adecide(current_config(), turn)
-        return response
+        return reply
 
-    def _turn(self, request: ModelRequest, response: Any) -> tuple[Turn | None, Any]:
+    @overload
+    def _turn(self, request: ModelRequest,
+              response: ModelResponse[Any]) -> tuple[Turn | None, ModelResponse[Any]]: ...
+    @overload
+    def _turn(self, request: ModelRequest, response: AIMessage | ExtendedModelResponse[Any]
+              ) -> tuple[Turn | None, ModelReply]: ...
+    def _turn(self, request: ModelRequest, response: ModelReply) -> tuple[Turn | None, ModelReply]:
         """The turn the model's reply makes (with an id the state will keep), from the messages it
         was sent; and the reply (a ModelResponse, an AIMessage, or an ExtendedModelResponse)."""
         if self.capture is None:

@@ -102,6 +102,7 @@ def ask(outcomes: Sequence[Outcome], items: Sequence[ReviewItem], reviewer: str)
 
 
 def _one(value: Any, default_by: str, where: str) -> Decision:
+    decision: object
     if isinstance(value, str):
         decision, by, note = value, default_by, None
     elif isinstance(value, Mapping):
@@ -111,7 +112,7 @@ def _one(value: Any, default_by: str, where: str) -> Decision:
     else:
         raise InvalidInputError(f"{where}: expected 'approve', 'reject', 'defer' or "
                                 f"{{'decision': ..., 'by': ...}}, got {type(value).__name__}")
-    if decision not in DECISIONS:
+    if not isinstance(decision, str) or decision not in DECISIONS:
         raise InvalidInputError(f"{where}: decision {decision!r} is not one of {', '.join(DECISIONS)}")
     if not isinstance(by, str) or (note is not None and not isinstance(note, str)):
         raise InvalidInputError(f"{where}: 'by' and 'note' must be strings")

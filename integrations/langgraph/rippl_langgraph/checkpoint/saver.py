@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Final, Self
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -25,9 +25,9 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    SerializerProtocol,
     get_checkpoint_id,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from rippl_core import AsyncRippl, InvalidInputError, Rippl
 from rippl_core.adapters import AsyncStateGraph, StateGraph, from_ms
@@ -36,7 +36,7 @@ from rippl_langgraph.checkpoint.queries import SCHEMA
 
 # The checkpoints live in the tenant's companion graph "checkpoints": among the keys Rippl keeps
 # for the tenant (its slot of a cluster), so `Rippl.drop()` deletes them with the rest.
-COMPANION = "checkpoints"
+COMPANION: Final = "checkpoints"
 
 
 @contextmanager
