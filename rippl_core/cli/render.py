@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rich.text import Text
 from rich.tree import Tree
 
 from rippl_core.cli.app import styled
@@ -55,18 +56,18 @@ def tree(root: Node, reached: Sequence[Reached], texts: dict[str, str] | None = 
     """The blast radius as a tree along each node's trail from the root."""
     texts = texts or {}
 
-    def title(node_id: str, kind: str, status: str, state: State) -> object:
+    def title(node_id: str, kind: str, status: str, state: State) -> Text:
         text = texts.get(node_id, "")
         if text:
             return styled(f"[bold]{{}}[/bold] {{}} [{STATE_STYLE[state]}]{{}}[/] [dim]{{}}[/dim]",
                           node_id, kind, status, text[:70])
         return styled(f"[bold]{{}}[/bold] {{}} [{STATE_STYLE[state]}]{{}}[/]", node_id, kind, status)
 
-    top = Tree(title(root.id, root.kind, root.status, root.state))  # type: ignore[arg-type]
+    top = Tree(title(root.id, root.kind, root.status, root.state))
     branches = {root.id: top}
     for r in sorted(reached, key=lambda r: (r.depth, r.id)):
         parent = branches.get(r.trail[-2], top)
-        branches[r.id] = parent.add(title(r.id, r.kind, r.status, r.state))  # type: ignore[arg-type]
+        branches[r.id] = parent.add(title(r.id, r.kind, r.status, r.state))
     return top
 
 

@@ -45,7 +45,8 @@ def _module(name: str) -> Any:
 def create_app(rippl: AsyncRippl, **options: Any) -> FastAPI:
     """The console's ASGI app over an open `AsyncRippl` (see `rippl_core.console.app.create_app`
     for the options: reviewers, read_open, allowed_hosts)."""
-    return _module("app").create_app(rippl, **options)  # type: ignore[no-any-return]
+    app: FastAPI = _module("app").create_app(rippl, **options)
+    return app
 
 
 def serve(**options: Any) -> None:

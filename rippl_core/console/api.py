@@ -39,7 +39,8 @@ router = APIRouter(prefix="/api")
 
 
 def console(request: Request) -> ConsoleState:
-    return request.app.state.console  # type: ignore[no-any-return]
+    state: ConsoleState = request.app.state.console
+    return state
 
 
 def _bearer(request: Request) -> str | None:

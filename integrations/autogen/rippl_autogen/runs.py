@@ -154,10 +154,10 @@ async def observe(handle: AsyncRippl | Rippl, run: str, agent: str | None, claim
                   ref: str | None) -> None:
     """Record that the run saw these claims, carried by the message `ref` (None: for the rest of
     the run). A sync handle runs in a worker thread."""
-    target = handle.run(run, agent=agent, framework=FRAMEWORK)
     if isinstance(handle, AsyncRippl):
-        await target.observe(claims, ref=ref)  # type: ignore[misc]
+        await handle.run(run, agent=agent, framework=FRAMEWORK).observe(claims, ref=ref)
     else:
+        target = handle.run(run, agent=agent, framework=FRAMEWORK)
         await asyncio.to_thread(target.observe, claims, ref=ref)
 
 

@@ -149,13 +149,13 @@ class GuardedStreamTool(GuardedTool, BaseStreamTool[BaseModel, Any, Any]):
 
     def run_stream(self, args: BaseModel, cancellation_token: CancellationToken
                    ) -> AsyncGenerator[Any, None]:
-        return self._stream(self._inner.run_stream(args, cancellation_token),  # type: ignore[attr-defined]
+        return self._stream(self._inner.run_stream(args, cancellation_token),  # type: ignore[attr-defined]  # a stream tool (see GuardedTool.__new__)
                             args.model_dump(), None)
 
     def run_json_stream(self, args: Mapping[str, Any], cancellation_token: CancellationToken,
                         call_id: str | None = None) -> AsyncGenerator[Any, None]:
-        inner = self._inner.run_json_stream(args, cancellation_token,  # type: ignore[attr-defined]
-                                            call_id=call_id)
+        inner = self._inner.run_json_stream(  # type: ignore[attr-defined]  # a stream tool (see __new__)
+            args, cancellation_token, call_id=call_id)
         return self._stream(inner, args, call_id)
 
     async def _stream(self, inner: AsyncGenerator[Any, None], args: Mapping[str, Any],

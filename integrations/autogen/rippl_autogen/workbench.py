@@ -19,7 +19,7 @@ Streaming: AssistantAgent streams a workbench's events only when the workbench i
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Collection, Mapping
-from typing import Any, Self
+from typing import Any, Protocol, Self, TypeGuard
 
 from autogen_core import CancellationToken, Component, ComponentModel
 from autogen_core.tools import (
@@ -43,7 +43,15 @@ class RipplWorkbenchConfig(BaseModel):
     guard: GuardConfig
 
 
-def streams(workbench: object) -> bool:
+class Streaming(Protocol):
+    """What a workbench that streams a call has (autogen's StreamWorkbench, or a wrapper)."""
+
+    def call_tool_stream(self, name: str, arguments: Mapping[str, Any] | None = None,
+                         cancellation_token: CancellationToken | None = None,
+                         call_id: str | None = None) -> AsyncGenerator[Any | ToolResult, None]: ...
+
+
+def streams(workbench: object) -> TypeGuard[Streaming]:
     """Whether `workbench` can stream a call (a StreamWorkbench, or another wrapper that does)."""
     return callable(getattr(workbench, "call_tool_stream", None))
 
@@ -127,8 +135,7 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
         if not streams(self._inner):
             yield await self._run_judged(judged, name, arguments, cancellation_token, call_id)
             return
-        stream = self._inner.call_tool_stream(name, arguments,  # type: ignore[attr-defined]
-                                              cancellation_token, call_id)
+        stream = self._inner.call_tool_stream(name, arguments, cancellation_token, call_id)
         recorded = False
         try:
             async for event in stream:
@@ -180,7 +187,7 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
         return cls(Workbench.load_component(config.inner), Guard.from_config(config.guard))
 
 
-class RipplStreamWorkbench(RipplWorkbench, StaticStreamWorkbench):  # type: ignore[misc]
+class RipplStreamWorkbench(RipplWorkbench, StaticStreamWorkbench):  # type: ignore[misc]  # see below
     """The streaming form of `RipplWorkbench`, made by `RipplWorkbench(inner)` when `inner`
     streams. It is a `StaticStreamWorkbench` only so that AssistantAgent streams through it: every
     method, both call paths included, is `RipplWorkbench`'s (first in the MRO)."""

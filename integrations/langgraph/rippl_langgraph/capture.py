@@ -313,7 +313,8 @@ class GraphCapture:
             try:
                 step = plan.send(reply)
             except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                result: R = stop.value
+                return result
             reply = await getattr(target, step.method)(*step.args, **step.kwargs)
 
     def _require_sync(self) -> None:

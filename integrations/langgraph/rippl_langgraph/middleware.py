@@ -34,6 +34,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from rippl_core import DatabaseError, Policy, Verdict
+from rippl_core.adapters import sync_handle
 from rippl_langgraph import review as hitl
 from rippl_langgraph.capture import GraphCapture, Turn, current_config, fresh_id, visible
 from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver
@@ -130,14 +131,14 @@ class RipplMiddleware(AgentMiddleware):
         outcome = Outcome(dict(request.tool_call), verdict)
         if not hitl.at_risk_claims([outcome]):
             return verdict
-        memory = self.guard.memory
+        memory = sync_handle(self.guard.memory, hint=self.guard.sync_hint)
         try:
-            items = hitl.reviewable([outcome], hitl.pending(memory))  # type: ignore[arg-type]
+            items = hitl.reviewable([outcome], hitl.pending(memory))
         except DatabaseError:
             return verdict
         if not items:
             return verdict
-        hitl.apply(memory, hitl.ask([outcome], items, self.reviewer))  # type: ignore[arg-type]
+        hitl.apply(memory, hitl.ask([outcome], items, self.reviewer))
         if self.capture is None:
             return self.guard.outcome(request.tool_call).verdict
         return self.capture.at_execution(request_config(request), request.tool_call, [])

@@ -30,6 +30,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Send
 
 from rippl_core import DatabaseError, InvalidInputError, Policy
+from rippl_core.adapters import sync_handle
 from rippl_langgraph import review as hitl
 from rippl_langgraph.capture import GraphCapture, current_config, latest_turn
 from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver, veto_message
@@ -103,14 +104,14 @@ class Preflight:
         return [Outcome(call, verdicts.get(call.get("id"))) for call in calls]
 
     def _review(self, messages: Sequence[AnyMessage], outcomes: list[Outcome]) -> list[Outcome]:
-        memory = self.guard.memory
+        memory = sync_handle(self.guard.memory, hint=self.guard.sync_hint)
         try:
-            items = hitl.reviewable(outcomes, hitl.pending(memory))  # type: ignore[arg-type]
+            items = hitl.reviewable(outcomes, hitl.pending(memory))
         except DatabaseError:
             return outcomes  # fail closed: the calls stay vetoed, their verdicts say why
         if not items:
             return outcomes
-        hitl.apply(memory, hitl.ask(outcomes, items, self.reviewer))  # type: ignore[arg-type]
+        hitl.apply(memory, hitl.ask(outcomes, items, self.reviewer))
         again = self._outcomes(messages, [o.call for o in outcomes])
         return [new if _reviewable(old) else old for old, new in zip(outcomes, again, strict=True)]
 

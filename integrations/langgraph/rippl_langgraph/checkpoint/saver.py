@@ -196,9 +196,8 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
                     before: RunnableConfig | None = None,
                     limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
         items = self.list(config, filter=filter, before=before, limit=limit)
-        done = object()
-        while (item := await asyncio.to_thread(next, items, done)) is not done:
-            yield item  # type: ignore[misc]
+        while (item := await asyncio.to_thread(next, items, None)) is not None:
+            yield item
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
