@@ -196,6 +196,12 @@ class Rippl:
     `policy` is the default pre-flight policy; `distinct_approver=True` refuses approval of a
     review by the identity that proposed it (separation of duties)."""
 
+    location: Location
+    graph: str
+    policy: Policy
+    keys: Keys
+    distinct_approver: bool
+
     def __init__(self, location: Location, graph: str, client: redis.Redis,
                  server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
         self.location, self.graph, self.policy = location, graph, policy
@@ -533,6 +539,12 @@ class Rippl:
 
 class AsyncRippl:
     """The asyncio twin of `Rippl`: the same methods, awaited. Close it (or `async with` it)."""
+
+    location: Location
+    graph: str
+    policy: Policy
+    keys: Keys
+    distinct_approver: bool
 
     def __init__(self, location: Location, graph: str, client: redis.asyncio.Redis,
                  server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:

@@ -155,6 +155,10 @@ class _Step[T]:
 class SyncDriver:
     """Runs operations with a blocking redis client, on the graph whose keys are `keys`."""
 
+    client: redis.Redis
+    keys: Keys
+    location: Location
+
     def __init__(self, client: redis.Redis, keys: Keys, location: Location) -> None:
         self.client, self.keys, self.location = client, keys, location
 
@@ -237,6 +241,10 @@ class SyncDriver:
 
 class AsyncDriver:
     """Runs the same operations with an asyncio redis client."""
+
+    client: redis.asyncio.Redis
+    keys: Keys
+    location: Location
 
     def __init__(self, client: redis.asyncio.Redis, keys: Keys, location: Location) -> None:
         self.client, self.keys, self.location = client, keys, location

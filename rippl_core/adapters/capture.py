@@ -38,6 +38,11 @@ type FrameworkCall = tuple[str, Arguments, str | None]  # tool name, arguments, 
 class Capture:
     """Records one run of a framework's agent through `guard` and judges its calls."""
 
+    guard: Guard
+    run_id: str
+    agent: str | None
+    framework: str | None
+
     def __init__(self, guard: Guard, run: str, *, agent: str | None = None,
                  framework: str | None = None) -> None:
         self.guard = guard

@@ -12,7 +12,7 @@ from typing import Any
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import Policy, ToolCall, Verdict
 
-logger = logging.getLogger("rippl")
+logger: logging.Logger = logging.getLogger("rippl")
 logger.addHandler(logging.NullHandler())  # a library: the application decides where logs go
 
 type ResolverResult = str | ToolCall | None
@@ -31,6 +31,9 @@ def veto_text(name: str, verdict: Verdict) -> str:
 class ToolGuard:
     """The adapter-independent part of a tool-call guard: which calls are checked, how they map to
     actions, and the fail-closed verdict when they cannot be mapped or checked."""
+
+    unguarded: frozenset[str]
+    only: frozenset[str] | None
 
     def __init__(self, *, policy: Policy | None = None, resolver: Resolver | None = None,
                  unguarded: Iterable[str] = (), only: Iterable[str] | None = None) -> None:

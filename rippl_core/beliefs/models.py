@@ -8,6 +8,7 @@ intervals are closed-open, and `None` as an end means "still open".
 from __future__ import annotations
 
 from datetime import datetime
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,7 +16,7 @@ from rippl_core.vocabulary import State
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
 
 def _when(value: datetime | None) -> str:

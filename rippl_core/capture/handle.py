@@ -19,6 +19,9 @@ class Run:
     tool calls (a decision), each call (an action) and its execution. Cheap to create (no I/O
     until the first record); the same run id continues the same trace."""
 
+    ref: RunRef
+    policy: Policy
+
     def __init__(self, driver: SyncDriver, run: RunRef, policy: Policy) -> None:
         self._driver, self.ref, self.policy = driver, run, ops.capture_policy(policy)
 
@@ -65,6 +68,9 @@ class Run:
 
 class AsyncRun:
     """The asyncio twin of `Run`."""
+
+    ref: RunRef
+    policy: Policy
 
     def __init__(self, driver: AsyncDriver, run: RunRef, policy: Policy) -> None:
         self._driver, self.ref, self.policy = driver, run, ops.capture_policy(policy)

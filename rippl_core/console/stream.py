@@ -25,7 +25,7 @@ from rippl_core.client import AsyncRippl
 from rippl_core.models import Event
 from rippl_core.review.events import AsyncEventStream
 
-log = logging.getLogger("rippl.console")
+log: logging.Logger = logging.getLogger("rippl.console")
 
 CAPACITY = 50_000  # events kept for resuming clients
 FRAME_EVENTS = 2_000  # events per SSE frame: a 10k-node wave arrives in five frames
@@ -45,6 +45,11 @@ def event_json(event: Event) -> dict[str, Any]:
 
 class EventHub:
     """Fans the graph's events out to every connected browser."""
+
+    rippl: AsyncRippl
+    keepalive: float
+    epoch: str
+    seq: int
 
     def __init__(self, rippl: AsyncRippl, *, capacity: int = CAPACITY,
                  keepalive: float = KEEPALIVE) -> None:

@@ -60,6 +60,9 @@ class RipplMCP(sdk.Server[Any]):
     arguments a tool does not take (a misspelt `source` must not silently record a claim without
     its source)."""
 
+    review_enabled: bool
+    http_address: tuple[str, int]
+
     def __init__(self, *, allow_review: bool = False, host: str = "127.0.0.1", port: int = 8000,
                  log_level: LogLevel = "WARNING") -> None:
         version = _rippl_version()

@@ -7,7 +7,7 @@ import math
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,7 +35,7 @@ class Record(BaseModel):
     at the time asked (now, or as of), `claim_state_now` now.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
     id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     content: str
@@ -69,7 +69,7 @@ class Record(BaseModel):
 class ScopeSummary(BaseModel):
     """What a scope holds: record count (sub-scopes included), categories, time range, children."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
     path: str
     count: int

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 class RecordStore:
     """A named store of records (memories) held as claims; every method is one operation."""
 
+    store: str
+
     def __init__(self, driver: SyncDriver, store: str) -> None:
         self._driver, self.store = driver, check_store(store)
         self._driver.run(ops.ensure_schema)
@@ -78,6 +80,8 @@ class RecordStore:
 
 class AsyncRecordStore:
     """The asyncio twin of `RecordStore`."""
+
+    store: str
 
     def __init__(self, driver: AsyncDriver, store: str) -> None:
         self._driver, self.store = driver, check_store(store)

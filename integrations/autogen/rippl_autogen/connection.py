@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, cast
+from typing import Any, ClassVar, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +25,7 @@ class RipplConnection(BaseModel):
     A url with a password ends up in dumped configs: prefer RIPPL_FALKORDB_URL for secrets.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True, extra="forbid")
 
     path: str | None = None
     url: str | None = None

@@ -25,7 +25,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,7 +43,7 @@ class GuardConfig(BaseModel):
     the tools that are never vetoed, and the capture settings (on or off, the agent's name, the
     application's run id)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     connection: RipplConnection = Field(default_factory=RipplConnection)
     policy: Policy | None = None

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from autogen_core import CancellationToken, Component
 from autogen_core.memory import (
@@ -70,7 +70,7 @@ type TimeLike = datetime | str
 class RipplMemoryConfig(BaseModel):
     """Declarative config of a RipplMemory: where the graph is and whose beliefs it serves."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     connection: RipplConnection = Field(default_factory=RipplConnection)
     agent: str

@@ -22,7 +22,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from crewai.tools import BaseTool
 from crewai.tools.base_tool import Tool
@@ -104,7 +104,7 @@ class GuardedTool(BaseTool):
     CrewAI's context names none (e.g. a script calling `tool.run()`).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
 
     wrapped: BaseTool = Field(exclude=True, description="The tool that runs when allowed.")
     memory: Any = Field(exclude=True, description="The Rippl handle to check against.")
@@ -287,7 +287,7 @@ class CheckPremisesInput(BaseModel):
 class CheckPremisesTool(BaseTool):
     """A read-only tool: is this action, decision or planned tool call still safe, and why not?"""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
 
     name: str = CHECK_TOOL_NAME
     description: str = (

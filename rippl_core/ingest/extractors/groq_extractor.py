@@ -50,6 +50,12 @@ class GroqExtractor:
     `max_backoff`, or what the server's Retry-After asks, up to `max_backoff`).
     """
 
+    model: str
+    timeout: float
+    max_retries: int
+    backoff: float
+    max_backoff: float
+
     name = "groq"
 
     def __init__(self, model: str = DEFAULT_MODEL, *, api_key: str | None = None,

@@ -41,6 +41,8 @@ class ChatModelExtractor:
     Provider errors (network, auth, rate limits after the model's own retries) become
     ExtractorError; output that does not fit the schema becomes ExtractionRejected."""
 
+    model: str | None
+
     name = "langchain"
 
     def __init__(self, chat_model: Any, *, method: str | None = None,
