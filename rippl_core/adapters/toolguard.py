@@ -32,6 +32,9 @@ class ToolGuard:
     """The adapter-independent part of a tool-call guard: which calls are checked, how they map to
     actions, and the fail-closed verdict when they cannot be mapped or checked."""
 
+    policy: Policy | None
+    resolver: Resolver | None
+
     unguarded: frozenset[str]
     only: frozenset[str] | None
 

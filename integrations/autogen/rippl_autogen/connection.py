@@ -59,6 +59,8 @@ class Link:
     """A component's way to its graph: a borrowed handle (never closed here) or options of a handle
     it opens lazily, once, on first use, and owns."""
 
+    target: Target
+
     def __init__(self, target: Target) -> None:
         if isinstance(target, Link):
             target = target.target

@@ -83,6 +83,10 @@ class Guard(KitGuard):
         run: the application's conversation id (see `rippl_autogen.runs`).
     """
 
+    capturing: bool
+    link: Link
+    scope: RunScope
+
     CAPTURES = 1024  # runs whose capture a guard keeps (the least recently used are let go)
 
     def __init__(self, rippl: Target | Link, *, resolver: Resolver | None = None,

@@ -23,9 +23,9 @@ final `CreateResult`. The inner client is otherwise untouched: usage, token coun
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
-from autogen_core import CancellationToken, Component, ComponentModel, FunctionCall
+from autogen_core import CancellationToken, Component, ComponentModel, ComponentType, FunctionCall
 from autogen_core.models import (
     ChatCompletionClient,
     CreateResult,
@@ -100,9 +100,9 @@ class RipplModelClient(ChatCompletionClient, Component[RipplModelClientConfig]):
         capture: False makes this a plain pass-through.
     """
 
-    component_type = "model"
+    component_type: ClassVar[ComponentType] = "model"
     component_config_schema = RipplModelClientConfig
-    component_provider_override = "rippl_autogen.RipplModelClient"
+    component_provider_override: ClassVar[str | None] = "rippl_autogen.RipplModelClient"
 
     def __init__(self, inner: ChatCompletionClient, rippl: Target | Link | Guard, *,
                  resolver: Resolver | None = None, policy: Policy | None = None,

@@ -60,6 +60,9 @@ class RunScope:
     the name of the AutoGen agent whose handler runs, else "agent"); `run`: the application's
     conversation id (default: the team's id, else an id minted for this scope)."""
 
+    agent: str | None
+    run: str | None
+
     def __init__(self, agent: str | None = None, run: str | None = None) -> None:
         self.agent = None if agent is None else check_id(agent, what="agent")
         self.run = None if run is None else check_id(run, what="run")
@@ -138,7 +141,7 @@ class _MemoryMessages:
             store.popitem(last=False)
 
 
-memory_messages = _MemoryMessages()
+memory_messages: _MemoryMessages = _MemoryMessages()
 
 
 def graph_key(handle: object) -> str:

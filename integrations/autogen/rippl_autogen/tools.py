@@ -12,9 +12,9 @@ run, then recorded as executed with its output (a tool that raised counts as exe
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
-from autogen_core import CancellationToken, Component, ComponentModel
+from autogen_core import CancellationToken, Component, ComponentModel, ComponentType
 from autogen_core.tools import BaseStreamTool, BaseTool, FunctionTool, ToolSchema
 from pydantic import BaseModel
 
@@ -25,6 +25,9 @@ from rippl_core import InvalidInputError, Policy, PremiseRetractedError, Verdict
 
 class ToolVetoedError(PremiseRetractedError):
     """A guarded tool call was denied before it ran. `str()` is what the model reads."""
+
+    tool: str
+    args: tuple[Any, ...]
 
     def __init__(self, tool: str, verdict: Verdict) -> None:
         super().__init__(verdict)
@@ -53,9 +56,9 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
         capture, agent, run: as for `RipplWorkbench`.
     """
 
-    component_type = "tool"
+    component_type: ClassVar[ComponentType] = "tool"
     component_config_schema = GuardedToolConfig
-    component_provider_override = "rippl_autogen.GuardedTool"
+    component_provider_override: ClassVar[str | None] = "rippl_autogen.GuardedTool"
 
     def __new__(cls, *args: Any, **kwargs: Any) -> GuardedTool:
         inner = args[0] if args else kwargs.get("inner")
@@ -145,7 +148,7 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
 class GuardedStreamTool(GuardedTool, BaseStreamTool[BaseModel, Any, Any]):
     """The streaming form of `GuardedTool`, made by `GuardedTool(inner)` when `inner` streams."""
 
-    component_provider_override = "rippl_autogen.GuardedTool"
+    component_provider_override: ClassVar[str | None] = "rippl_autogen.GuardedTool"
 
     def run_stream(self, args: BaseModel, cancellation_token: CancellationToken
                    ) -> AsyncGenerator[Any, None]:

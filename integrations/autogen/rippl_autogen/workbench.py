@@ -19,9 +19,9 @@ Streaming: AssistantAgent streams a workbench's events only when the workbench i
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Collection, Mapping
-from typing import Any, Protocol, Self, TypeGuard
+from typing import Any, ClassVar, Protocol, Self, TypeGuard
 
-from autogen_core import CancellationToken, Component, ComponentModel
+from autogen_core import CancellationToken, Component, ComponentModel, ComponentType
 from autogen_core.tools import (
     StaticStreamWorkbench,
     TextResultContent,
@@ -80,9 +80,9 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
             `rippl_autogen.runs`).
     """
 
-    component_type = "workbench"
+    component_type: ClassVar[ComponentType] = "workbench"
     component_config_schema = RipplWorkbenchConfig
-    component_provider_override = "rippl_autogen.RipplWorkbench"
+    component_provider_override: ClassVar[str | None] = "rippl_autogen.RipplWorkbench"
 
     def __new__(cls, *args: Any, **kwargs: Any) -> RipplWorkbench:
         inner = args[0] if args else kwargs.get("inner")
@@ -192,4 +192,4 @@ class RipplStreamWorkbench(RipplWorkbench, StaticStreamWorkbench):  # type: igno
     streams. It is a `StaticStreamWorkbench` only so that AssistantAgent streams through it: every
     method, both call paths included, is `RipplWorkbench`'s (first in the MRO)."""
 
-    component_provider_override = "rippl_autogen.RipplWorkbench"
+    component_provider_override: ClassVar[str] = "rippl_autogen.RipplWorkbench"

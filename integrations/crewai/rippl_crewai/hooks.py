@@ -53,7 +53,7 @@ from crewai.tools.tool_failure import ToolFailure
 from crewai.utilities.string_utils import sanitize_tool_name
 
 from rippl_core import InvalidInputError, Policy, Rippl, Verdict
-from rippl_core.adapters import Capture
+from rippl_core.adapters import Capture, Guard
 from rippl_crewai._guard import (
     Resolver,
     check_memory,
@@ -122,6 +122,14 @@ class RipplHooks:
     """A registered pair of hooks (guard + reason). `unregister()` removes them; usable as a
     context manager. `verdicts` keeps the most recent verdicts, newest last; `executions` the
     most recent executions recorded (with the claim each output became)."""
+
+    memory: Rippl
+    capturing: bool
+    guard: Guard
+    policy: Policy | None
+    resolver: Resolver | None
+    agents: frozenset[str] | None
+    runs: Runs
 
     def __init__(self, memory: Rippl, *, tools: Iterable[object] | None = None,
                  unguarded: Iterable[object] = (), agents: Iterable[str] | None = None,

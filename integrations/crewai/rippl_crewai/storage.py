@@ -33,12 +33,12 @@ from typing import Any
 
 from crewai.memory.types import MemoryRecord, ScopeInfo
 
-from rippl_core import InvalidInputError, NotFoundError, Record, Rippl, TimeLike, Wave
+from rippl_core import InvalidInputError, NotFoundError, Record, RecordStore, Rippl, TimeLike, Wave
 from rippl_core.adapters import to_ms
 from rippl_crewai._guard import check_memory
 from rippl_crewai.runs import FRAMEWORK, run_id
 
-logger = logging.getLogger("rippl")
+logger: logging.Logger = logging.getLogger("rippl")
 
 CLAIM_KEY = "rippl_claim"
 STATUS_KEY = "rippl_status"
@@ -103,6 +103,12 @@ class RipplStorage:
         for as-of recall); False erases them and their history. capture: a recall in a crew's
         task is an observation of its run (default).
     """
+
+    rippl: Rippl
+    records: RecordStore
+    store: str
+    include_at_risk: bool
+    keep_history: bool
 
     def __init__(self, memory: Rippl, *, store: str = "crewai", include_at_risk: bool = True,
                  keep_history: bool = True, as_of: TimeLike | None = None,

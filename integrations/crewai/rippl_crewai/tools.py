@@ -63,6 +63,11 @@ class Admission:
     """The hooks' verdict on a call, handed to the `GuardedTool` that runs it (so the call is
     judged and recorded once), from `PRE_TOOL_CALL` until `POST_TOOL_CALL` releases it."""
 
+    tool: GuardedTool
+    args: dict[str, Any]
+    run: str
+    verdict: Verdict | None
+
     def __init__(self, tool: GuardedTool, args: Mapping[str, Any], run: str,
                  verdict: Verdict | None) -> None:
         self.tool, self.args, self.run, self.verdict = tool, dict(args), run, verdict

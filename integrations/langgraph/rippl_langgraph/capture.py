@@ -186,6 +186,8 @@ class GraphCapture:
     """Capture for the guard of one graph: its runs (one `Capture` each) and the turns already
     decided in this process. Shared by a preflight node and the ToolNode it feeds."""
 
+    agent: str | None
+
     def __init__(self, guard: Guard, *, agent: str | None = None) -> None:
         if guard.policy is None:  # capture's default: undeclared calls are judged by their premises
             guard.policy = guard.memory.policy.model_copy(update={"unknown": "record"})

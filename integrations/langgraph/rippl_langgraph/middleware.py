@@ -18,18 +18,19 @@ the request as the model gets it (after `ContextEditingMiddleware`, summarizatio
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Any, overload
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
     from langchain.agents.middleware.types import ExtendedModelResponse
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _missing:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "RipplMiddleware needs the langchain package: pip install 'rippl-langgraph[langchain]'"
-    ) from exc
+    ) from _missing
 from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
@@ -56,6 +57,11 @@ class RipplMiddleware(AgentMiddleware):
             approve/reject it from `Command(resume=...)`.
         reviewer: who decides when the resume value does not say.
     """
+
+    guard: Guard
+    capture: GraphCapture | None
+    reviewer: str
+    tools: Sequence[BaseTool]
 
     def __init__(self, memory: Memory, *, policy: Policy | None = None,
                  resolver: Resolver | None = None, unguarded: Collection[str] = (),

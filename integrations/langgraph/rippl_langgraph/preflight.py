@@ -67,6 +67,14 @@ def _messages(state: Any, key: str) -> Sequence[AnyMessage]:
 class Preflight:
     """The node's logic; `preflight_node` wraps it as a runnable with sync and async paths."""
 
+    guard: Guard
+    tools: str
+    model: str | None
+    review: bool
+    reviewer: str
+    messages_key: str
+    capture: GraphCapture | None
+
     def __init__(self, guard: Guard, *, tools: str, model: str | None, review: bool,
                  reviewer: str, messages_key: str, capture: GraphCapture | None = None) -> None:
         self.guard, self.tools, self.model = guard, tools, model

@@ -278,6 +278,8 @@ class RipplStore(BaseStore):
             the time it linked to each checkpoint; any other saver, the checkpoint's timestamp).
     """
 
+    memory: Memory
+
     supports_ttl = False
 
     def __init__(self, memory: Memory, *, checkpointer: BaseCheckpointSaver[Any] | None = None) -> None:

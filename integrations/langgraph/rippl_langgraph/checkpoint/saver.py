@@ -87,6 +87,8 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     `AsyncFalkorDBSaver`.
     """
 
+    graph: str
+
     def __init__(self, memory: Rippl | None = None, *, path: str | os.PathLike[str] | None = None,
                  url: str | None = None, graph: str = "rippl",
                  serde: SerializerProtocol | None = None) -> None:
@@ -279,6 +281,8 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     another thread while that loop runs, as with langgraph's `AsyncSqliteSaver`; for sync code use
     `FalkorDBSaver`.
     """
+
+    graph: str
 
     def __init__(self, memory: AsyncRippl, *, serde: SerializerProtocol | None = None) -> None:
         super().__init__(serde=serde)
