@@ -14,6 +14,7 @@ from importlib import metadata as _metadata
 
 from rippl_core._runtime.connection import Location
 from rippl_core._runtime.timeutil import TimeLike
+from rippl_core._runtime.validation import CollectionNotStr, SequenceNotStr
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
 from rippl_core.capture.handle import AsyncRun, Run
 from rippl_core.causal.explain import Antecedent, Explanation, Justification, Standing
@@ -107,6 +108,7 @@ __all__ = [
     "Blocker",
     "ClaimEntry",
     "ClaimItem",
+    "CollectionNotStr",
     "Compensation",
     "ConflictError",
     "DatabaseError",
@@ -157,6 +159,7 @@ __all__ = [
     "RipplError",
     "Run",
     "ScopeSummary",
+    "SequenceNotStr",
     "SigningKey",
     "SourceEntry",
     "SourceItem",

@@ -9,6 +9,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
+from rippl_core._runtime.validation import CollectionNotStr
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import Policy, ToolCall, Verdict
 
@@ -39,7 +40,8 @@ class ToolGuard:
     only: frozenset[str] | None
 
     def __init__(self, *, policy: Policy | None = None, resolver: Resolver | None = None,
-                 unguarded: Iterable[str] = (), only: Iterable[str] | None = None) -> None:
+                 unguarded: CollectionNotStr[str] = (),
+                 only: CollectionNotStr[str] | None = None) -> None:
         if policy is not None and not isinstance(policy, Policy):
             raise InvalidInputError(f"policy must be a rippl_core.Policy, got {type(policy).__name__}")
         if resolver is not None and not (isinstance(resolver, Mapping) or callable(resolver)):

@@ -29,7 +29,7 @@ from typing import Any
 
 from rippl_core._runtime.op import Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, required_ms, to_ms
-from rippl_core._runtime.validation import check_id, check_ids, check_text
+from rippl_core._runtime.validation import SequenceNotStr, check_id, check_ids, check_text
 from rippl_core.beliefs import cypher
 from rippl_core.beliefs.models import Belief, BeliefChange
 from rippl_core.causal import cypher as causal_cypher
@@ -225,7 +225,7 @@ def _note(note: str | None) -> str | None:
 
 
 def believe(agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | None,
-            recorded_at: TimeLike | None, evidence: Sequence[str], note: str | None) -> Op[Belief]:
+            recorded_at: TimeLike | None, evidence: SequenceNotStr[str], note: str | None) -> Op[Belief]:
     """The agent adopts `claim_id` about `topic` from `valid_from` (default: when recorded)."""
     agent, topic, key = subject(agent, topic)
     claim_id = check_id(claim_id, what="claim id")
@@ -285,7 +285,7 @@ def retract_belief(agent: str, topic: str, *, at: TimeLike | None, reason: str |
 
 
 def revise(agent: str, topic: str, claim_id: str, *, valid_from: TimeLike | None,
-           valid_to: TimeLike | None, evidence: Sequence[str], note: str | None,
+           valid_to: TimeLike | None, evidence: SequenceNotStr[str], note: str | None,
            recorded_at: TimeLike | None) -> Op[Belief]:
     """Correct history: over [valid_from, valid_to) the agent held `claim_id` (valid_to None: from
     valid_from on). Rows overlapping it are superseded; their parts outside it are kept."""

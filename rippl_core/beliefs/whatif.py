@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, read_times
-from rippl_core._runtime.validation import check_ids
+from rippl_core._runtime.validation import SequenceNotStr, check_ids
 from rippl_core.beliefs import cypher
 from rippl_core.beliefs.memory import Row, belief_model, evidence_states, rows_of, subject
 from rippl_core.beliefs.models import WhatIf
@@ -78,7 +78,7 @@ def counterfactual_rows(rows: Sequence[Row], without: set[str],
     return kept, gone
 
 
-def what_if(agent: str, topic: str, *, without: Sequence[str], as_of: TimeLike | None,
+def what_if(agent: str, topic: str, *, without: SequenceNotStr[str], as_of: TimeLike | None,
             known_at: TimeLike | None) -> Op[WhatIf]:
     """What the agent would believe about `topic` at `as_of` had the `without` sources never
     existed, next to what it does believe. Computed from reads only: the graph is not written."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
-from rippl_core._runtime.validation import call_key, check_id, check_ids
+from rippl_core._runtime.validation import SequenceNotStr, call_key, check_id, check_ids
 from rippl_core.capture import cypher, ids
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal import history, preflight
@@ -79,7 +79,7 @@ def _rows(found: Sequence[tuple[Any, ...]]) -> list[ActionRow]:
 # ------------------------------------------------------------------------------------ observing
 
 
-def observe(run: RunRef, claims: Sequence[str], *, ref: str | None, kind: str) -> Op[list[str]]:
+def observe(run: RunRef, claims: SequenceNotStr[str], *, ref: str | None, kind: str) -> Op[list[str]]:
     """Record that the run saw these claims (a memory read, a citation), under `ref` (the handle
     of the message that carried them, or None: in context for the rest of the run). Returns the
     claims recorded; unknown ids are refused before anything is written."""
@@ -109,8 +109,8 @@ def observe(run: RunRef, claims: Sequence[str], *, ref: str | None, kind: str) -
 # ------------------------------------------------------------------------------------ deciding
 
 
-def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequence[str] | None,
-           told: Sequence[str], policy: Policy) -> Op[list[Verdict]]:
+def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: SequenceNotStr[str] | None,
+           told: SequenceNotStr[str], policy: Policy) -> Op[list[Verdict]]:
     """Record a model turn that emits `calls` and judge each call (see the module docstring)."""
     turn = check_id(turn, what="turn id")
     if isinstance(calls, ToolCall) or not calls:

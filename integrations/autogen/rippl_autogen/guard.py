@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_autogen.connection import Link, RipplConnection, Target
 from rippl_autogen.runs import FRAMEWORK, RunScope, current_turn
-from rippl_core import InvalidInputError, Policy, Verdict
+from rippl_core import CollectionNotStr, InvalidInputError, Policy, Verdict
 from rippl_core.adapters import VETO_PREFIX, Capture, FrameworkCall, Resolver, capture_policy, veto_text
 from rippl_core.adapters import Guard as KitGuard
 
@@ -90,7 +90,7 @@ class Guard(KitGuard):
     CAPTURES = 1024  # runs whose capture a guard keeps (the least recently used are let go)
 
     def __init__(self, rippl: Target | Link, *, resolver: Resolver | None = None,
-                 policy: Policy | None = None, unguarded: Collection[str] = (),
+                 policy: Policy | None = None, unguarded: CollectionNotStr[str] = (),
                  capture: bool = True, agent: str | None = None, run: str | None = None) -> None:
         link = rippl if isinstance(rippl, Link) else Link(rippl)
         if not isinstance(capture, bool):

@@ -22,7 +22,7 @@ final `CreateResult`. The inner client is otherwise untouched: usage, token coun
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar, Literal, Self
 
 from autogen_core import CancellationToken, Component, ComponentModel, ComponentType, FunctionCall
@@ -42,7 +42,7 @@ from pydantic import BaseModel
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import VETO_PREFIX, Guard, GuardConfig, Resolver, shared_guard
 from rippl_autogen.runs import Turn, current_turn, memory_messages, memory_ref, record_memory, turn_id
-from rippl_core import InvalidInputError, Policy, Verdict
+from rippl_core import CollectionNotStr, InvalidInputError, Policy, Verdict
 from rippl_core.adapters import FrameworkCall, check_id
 
 
@@ -106,7 +106,7 @@ class RipplModelClient(ChatCompletionClient, Component[RipplModelClientConfig]):
 
     def __init__(self, inner: ChatCompletionClient, rippl: Target | Link | Guard, *,
                  resolver: Resolver | None = None, policy: Policy | None = None,
-                 unguarded: Collection[str] = (), capture: bool = True, agent: str | None = None,
+                 unguarded: CollectionNotStr[str] = (), capture: bool = True, agent: str | None = None,
                  run: str | None = None) -> None:
         if not isinstance(inner, ChatCompletionClient):
             raise InvalidInputError(f"inner must be an autogen ChatCompletionClient, got "

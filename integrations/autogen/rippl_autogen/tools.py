@@ -11,7 +11,7 @@ run, then recorded as executed with its output (a tool that raised counts as exe
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 from autogen_core import CancellationToken, Component, ComponentModel, ComponentType
@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import Guard, GuardConfig, Judged, Resolver, shared_guard, veto_text
-from rippl_core import InvalidInputError, Policy, PremiseRetractedError, Verdict
+from rippl_core import CollectionNotStr, InvalidInputError, Policy, PremiseRetractedError, Verdict
 
 
 class ToolVetoedError(PremiseRetractedError):
@@ -186,7 +186,7 @@ type ToolLike = BaseTool[Any, Any] | Callable[..., Any]
 
 def guard_tools(tools: Sequence[ToolLike], rippl: Target | Link | Guard, *,
                 resolver: Resolver | None = None, policy: Policy | None = None,
-                unguarded: Collection[str] = (), capture: bool = True, agent: str | None = None,
+                unguarded: CollectionNotStr[str] = (), capture: bool = True, agent: str | None = None,
                 run: str | None = None) -> list[BaseTool[Any, Any]]:
     """Guard each tool (plain functions become FunctionTools, as AssistantAgent would make them).
     One guard is shared by all (so one run, when no model turn names it). Tools named in

@@ -18,7 +18,7 @@ Streaming: AssistantAgent streams a workbench's events only when the workbench i
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Collection, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, ClassVar, Protocol, Self, TypeGuard
 
 from autogen_core import CancellationToken, Component, ComponentModel, ComponentType
@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import Guard, GuardConfig, Judged, Resolver, shared_guard, veto_text
-from rippl_core import InvalidInputError, Policy, Verdict
+from rippl_core import CollectionNotStr, InvalidInputError, Policy, Verdict
 
 
 class RipplWorkbenchConfig(BaseModel):
@@ -92,7 +92,7 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
 
     def __init__(self, inner: Workbench, rippl: Target | Link | Guard, *,
                  resolver: Resolver | None = None, policy: Policy | None = None,
-                 unguarded: Collection[str] = (), capture: bool = True, agent: str | None = None,
+                 unguarded: CollectionNotStr[str] = (), capture: bool = True, agent: str | None = None,
                  run: str | None = None) -> None:
         if not isinstance(inner, Workbench):
             raise InvalidInputError(f"inner must be an autogen Workbench, got {type(inner).__name__}")

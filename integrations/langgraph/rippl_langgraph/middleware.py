@@ -18,7 +18,7 @@ the request as the model gets it (after `ContextEditingMiddleware`, summarizatio
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, overload
 
@@ -34,7 +34,7 @@ from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from rippl_core import DatabaseError, Policy, Verdict
+from rippl_core import CollectionNotStr, DatabaseError, Policy, Verdict
 from rippl_core.adapters import sync_handle
 from rippl_langgraph import review as hitl
 from rippl_langgraph.capture import GraphCapture, Turn, current_config, fresh_id, visible
@@ -64,7 +64,7 @@ class RipplMiddleware(AgentMiddleware):
     tools: Sequence[BaseTool]
 
     def __init__(self, memory: Memory, *, policy: Policy | None = None,
-                 resolver: Resolver | None = None, unguarded: Collection[str] = (),
+                 resolver: Resolver | None = None, unguarded: CollectionNotStr[str] = (),
                  review: bool = False, reviewer: str = "human", capture: bool = True,
                  agent: str | None = None) -> None:
         super().__init__()

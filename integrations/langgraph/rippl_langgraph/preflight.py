@@ -20,7 +20,7 @@ records its execution. `capture=False` checks calls against declared actions onl
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
@@ -29,7 +29,7 @@ from langgraph.graph import END, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Send
 
-from rippl_core import DatabaseError, InvalidInputError, Policy
+from rippl_core import CollectionNotStr, DatabaseError, InvalidInputError, Policy
 from rippl_core.adapters import sync_handle
 from rippl_langgraph import review as hitl
 from rippl_langgraph.capture import GraphCapture, current_config, latest_turn
@@ -159,7 +159,7 @@ def _reviewable(outcome: Outcome) -> bool:
 
 def preflight_node(memory: Memory, *, tools: str = "tools", model: str | None = "agent",
                    policy: Policy | None = None, resolver: Resolver | None = None,
-                   unguarded: Collection[str] = (), review: bool = False, reviewer: str = "human",
+                   unguarded: CollectionNotStr[str] = (), review: bool = False, reviewer: str = "human",
                    messages_key: str = "messages", name: str = DEFAULT_NAME, capture: bool = True,
                    agent: str | None = None) -> Runnable[Any, Command[str]]:
     """A graph node that checks the pending tool calls of the latest AI message.
@@ -189,7 +189,7 @@ def preflight_node(memory: Memory, *, tools: str = "tools", model: str | None = 
 
 
 def _capture_guard(memory: Memory, policy: Policy | None, resolver: Resolver | None,
-                   unguarded: Collection[str], capture: bool,
+                   unguarded: CollectionNotStr[str], capture: bool,
                    agent: str | None) -> tuple[Guard, GraphCapture | None]:
     guard = Guard(memory, policy=policy, resolver=resolver, unguarded=unguarded)
     return guard, GraphCapture(guard, agent=agent) if capture else None
@@ -205,7 +205,7 @@ def _node(guarded: tuple[Guard, GraphCapture | None], *, tools: str, model: str 
 
 def add_preflight(builder: StateGraph[Any, Any, Any, Any], *, memory: Memory, before: str = "tools",
                   name: str = DEFAULT_NAME, model: str | None = None, policy: Policy | None = None,
-                  resolver: Resolver | None = None, unguarded: Collection[str] = (),
+                  resolver: Resolver | None = None, unguarded: CollectionNotStr[str] = (),
                   review: bool = False, reviewer: str = "human", messages_key: str = "messages",
                   capture: bool = True, agent: str | None = None) -> StateGraph[Any, Any, Any, Any]:
     """Insert a preflight node in front of the tool node `before` of an uncompiled StateGraph.
