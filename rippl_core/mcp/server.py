@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 import anyio
 
@@ -146,7 +146,8 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | None = None,
-                      graph: str = "rippl", transport: Transport | str = Transport.STDIO,
+                      graph: str = "rippl",
+                      transport: Transport | Literal["stdio", "http"] = Transport.STDIO,
                       host: str = "127.0.0.1", port: int = 8000, allow_review: bool = False,
                       reviewer: str | None = None, log_level: str = "WARNING",
                       policy: Policy | None = None) -> None:
