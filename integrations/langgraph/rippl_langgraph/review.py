@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.types import interrupt
 
@@ -29,14 +29,15 @@ from rippl_core import AsyncRippl, InvalidInputError, ReviewItem, Rippl, State
 from rippl_core.adapters import Call, Calls, acall, arun_calls, run_calls
 from rippl_langgraph.guard import Outcome
 
-DECISIONS = ("approve", "reject", "defer")
+type DecisionKind = Literal["approve", "reject", "defer"]
+DECISIONS: tuple[DecisionKind, ...] = ("approve", "reject", "defer")
 INTERRUPT_TYPE = "rippl_review"
 MAX_ASKS = 8  # a node asks again after an unusable answer, this many times at most
 
 
 @dataclass(frozen=True)
 class Decision:
-    decision: str
+    decision: DecisionKind
     by: str
     note: str | None = None
 
