@@ -54,7 +54,8 @@ async def run_http(server: Server, *, host: str, port: int) -> None:
     """Serve streamable HTTP on host:port (the endpoint is /mcp) until cancelled. On a loopback host
     both majors refuse requests whose Host or Origin header names another site (DNS rebinding)."""
     if MAJOR == 2:
-        await server.run_streamable_http_async(host=host, port=port)  # type: ignore[call-arg]  # 2.x
+        # checked against the lock's 1.x, whose method takes no host or port
+        await server.run_streamable_http_async(host=host, port=port)  # type: ignore[call-arg]
     else:
         await server.run_streamable_http_async()  # 1.x: host and port were given to the constructor
 
