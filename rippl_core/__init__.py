@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rippl_core._runtime.connection import Location
     from rippl_core._runtime.timeutil import TimeLike
+    from rippl_core._runtime.validation import CollectionNotStr, SequenceNotStr
     from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
     from rippl_core.capture.handle import AsyncRun, Run
     from rippl_core.causal.explain import Antecedent, Explanation, Justification, Standing
@@ -62,20 +63,24 @@ if TYPE_CHECKING:
         IngestStatus,
     )
     from rippl_core.models import (
+        AtRiskPolicy,
         Blocker,
         Compensation,
         Event,
         LoadReport,
         Node,
+        OnErrorPolicy,
         Policy,
         Reached,
         Receipt,
         ReceiptCheck,
         ReviewItem,
+        ReviewStatus,
         Stats,
         StatusChange,
         ToolCall,
         Transition,
+        UnknownPolicy,
         Verdict,
         Wave,
         WhatIfRetracted,
@@ -93,6 +98,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "rippl_core._runtime.connection": ("Location",),
     "rippl_core._runtime.timeutil": ("TimeLike",),
+    "rippl_core._runtime.validation": ("CollectionNotStr", "SequenceNotStr"),
     "rippl_core.beliefs.models": ("Belief", "BeliefChange", "WhatIf"),
     "rippl_core.capture.handle": ("AsyncRun", "Run"),
     "rippl_core.causal.explain": ("Antecedent", "Explanation", "Justification", "Standing"),
@@ -121,7 +127,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "rippl_core.models": (
         "Blocker", "Compensation", "Event", "LoadReport", "Node", "Policy", "Reached", "Receipt",
         "ReceiptCheck", "ReviewItem", "Stats", "StatusChange", "ToolCall", "Transition", "Verdict",
-        "Wave", "WhatIfRetracted",
+        "Wave", "WhatIfRetracted", "AtRiskPolicy", "UnknownPolicy", "OnErrorPolicy", "ReviewStatus",
     ),
     "rippl_core.records.model": ("Record", "ScopeSummary"),
     "rippl_core.records.store": ("AsyncRecordStore", "RecordStore"),
@@ -140,11 +146,13 @@ __all__ = [
     "AsyncRecordStore",
     "AsyncRippl",
     "AsyncRun",
+    "AtRiskPolicy",
     "Belief",
     "BeliefChange",
     "Blocker",
     "ClaimEntry",
     "ClaimItem",
+    "CollectionNotStr",
     "Compensation",
     "ConflictError",
     "DatabaseError",
@@ -176,6 +184,7 @@ __all__ = [
     "Node",
     "NotFoundError",
     "OnConflict",
+    "OnErrorPolicy",
     "PathLike",
     "Policy",
     "PremiseRetractedError",
@@ -189,10 +198,12 @@ __all__ = [
     "ReplicationError",
     "ReviewError",
     "ReviewItem",
+    "ReviewStatus",
     "Rippl",
     "RipplError",
     "Run",
     "ScopeSummary",
+    "SequenceNotStr",
     "SigningKey",
     "SourceEntry",
     "SourceItem",
@@ -205,6 +216,7 @@ __all__ = [
     "ToolCall",
     "Transition",
     "UnavailableError",
+    "UnknownPolicy",
     "Verdict",
     "Wave",
     "WhatIf",

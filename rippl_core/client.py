@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -31,8 +31,9 @@ from rippl_core._runtime.connection import (
 )
 from rippl_core._runtime.driver import AsyncDriver, SyncDriver, translated_errors
 from rippl_core._runtime.keys import Keys, tenant_of
+from rippl_core._runtime.op import Op
 from rippl_core._runtime.timeutil import TimeLike, now_ms
-from rippl_core._runtime.validation import check_id, plain_errors
+from rippl_core._runtime.validation import SequenceNotStr, check_id, plain_errors
 from rippl_core.beliefs import cypher as beliefs_cypher
 from rippl_core.beliefs import memory, subjects, whatif
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
@@ -61,17 +62,21 @@ from rippl_core.ingest.schema import Extraction
 from rippl_core.ingest.validate import OnConflict
 from rippl_core.ingest.writer import DocumentReport, IngestReport
 from rippl_core.models import (
+    AtRiskPolicy,
     Compensation,
     LoadReport,
     Node,
+    OnErrorPolicy,
     Policy,
     Reached,
     Receipt,
     ReceiptCheck,
     ReviewItem,
+    ReviewStatus,
     Stats,
     StatusChange,
     ToolCall,
+    UnknownPolicy,
     Verdict,
     Wave,
     WhatIfRetracted,
@@ -93,8 +98,8 @@ GRAPH_SCHEMA = dataclasses.replace(
     version="6", backfills=(nodes.backfill_text_keys, history.backfill_own_changes))
 
 
-def _policy(base: Policy, at_risk: str | None, unknown: str | None,
-            on_error: str | None) -> Policy:
+def _policy(base: Policy, at_risk: AtRiskPolicy | None, unknown: UnknownPolicy | None,
+            on_error: OnErrorPolicy | None) -> Policy:
     if not isinstance(base, Policy):
         raise InvalidInputError(f"policy must be a rippl_core.Policy, not {type(base).__name__}; "
                                 "e.g. Policy(at_risk='allow')")
@@ -167,7 +172,7 @@ def _graph_names(path: PathLike | None, url: str | None) -> list[str]:
 
 
 def _check(target: Target, policy: Policy, as_of: TimeLike | None,
-           known_at: TimeLike | None) -> Any:
+           known_at: TimeLike | None) -> Callable[[], Op[Verdict]]:
     """The operation answering a check: now (one indexed read), or as of a past time."""
     if as_of is not None or known_at is not None:
         return lambda: history.check_at(target, policy, as_of=as_of, known_at=known_at)
@@ -190,6 +195,12 @@ class Rippl:
 
     `policy` is the default pre-flight policy; `distinct_approver=True` refuses approval of a
     review by the identity that proposed it (separation of duties)."""
+
+    location: Location
+    graph: str
+    policy: Policy
+    keys: Keys
+    distinct_approver: bool
 
     def __init__(self, location: Location, graph: str, client: redis.Redis,
                  server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
@@ -252,29 +263,29 @@ class Rippl:
         spec = source_spec(id, title, uri=uri, kind=kind)
         return self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
-    def add_claim(self, id: str | None, text: str, *, sources: Sequence[str] = (),
-                  derived_from: Sequence[str] = (), replace: bool = False) -> Node:
+    def add_claim(self, id: str | None, text: str, *, sources: SequenceNotStr[str] = (),
+                  derived_from: SequenceNotStr[str] = (), replace: bool = False) -> Node:
         """Add a claim. Each source is its own justification (any one suffices); `derived_from`
         claims form one more justification (all needed)."""
         spec = claim_spec(id, text, sources=sources, derived_from=derived_from)
         return self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
-    def add_decision(self, id: str | None, title: str, *, premises: Sequence[str] = (),
-                     depends_on: Sequence[str] = (), replace: bool = False) -> Node:
+    def add_decision(self, id: str | None, title: str, *, premises: SequenceNotStr[str] = (),
+                     depends_on: SequenceNotStr[str] = (), replace: bool = False) -> Node:
         """Add a decision resting on claims (`premises`) and other decisions (`depends_on`): all
         of them together form one justification."""
         spec = decision_spec(id, title, premises=premises, depends_on=depends_on)
         return self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
-    def add_action(self, id: str | None, title: str, *, decisions: Sequence[str] = (),
+    def add_action(self, id: str | None, title: str, *, decisions: SequenceNotStr[str] = (),
                    tool: str | None = None, args: Mapping[str, Any] | None = None,
-                   triggers: Sequence[str] = (), replace: bool = False) -> Node:
+                   triggers: SequenceNotStr[str] = (), replace: bool = False) -> Node:
         """Add an action driven by `decisions`, after the actions in `triggers`. With `tool` (and
         `args`), tool calls of that tool (with those canonical args) are checked against it."""
         spec = action_spec(id, title, decisions=decisions, tool=tool, args=args, triggers=triggers)
         return self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
-    def justify(self, node_id: str, antecedents: Sequence[str]) -> bool:
+    def justify(self, node_id: str, antecedents: SequenceNotStr[str]) -> bool:
         """Add an alternative justification (all `antecedents` needed); False if it existed."""
         return self._driver.run(lambda: write.add_justification(node_id, antecedents), write=True)
 
@@ -321,7 +332,7 @@ class Rippl:
         """Counts of nodes by kind and by public status, and of edges."""
         return self._driver.run(nodes.stats)
 
-    def nodes(self, ids: Sequence[str] | None = None, *, limit: int | None = None) -> list[Node]:
+    def nodes(self, ids: SequenceNotStr[str] | None = None, *, limit: int | None = None) -> list[Node]:
         """Nodes with their justifications (the edges into them): these `ids` (those that exist,
         in order), or every node in creation order; at most `limit` of them."""
         return self._driver.run(lambda: nodes.list_nodes(ids, limit=limit))
@@ -331,9 +342,10 @@ class Rippl:
         return self._driver.run(lambda: explain.explain(node_id))
 
     # -- the pre-flight check ----------------------------------------------------------------
-    def check(self, target: Target, *, at_risk: str | None = None, unknown: str | None = None,
-              on_error: str | None = None, policy: Policy | None = None,
-              as_of: TimeLike | None = None, known_at: TimeLike | None = None) -> Verdict:
+    def check(self, target: Target, *, at_risk: AtRiskPolicy | None = None,
+              unknown: UnknownPolicy | None = None, on_error: OnErrorPolicy | None = None,
+              policy: Policy | None = None, as_of: TimeLike | None = None,
+              known_at: TimeLike | None = None) -> Verdict:
         """Allow or deny an action, decision or tool call. Never raises for a database error:
         it denies (unless on_error='allow'). With `as_of`/`known_at`: was it allowed at that
         valid time, as known at that transaction time (from the recorded status history)?"""
@@ -402,7 +414,7 @@ class Rippl:
         """One review item, pending or decided."""
         return self._driver.run(lambda: gate.get_review(review_id))
 
-    def reviews(self, status: str | None = "pending") -> list[ReviewItem]:
+    def reviews(self, status: ReviewStatus | None = "pending") -> list[ReviewItem]:
         """The review queue: items with this status (None: all), oldest first."""
         return self._driver.run(lambda: gate.list_reviews(status))
 
@@ -429,7 +441,7 @@ class Rippl:
 
     # -- beliefs in time ---------------------------------------------------------------------
     def believe(self, agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | None = None,
-                recorded_at: TimeLike | None = None, evidence: Sequence[str] = (),
+                recorded_at: TimeLike | None = None, evidence: SequenceNotStr[str] = (),
                 note: str | None = None) -> Belief:
         """The agent adopts a claim about a topic from `valid_from` (default: now). The interval
         it held before is closed there, never deleted. A past `valid_from` records late knowledge."""
@@ -446,7 +458,7 @@ class Rippl:
             agent, topic, at=at, reason=reason, recorded_at=recorded_at), write=True)
 
     def revise(self, agent: str, topic: str, claim_id: str, *, valid_from: TimeLike,
-               valid_to: TimeLike | None = None, evidence: Sequence[str] = (),
+               valid_to: TimeLike | None = None, evidence: SequenceNotStr[str] = (),
                note: str | None = None, recorded_at: TimeLike | None = None) -> Belief:
         """Correct history: over [valid_from, valid_to) the agent held this claim. The rows it
         replaces are superseded (still readable with an earlier `known_at`), never rewritten."""
@@ -477,14 +489,14 @@ class Rippl:
         """Every status change of a causal node, with valid and transaction times."""
         return self._driver.run(lambda: history.history(node_id, known_at=known_at))
 
-    def what_if(self, agent: str, topic: str, *, without: Sequence[str],
+    def what_if(self, agent: str, topic: str, *, without: SequenceNotStr[str],
                 as_of: TimeLike | None = None, known_at: TimeLike | None = None) -> WhatIf:
         """What the agent would believe had these evidence sources never existed, next to what it
         does believe. Read-only: the live graph is never written."""
         return self._driver.run(lambda: whatif.what_if(agent, topic, without=without,
                                                        as_of=as_of, known_at=known_at))
 
-    def what_if_retracted(self, claim_ids: Sequence[str]) -> WhatIfRetracted:
+    def what_if_retracted(self, claim_ids: SequenceNotStr[str]) -> WhatIfRetracted:
         """Which decisions and actions would be blocked if these claims were retracted. Read-only."""
         return self._driver.run(lambda: counterfactual.what_if_retracted(claim_ids))
 
@@ -527,6 +539,12 @@ class Rippl:
 
 class AsyncRippl:
     """The asyncio twin of `Rippl`: the same methods, awaited. Close it (or `async with` it)."""
+
+    location: Location
+    graph: str
+    policy: Policy
+    keys: Keys
+    distinct_approver: bool
 
     def __init__(self, location: Location, graph: str, client: redis.asyncio.Redis,
                  server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
@@ -589,29 +607,29 @@ class AsyncRippl:
         spec = source_spec(id, title, uri=uri, kind=kind)
         return await self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
-    async def add_claim(self, id: str | None, text: str, *, sources: Sequence[str] = (),
-                        derived_from: Sequence[str] = (), replace: bool = False) -> Node:
+    async def add_claim(self, id: str | None, text: str, *, sources: SequenceNotStr[str] = (),
+                        derived_from: SequenceNotStr[str] = (), replace: bool = False) -> Node:
         """Add a claim. Each source is its own justification (any one suffices); `derived_from`
         claims form one more justification (all needed)."""
         spec = claim_spec(id, text, sources=sources, derived_from=derived_from)
         return await self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
-    async def add_decision(self, id: str | None, title: str, *, premises: Sequence[str] = (),
-                           depends_on: Sequence[str] = (), replace: bool = False) -> Node:
+    async def add_decision(self, id: str | None, title: str, *, premises: SequenceNotStr[str] = (),
+                           depends_on: SequenceNotStr[str] = (), replace: bool = False) -> Node:
         """Add a decision resting on claims (`premises`) and other decisions (`depends_on`): all
         of them together form one justification."""
         spec = decision_spec(id, title, premises=premises, depends_on=depends_on)
         return await self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
-    async def add_action(self, id: str | None, title: str, *, decisions: Sequence[str] = (),
+    async def add_action(self, id: str | None, title: str, *, decisions: SequenceNotStr[str] = (),
                          tool: str | None = None, args: Mapping[str, Any] | None = None,
-                         triggers: Sequence[str] = (), replace: bool = False) -> Node:
+                         triggers: SequenceNotStr[str] = (), replace: bool = False) -> Node:
         """Add an action driven by `decisions`, after the actions in `triggers`. With `tool` (and
         `args`), tool calls of that tool (with those canonical args) are checked against it."""
         spec = action_spec(id, title, decisions=decisions, tool=tool, args=args, triggers=triggers)
         return await self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
-    async def justify(self, node_id: str, antecedents: Sequence[str]) -> bool:
+    async def justify(self, node_id: str, antecedents: SequenceNotStr[str]) -> bool:
         """Add an alternative justification (all `antecedents` needed); False if it existed."""
         return await self._driver.run(lambda: write.add_justification(node_id, antecedents),
                                       write=True)
@@ -658,7 +676,7 @@ class AsyncRippl:
         """Counts of nodes by kind and by public status, and of edges."""
         return await self._driver.run(nodes.stats)
 
-    async def nodes(self, ids: Sequence[str] | None = None, *,
+    async def nodes(self, ids: SequenceNotStr[str] | None = None, *,
                     limit: int | None = None) -> list[Node]:
         """Nodes with their justifications (the edges into them): these `ids` (those that exist,
         in order), or every node in creation order; at most `limit` of them."""
@@ -669,8 +687,8 @@ class AsyncRippl:
         return await self._driver.run(lambda: explain.explain(node_id))
 
     # -- the pre-flight check ----------------------------------------------------------------
-    async def check(self, target: Target, *, at_risk: str | None = None,
-                    unknown: str | None = None, on_error: str | None = None,
+    async def check(self, target: Target, *, at_risk: AtRiskPolicy | None = None,
+                    unknown: UnknownPolicy | None = None, on_error: OnErrorPolicy | None = None,
                     policy: Policy | None = None, as_of: TimeLike | None = None,
                     known_at: TimeLike | None = None) -> Verdict:
         """Allow or deny an action, decision or tool call. Never raises for a database error:
@@ -742,7 +760,7 @@ class AsyncRippl:
         """One review item, pending or decided."""
         return await self._driver.run(lambda: gate.get_review(review_id))
 
-    async def reviews(self, status: str | None = "pending") -> list[ReviewItem]:
+    async def reviews(self, status: ReviewStatus | None = "pending") -> list[ReviewItem]:
         """The review queue: items with this status (None: all), oldest first."""
         return await self._driver.run(lambda: gate.list_reviews(status))
 
@@ -768,7 +786,7 @@ class AsyncRippl:
     # -- beliefs in time ---------------------------------------------------------------------
     async def believe(self, agent: str, claim_id: str, *, topic: str,
                       valid_from: TimeLike | None = None, recorded_at: TimeLike | None = None,
-                      evidence: Sequence[str] = (), note: str | None = None) -> Belief:
+                      evidence: SequenceNotStr[str] = (), note: str | None = None) -> Belief:
         """The agent adopts a claim about a topic from `valid_from` (default: now). The interval
         it held before is closed there, never deleted. A past `valid_from` records late knowledge."""
         return await self._driver.run(lambda: memory.believe(
@@ -784,7 +802,7 @@ class AsyncRippl:
             agent, topic, at=at, reason=reason, recorded_at=recorded_at), write=True)
 
     async def revise(self, agent: str, topic: str, claim_id: str, *, valid_from: TimeLike,
-                     valid_to: TimeLike | None = None, evidence: Sequence[str] = (),
+                     valid_to: TimeLike | None = None, evidence: SequenceNotStr[str] = (),
                      note: str | None = None, recorded_at: TimeLike | None = None) -> Belief:
         """Correct history: over [valid_from, valid_to) the agent held this claim. The rows it
         replaces are superseded (still readable with an earlier `known_at`), never rewritten."""
@@ -818,14 +836,14 @@ class AsyncRippl:
         """Every status change of a causal node, with valid and transaction times."""
         return await self._driver.run(lambda: history.history(node_id, known_at=known_at))
 
-    async def what_if(self, agent: str, topic: str, *, without: Sequence[str],
+    async def what_if(self, agent: str, topic: str, *, without: SequenceNotStr[str],
                       as_of: TimeLike | None = None, known_at: TimeLike | None = None) -> WhatIf:
         """What the agent would believe had these evidence sources never existed, next to what it
         does believe. Read-only: the live graph is never written."""
         return await self._driver.run(lambda: whatif.what_if(agent, topic, without=without,
                                                              as_of=as_of, known_at=known_at))
 
-    async def what_if_retracted(self, claim_ids: Sequence[str]) -> WhatIfRetracted:
+    async def what_if_retracted(self, claim_ids: SequenceNotStr[str]) -> WhatIfRetracted:
         """Which decisions and actions would be blocked if these claims were retracted. Read-only."""
         return await self._driver.run(lambda: counterfactual.what_if_retracted(claim_ids))
 

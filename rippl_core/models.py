@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_core.vocabulary import Kind, State, public_status
 
+type AtRiskPolicy = Literal["block", "allow"]
+"""What the pre-flight check does with a target whose premise is proposed for retraction."""
+type UnknownPolicy = Literal["deny", "allow", "record"]
+"""What it does with a tool call no declared action matches (see `Policy`)."""
+type OnErrorPolicy = Literal["deny", "allow"]
+"""What it does when the graph cannot be read."""
+type ReviewStatus = Literal["pending", "approved", "rejected"]
+"""Where a proposed retraction stands."""
+
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
 
 class Node(_Model):
@@ -74,9 +83,9 @@ class Policy(_Model):
     (unprotected), or "record" (the adapters' default: inside a captured run the call is recorded
     and judged by what the run observed; outside a run there is nothing to judge it by: denied)."""
 
-    at_risk: Literal["block", "allow"] = "block"
-    unknown: Literal["deny", "allow", "record"] = "deny"
-    on_error: Literal["deny", "allow"] = "deny"
+    at_risk: AtRiskPolicy = "block"
+    unknown: UnknownPolicy = "deny"
+    on_error: OnErrorPolicy = "deny"
 
 
 class Blocker(_Model):
@@ -161,7 +170,7 @@ class ReviewItem(_Model):
 
     id: str
     claim: str
-    status: Literal["pending", "approved", "rejected"]
+    status: ReviewStatus
     reason: str
     evidence: str | None = None
     proposed_by: str

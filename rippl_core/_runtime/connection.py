@@ -54,8 +54,9 @@ DEFAULT_DIR = ".rippl"
 DEFAULT_FILE = "rippl.db"
 _SCHEMES = {"falkordb": "redis", "falkordbs": "rediss", "redis": "redis", "rediss": "rediss",
             "unix": "unix"}
-_TOPOLOGIES = {"falkordb+sentinel": "sentinel", "redis+sentinel": "sentinel",
-               "falkordb+cluster": "cluster", "redis+cluster": "cluster"}
+_TOPOLOGIES: dict[str, Literal["sentinel", "cluster"]] = {
+    "falkordb+sentinel": "sentinel", "redis+sentinel": "sentinel",
+    "falkordb+cluster": "cluster", "redis+cluster": "cluster"}
 _DEFAULT_PORTS = {"sentinel": 26379, "cluster": 6379}
 _OWN_PARAMS = ("replicas", "replica_timeout_ms")
 DEFAULT_REPLICA_TIMEOUT_MS = 5000
@@ -147,8 +148,7 @@ def parse_url(url: str) -> Location:
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     replicas = _int_param(query.pop("replicas", None), "replicas", minimum=0)
     timeout = _int_param(query.pop("replica_timeout_ms", None), "replica_timeout_ms", minimum=1)
-    common = {"url": url, "replicas": replicas,
-              "replica_timeout_ms": timeout or DEFAULT_REPLICA_TIMEOUT_MS}
+    replica_timeout_ms = timeout or DEFAULT_REPLICA_TIMEOUT_MS
     topology = _TOPOLOGIES.get(parts.scheme.lower())
     if topology is None:
         scheme = _SCHEMES.get(parts.scheme.lower())
@@ -157,7 +157,8 @@ def parse_url(url: str) -> Location:
                                     "(or redis://, rediss://, unix://)")
         rest = f"?{urlencode(query)}" if query else ""
         server_url = f"{scheme}://{parts.netloc}{parts.path}{rest}"
-        return Location(topology="server", server_url=server_url, **common)
+        return Location(topology="server", server_url=server_url, url=url, replicas=replicas,
+                        replica_timeout_ms=replica_timeout_ms)
     userinfo, _, hosts = parts.netloc.rpartition("@")
     nodes = _addresses(hosts, _DEFAULT_PORTS[topology], url)
     options = _credentials(userinfo)
@@ -178,7 +179,8 @@ def parse_url(url: str) -> Location:
     if query:
         known = ", ".join((*_OWN_PARAMS, *(("sentinel_password", "db") if service else ())))
         raise InvalidInputError(f"unknown url option(s) {sorted(query)}; known: {known}")
-    return Location(topology=topology, nodes=nodes, service=service, options=options, **common)
+    return Location(topology=topology, nodes=nodes, service=service, options=options, url=url,
+                    replicas=replicas, replica_timeout_ms=replica_timeout_ms)
 
 
 def _int_param(value: str | None, name: str, *, minimum: int) -> int | None:
@@ -403,8 +405,8 @@ def _alive(pid: Any, started: Any) -> bool:
     container whose PID 1 never reaps), and not another process that got its pid since."""
     try:
         process = psutil.Process(int(pid))
-        return (process.status() != psutil.STATUS_ZOMBIE
-                and abs(process.create_time() - float(started)) < 1.0)
+        return bool(process.status() != psutil.STATUS_ZOMBIE
+                    and abs(process.create_time() - float(started)) < 1.0)
     except (psutil.Error, TypeError, ValueError):
         return False
 
@@ -484,7 +486,9 @@ def sync_client(location: Location, keys: Keys, socket_path: str | None = None) 
         case "sentinel":
             sentinel = redis.sentinel.Sentinel(location.nodes,
                                                sentinel_kwargs=_sentinel_kwargs(location))
-            return sentinel.master_for(location.service or "", **options, **_auth(location))
+            primary: redis.Redis = sentinel.master_for(location.service or "", **options,
+                                                       **_auth(location))
+            return primary
         case "cluster":
             owner = SlotOwner(location, keys.graph)
             pool = redis.ConnectionPool(connection_class=_SlotPrimaryConnection, owner=owner,
@@ -504,7 +508,9 @@ def async_client(location: Location, keys: Keys,
         case "sentinel":
             sentinel = redis.asyncio.sentinel.Sentinel(location.nodes,
                                                        sentinel_kwargs=_sentinel_kwargs(location))
-            return sentinel.master_for(location.service or "", **options, **_auth(location))
+            async_primary: redis.asyncio.Redis = sentinel.master_for(location.service or "", **options,
+                                                                     **_auth(location))
+            return async_primary
         case "cluster":
             owner = SlotOwner(location, keys.graph)
             pool = redis.asyncio.ConnectionPool(connection_class=_AsyncSlotPrimaryConnection,
@@ -584,12 +590,12 @@ class _SlotPrimaryConnection(redis.Connection):
 
     def __init__(self, *, owner: Callable[[], Address], **kwargs: Any) -> None:
         self._owner = owner
-        super().__init__(**kwargs)
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
 
     def connect(self) -> None:
         if self._sock is None:
             self.host, self.port = self._owner()
-        super().connect()
+        super().connect()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
 
 
 class _AsyncSlotPrimaryConnection(redis.asyncio.Connection):
@@ -602,4 +608,4 @@ class _AsyncSlotPrimaryConnection(redis.asyncio.Connection):
     async def connect(self) -> None:
         if not self.is_connected:
             self.host, self.port = await asyncio.to_thread(self._owner)
-        await super().connect()
+        await super().connect()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated

@@ -128,28 +128,36 @@ def _backoff(attempt: int) -> float:
     return random.uniform(0, 0.002 * min(attempt, 10))
 
 
-class _Step:
-    """One operation's progress: send it replies, or raise an error inside it at its request."""
+class _Step[T]:
+    """One operation's progress: send it replies, or raise an error inside it at its request.
+    `value` is what it asks for next; once `done`, `result` is what it returned."""
 
-    def __init__(self, gen: Op[Any]) -> None:
-        self.gen, self.done, self.value = gen, False, None
+    result: T
+
+    def __init__(self, gen: Op[T]) -> None:
+        self.gen, self.done = gen, False
+        self.value: Any = None
         self.send(None)
 
     def send(self, reply: Any) -> None:
         try:
             self.value = self.gen.send(reply)
         except StopIteration as stop:
-            self.done, self.value = True, stop.value
+            self.done, self.result = True, stop.value
 
     def throw(self, exc: RipplError) -> None:
         try:
             self.value = self.gen.throw(exc)
         except StopIteration as stop:
-            self.done, self.value = True, stop.value
+            self.done, self.result = True, stop.value
 
 
 class SyncDriver:
     """Runs operations with a blocking redis client, on the graph whose keys are `keys`."""
+
+    client: redis.Redis
+    keys: Keys
+    location: Location
 
     def __init__(self, client: redis.Redis, keys: Keys, location: Location) -> None:
         self.client, self.keys, self.location = client, keys, location
@@ -222,7 +230,7 @@ class SyncDriver:
                 step.throw(exc)
                 continue
             step.send(reply)
-        return step.value  # type: ignore[return-value]
+        return step.result
 
     def _commit(self, pipe: Any, commit: Commit) -> list[Any]:
         _queue(pipe, self.keys, commit)
@@ -233,6 +241,10 @@ class SyncDriver:
 
 class AsyncDriver:
     """Runs the same operations with an asyncio redis client."""
+
+    client: redis.asyncio.Redis
+    keys: Keys
+    location: Location
 
     def __init__(self, client: redis.asyncio.Redis, keys: Keys, location: Location) -> None:
         self.client, self.keys, self.location = client, keys, location
@@ -308,7 +320,7 @@ class AsyncDriver:
                 step.throw(exc)
                 continue
             step.send(reply)
-        return step.value  # type: ignore[return-value]
+        return step.result
 
     async def _commit(self, pipe: Any, commit: Commit) -> list[Any]:
         _queue(pipe, self.keys, commit)

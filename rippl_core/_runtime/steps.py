@@ -20,7 +20,8 @@ def drive[S, R](steps: Generator[S, Any, R], do: Callable[[S], Any]) -> R:
         try:
             step = steps.throw(failure) if failure is not None else steps.send(reply)
         except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+            result: R = stop.value
+            return result
         reply, failure = None, None
         try:
             reply = do(step)
@@ -36,7 +37,8 @@ async def adrive[S, R](steps: Generator[S, Any, R], do: Callable[[S], Awaitable[
         try:
             step = steps.throw(failure) if failure is not None else steps.send(reply)
         except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+            result: R = stop.value
+            return result
         reply, failure = None, None
         try:
             reply = await do(step)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from typing import overload
 
 from rippl_core.errors import DatabaseError, InvalidInputError
 
@@ -66,6 +67,12 @@ def _parsed(value: str | datetime, name: str) -> int:
         return EARLIEST - 1
 
 
+@overload
+def from_ms(value: None) -> None: ...
+@overload
+def from_ms(value: int | float | str) -> datetime: ...
+@overload
+def from_ms(value: object) -> datetime | None: ...
 def from_ms(value: object) -> datetime | None:
     """A stored time (epoch milliseconds) as an aware UTC datetime, whatever was stored: a value
     outside the years 1 to 9999 (written before Rippl checked, or by hand) reads as the nearest

@@ -6,8 +6,8 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, overload
 
 from rippl_core.errors import InvalidInputError
 from rippl_core.vocabulary import ID_PREFIX, Kind
@@ -51,6 +51,33 @@ def plain_errors(errors: Iterable[Mapping[str, Any]]) -> str:
         shown = f" (got {given!r:.60})" if not isinstance(given, Mapping | list) else ""
         lines.append(f"{where}: {expected}{shown}")
     return "\n".join(lines)
+
+
+class SequenceNotStr[T](Protocol):
+    """A sequence that is not a string, for the type checker: `SequenceNotStr[str]` takes a list or
+    tuple of ids (any `Sequence[str]`), but not one id given alone, whose characters would be taken
+    as ids (`check_collection` refuses it at run time). A `str` does not fit because its
+    `__contains__` takes only strings."""
+
+    @overload
+    def __getitem__(self, index: int, /) -> T: ...
+    @overload
+    def __getitem__(self, index: slice, /) -> Sequence[T]: ...
+    def __contains__(self, value: object, /) -> bool: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[T]: ...
+    def __reversed__(self) -> Iterator[T]: ...
+    def index(self, value: Any, start: int = 0, stop: int = ..., /) -> int: ...
+    def count(self, value: Any, /) -> int: ...
+
+
+class CollectionNotStr[T](Protocol):
+    """A collection that is not a string (a list, tuple, set, frozenset...), for the type checker:
+    see `SequenceNotStr`; for parameters whose order does not matter (tool names)."""
+
+    def __contains__(self, value: object, /) -> bool: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[T]: ...
 
 
 def check_collection(values: object, *, what: str, item: str = "id") -> list[object]:

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rippl_core._runtime.validation import check_id
+from rippl_core._runtime.validation import SequenceNotStr, check_id
 from rippl_core.adapters.guard import Guard
 from rippl_core.adapters.handles import Call, Calls, arun_calls, run_calls
 from rippl_core.adapters.toolguard import Arguments, arguments, logged, safe_call, unmappable
@@ -37,6 +37,11 @@ type FrameworkCall = tuple[str, Arguments, str | None]  # tool name, arguments, 
 
 class Capture:
     """Records one run of a framework's agent through `guard` and judges its calls."""
+
+    guard: Guard
+    run_id: str
+    agent: str | None
+    framework: str | None
 
     def __init__(self, guard: Guard, run: str, *, agent: str | None = None,
                  framework: str | None = None) -> None:
@@ -52,7 +57,8 @@ class Capture:
 
     # -- sync ---------------------------------------------------------------------------------
     def decide(self, turn: str, calls: Sequence[FrameworkCall], *,
-               context: Sequence[str] | None = None, told: Sequence[str] = ()) -> list[Verdict | None]:
+               context: SequenceNotStr[str] | None = None,
+               told: SequenceNotStr[str] = ()) -> list[Verdict | None]:
         """Record a model turn and judge each of its calls (None: an unguarded tool, allowed)."""
         mapped = [self._map(call, self.guard.to_call) for call in calls]
         return self._drive_sync(self._decide(turn, calls, mapped, context, told),
@@ -80,8 +86,8 @@ class Capture:
 
     # -- asyncio ------------------------------------------------------------------------------
     async def adecide(self, turn: str, calls: Sequence[FrameworkCall], *,
-                      context: Sequence[str] | None = None,
-                      told: Sequence[str] = ()) -> list[Verdict | None]:
+                      context: SequenceNotStr[str] | None = None,
+                      told: SequenceNotStr[str] = ()) -> list[Verdict | None]:
         """The asyncio twin of `decide` (the resolver may be async)."""
         mapped = [await self._amap(call) for call in calls]
         return await self._drive_async(self._decide(turn, calls, mapped, context, told),
@@ -98,8 +104,8 @@ class Capture:
 
     # -- the logic, once ----------------------------------------------------------------------
     def _decide(self, turn: str, calls: Sequence[FrameworkCall],
-                mapped: Sequence[ToolCall | Verdict], context: Sequence[str] | None,
-                told: Sequence[str]) -> Calls[list[Verdict | None]]:
+                mapped: Sequence[ToolCall | Verdict], context: SequenceNotStr[str] | None,
+                told: SequenceNotStr[str]) -> Calls[list[Verdict | None]]:
         yield from self._flush()
         recorded = [m for m in mapped if isinstance(m, ToolCall)]
         verdicts: list[Verdict] = []

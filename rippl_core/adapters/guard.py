@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Protocol
 
+from rippl_core._runtime.validation import CollectionNotStr
 from rippl_core.adapters.handles import Handle, acall, require_handle, sync_handle
 from rippl_core.adapters.toolguard import Arguments, Resolver, ToolGuard
 from rippl_core.client import AsyncRippl, Rippl
@@ -29,8 +29,8 @@ class Guard(ToolGuard):
     sync_hint = "pass a Rippl handle, or use the framework's async path"
 
     def __init__(self, handle: Handle | HandleSource, *, policy: Policy | None = None,
-                 resolver: Resolver | None = None, unguarded: Iterable[str] = (),
-                 only: Iterable[str] | None = None) -> None:
+                 resolver: Resolver | None = None, unguarded: CollectionNotStr[str] = (),
+                 only: CollectionNotStr[str] | None = None) -> None:
         super().__init__(policy=policy, resolver=resolver, unguarded=unguarded, only=only)
         if not isinstance(handle, Rippl | AsyncRippl) and not callable(getattr(handle, "handle", None)):
             require_handle(handle, who="a tool guard")

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from rippl_core._runtime import schema as _schema
 from rippl_core._runtime.driver import AsyncDriver, SyncDriver, translated_errors
-from rippl_core._runtime.keys import Companion
+from rippl_core._runtime.keys import Companion, Keys
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.schema import Schema
 from rippl_core.client import AsyncRippl, Rippl
@@ -17,6 +17,11 @@ class StateGraph:
     its keys are the tenant's (same slot of a cluster, deleted by `drop()` of the tenant), but its
     own version counter, so its writes never contend with the causal graph's. Operations are
     generators of `Query`/`Commit`, like the core's; `run` drives them."""
+
+    handle: Rippl
+    schema: Schema
+    keys: Keys
+    graph: str
 
     def __init__(self, handle: Rippl, schema: Schema, *, companion: Companion) -> None:
         self.handle, self.schema = handle, schema
@@ -39,6 +44,11 @@ class StateGraph:
 
 class AsyncStateGraph:
     """The asyncio twin of `StateGraph`."""
+
+    handle: AsyncRippl
+    schema: Schema
+    keys: Keys
+    graph: str
 
     def __init__(self, handle: AsyncRippl, schema: Schema, *, companion: Companion) -> None:
         self.handle, self.schema = handle, schema

@@ -9,10 +9,11 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
+from rippl_core._runtime.validation import CollectionNotStr
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import Policy, ToolCall, Verdict
 
-logger = logging.getLogger("rippl")
+logger: logging.Logger = logging.getLogger("rippl")
 logger.addHandler(logging.NullHandler())  # a library: the application decides where logs go
 
 type ResolverResult = str | ToolCall | None
@@ -32,8 +33,15 @@ class ToolGuard:
     """The adapter-independent part of a tool-call guard: which calls are checked, how they map to
     actions, and the fail-closed verdict when they cannot be mapped or checked."""
 
+    policy: Policy | None
+    resolver: Resolver | None
+
+    unguarded: frozenset[str]
+    only: frozenset[str] | None
+
     def __init__(self, *, policy: Policy | None = None, resolver: Resolver | None = None,
-                 unguarded: Iterable[str] = (), only: Iterable[str] | None = None) -> None:
+                 unguarded: CollectionNotStr[str] = (),
+                 only: CollectionNotStr[str] | None = None) -> None:
         if policy is not None and not isinstance(policy, Policy):
             raise InvalidInputError(f"policy must be a rippl_core.Policy, got {type(policy).__name__}")
         if resolver is not None and not (isinstance(resolver, Mapping) or callable(resolver)):

@@ -30,7 +30,7 @@ from typing import Any
 
 from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, required_ms, to_ms
-from rippl_core._runtime.validation import check_id, check_ids, check_text
+from rippl_core._runtime.validation import SequenceNotStr, check_id, check_ids, check_text
 from rippl_core.beliefs import cypher
 from rippl_core.beliefs.models import Belief, BeliefChange, constructed
 from rippl_core.causal import cypher as causal_cypher
@@ -51,7 +51,7 @@ def _transaction_time(recorded_at: TimeLike | None, now: int) -> int:
     tx = to_ms(recorded_at, name="recorded_at", default=now)
     if tx > now:
         raise InvalidInputError(
-            f"recorded_at={from_ms(tx).isoformat()} is in the future; it is when Rippl "  # type: ignore[union-attr]
+            f"recorded_at={from_ms(tx).isoformat()} is in the future; it is when Rippl "
             "learned the belief, so at the latest now. Use valid_from for when it holds."
         )
     return tx
@@ -280,7 +280,7 @@ def _note(note: str | None) -> str | None:
 
 
 def believe(agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | None,
-            recorded_at: TimeLike | None, evidence: Sequence[str], note: str | None) -> Op[Belief]:
+            recorded_at: TimeLike | None, evidence: SequenceNotStr[str], note: str | None) -> Op[Belief]:
     """The agent adopts `claim_id` about `topic` from `valid_from` (default: when recorded)."""
     agent, topic, key = subject(agent, topic)
     claim_id = check_id(claim_id, what="claim id")
@@ -340,7 +340,7 @@ def retract_belief(agent: str, topic: str, *, at: TimeLike | None, reason: str |
 
 
 def revise(agent: str, topic: str, claim_id: str, *, valid_from: TimeLike | None,
-           valid_to: TimeLike | None, evidence: Sequence[str], note: str | None,
+           valid_to: TimeLike | None, evidence: SequenceNotStr[str], note: str | None,
            recorded_at: TimeLike | None) -> Op[Belief]:
     """Correct history: over [valid_from, valid_to) the agent held `claim_id` (valid_to None: from
     valid_from on). Rows overlapping it are superseded; their parts outside it are kept."""
@@ -459,8 +459,8 @@ def why_changed(agent: str, topic: str, at: TimeLike, *,
     retracted = list(dict.fromkeys(
         (before_model.retracted_evidence if before_model else [])
         + (after_model.retracted_evidence if after_model else [])))
-    return BeliefChange(agent=agent, topic=topic, at=from_ms(t),  # type: ignore[arg-type]
-                        changed_at=from_ms(changed), known_at=from_ms(known),  # type: ignore[arg-type]
+    return BeliefChange(agent=agent, topic=topic, at=from_ms(t),
+                        changed_at=from_ms(changed), known_at=from_ms(known),
                         before=before_model, after=after_model,
                         new_evidence=[e for e in new if e not in old],
                         dropped_evidence=[e for e in old if e not in new],

@@ -8,7 +8,7 @@ intervals are closed-open, and `None` as an end means "still open".
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,7 +16,7 @@ from rippl_core.vocabulary import State
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
 
 def constructed[M: BaseModel](cls: type[M], values: dict[str, Any]) -> M:

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, read_times
-from rippl_core._runtime.validation import check_ids
+from rippl_core._runtime.validation import SequenceNotStr, check_ids
 from rippl_core.beliefs import cypher
 from rippl_core.beliefs.memory import Row, belief_model, evidence_states, rows_of, subject
 from rippl_core.beliefs.models import WhatIf
@@ -78,7 +78,7 @@ def counterfactual_rows(rows: Sequence[Row], without: set[str],
     return kept, gone
 
 
-def what_if(agent: str, topic: str, *, without: Sequence[str], as_of: TimeLike | None,
+def what_if(agent: str, topic: str, *, without: SequenceNotStr[str], as_of: TimeLike | None,
             known_at: TimeLike | None) -> Op[WhatIf]:
     """What the agent would believe about `topic` at `as_of` had the `without` sources never
     existed, next to what it does believe. Computed from reads only: the graph is not written."""
@@ -102,8 +102,8 @@ def what_if(agent: str, topic: str, *, without: Sequence[str], as_of: TimeLike |
     if alternative:
         row = alternative[0]
         counter = belief_model(row, states, labels.get(row.claim))
-    return WhatIf(agent=agent, topic=topic, without=removed, as_of=from_ms(t),  # type: ignore[arg-type]
-                  known_at=from_ms(known),  # type: ignore[arg-type]
+    return WhatIf(agent=agent, topic=topic, without=removed, as_of=from_ms(t),
+                  known_at=from_ms(known),
                   actual=belief_model(actual[0], states) if actual else None,
                   counterfactual=counter, dropped=[belief_model(r, states) for r in dropped],
                   lost_claims=sorted(lost))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rippl_core._runtime.validation import SequenceNotStr
 from rippl_core.capture import run as ops
 from rippl_core.capture.run import RunRef
 from rippl_core.models import Policy, ToolCall, Verdict
@@ -19,6 +20,9 @@ class Run:
     tool calls (a decision), each call (an action) and its execution. Cheap to create (no I/O
     until the first record); the same run id continues the same trace."""
 
+    ref: RunRef
+    policy: Policy
+
     def __init__(self, driver: SyncDriver, run: RunRef, policy: Policy) -> None:
         self._driver, self.ref, self.policy = driver, run, ops.capture_policy(policy)
 
@@ -30,17 +34,17 @@ class Run:
     def _policy(self, policy: Policy | None) -> Policy:
         return ops.capture_policy(policy) if policy is not None else self.policy
 
-    def observe(self, claims: Sequence[str], *, ref: str | None = None) -> list[str]:
+    def observe(self, claims: SequenceNotStr[str], *, ref: str | None = None) -> list[str]:
         """The run saw these claims (e.g. a memory read), carried by the message `ref` (None: they
         stay in context for the rest of the run). Returns the claims recorded."""
         return self._driver.run(lambda: ops.observe(self.ref, claims, ref=ref, kind="memory"))
 
-    def cite(self, claims: Sequence[str]) -> list[str]:
+    def cite(self, claims: SequenceNotStr[str]) -> list[str]:
         """The model says it relies on these claims: later turns rest on them."""
         return self._driver.run(lambda: ops.observe(self.ref, claims, ref=None, kind="citation"))
 
-    def decide(self, turn: str, calls: Sequence[ToolCall], *, context: Sequence[str] | None = None,
-               told: Sequence[str] = (), policy: Policy | None = None) -> list[Verdict]:
+    def decide(self, turn: str, calls: Sequence[ToolCall], *, context: SequenceNotStr[str] | None = None,
+               told: SequenceNotStr[str] = (), policy: Policy | None = None) -> list[Verdict]:
         """Record a model turn emitting `calls` as a decision resting on the observations in the
         model's input (`context`: the call ids of tool results and the handles of memory messages
         it holds; None: everything the run observed) less those a veto it read (`told`: the call
@@ -66,6 +70,9 @@ class Run:
 class AsyncRun:
     """The asyncio twin of `Run`."""
 
+    ref: RunRef
+    policy: Policy
+
     def __init__(self, driver: AsyncDriver, run: RunRef, policy: Policy) -> None:
         self._driver, self.ref, self.policy = driver, run, ops.capture_policy(policy)
 
@@ -77,18 +84,18 @@ class AsyncRun:
     def _policy(self, policy: Policy | None) -> Policy:
         return ops.capture_policy(policy) if policy is not None else self.policy
 
-    async def observe(self, claims: Sequence[str], *, ref: str | None = None) -> list[str]:
+    async def observe(self, claims: SequenceNotStr[str], *, ref: str | None = None) -> list[str]:
         """The run saw these claims (e.g. a memory read), carried by the message `ref` (None: they
         stay in context for the rest of the run). Returns the claims recorded."""
         return await self._driver.run(lambda: ops.observe(self.ref, claims, ref=ref, kind="memory"))
 
-    async def cite(self, claims: Sequence[str]) -> list[str]:
+    async def cite(self, claims: SequenceNotStr[str]) -> list[str]:
         """The model says it relies on these claims: later turns rest on them."""
         return await self._driver.run(lambda: ops.observe(self.ref, claims, ref=None,
                                                           kind="citation"))
 
     async def decide(self, turn: str, calls: Sequence[ToolCall], *,
-                     context: Sequence[str] | None = None, told: Sequence[str] = (),
+                     context: SequenceNotStr[str] | None = None, told: SequenceNotStr[str] = (),
                      policy: Policy | None = None) -> list[Verdict]:
         """Record a model turn emitting `calls` as a decision resting on the observations in the
         model's input (`context`: the call ids of tool results and the handles of memory messages

@@ -19,7 +19,7 @@ from typing import Any
 
 from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
-from rippl_core._runtime.validation import call_key, check_id, check_ids
+from rippl_core._runtime.validation import SequenceNotStr, call_key, check_id, check_ids
 from rippl_core.capture import cypher, ids
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal import history, preflight
@@ -79,7 +79,7 @@ def _rows(found: Sequence[tuple[Any, ...]]) -> list[ActionRow]:
 # ------------------------------------------------------------------------------------ observing
 
 
-def observe(run: RunRef, claims: Sequence[str], *, ref: str | None, kind: str) -> Op[list[str]]:
+def observe(run: RunRef, claims: SequenceNotStr[str], *, ref: str | None, kind: str) -> Op[list[str]]:
     """Record that the run saw these claims (a memory read, a citation), under `ref` (the handle
     of the message that carried them, or None: in context for the rest of the run). Returns the
     claims recorded; unknown ids are refused before anything is written."""
@@ -109,8 +109,8 @@ def observe(run: RunRef, claims: Sequence[str], *, ref: str | None, kind: str) -
 # ------------------------------------------------------------------------------------ deciding
 
 
-def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequence[str] | None,
-           told: Sequence[str], policy: Policy) -> Op[list[Verdict]]:
+def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: SequenceNotStr[str] | None,
+           told: SequenceNotStr[str], policy: Policy) -> Op[list[Verdict]]:
     """Record a model turn that emits `calls` and judge each call (see the module docstring)."""
     turn = check_id(turn, what="turn id")
     if isinstance(calls, ToolCall) or not calls:
@@ -216,8 +216,8 @@ def judge(run: RunRef, call: ToolCall, *, policy: Policy) -> Op[Verdict]:
                                      policy=policy)
         return verdicts[0]
     if not same:  # edited since its turn: the same decision drives the edited call
-        verdicts = yield from _edited(run, call, named, decision=found[0][6], policy=policy)
-        return verdicts
+        edited = yield from _edited(run, call, named, decision=found[0][6], policy=policy)
+        return edited
     own = (same[0][1], Kind(same[0][3]), State(same[0][4]), same[0][5] is not None)
     verdict = yield from _verdict(own, _matching(declared, call, named, own[0]), call, policy)
     return verdict
@@ -254,7 +254,7 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool) -> Op[str]:
     source = NodeSpec(Kind.SOURCE, f"the result of call {named.ref} in run {run.id}",
                       ids.result_source(run.id, named.ref), source_type="tool_result")
     claim = NodeSpec(Kind.CLAIM, ids.result_text(named, output), claim_id)
-    result = {"status": "ok" if ok else "error", "digest": digest,
+    result: dict[str, Any] = {"status": "ok" if ok else "error", "digest": digest,
               "source": {**_captured_props(source, run.id, now, tool=named.tool, call_id=named.ref,
                                            output=digest), "args": named.args},
               "claim": {**claim.validated().props(now), "captured": True}}
@@ -322,7 +322,7 @@ def compensations(*, as_of: TimeLike | None, known_at: TimeLike | None) -> Op[li
         listed.append(Compensation(
             action=props["id"], title=props.get("text", ""), tool=props.get("tool"),
             args=json.loads(props["args"]) if props.get("args") else None, run=props.get("run"),
-            call_id=props.get("call_id"), executed_at=from_ms(props["executed_at"]),  # type: ignore[arg-type]
+            call_id=props.get("call_id"), executed_at=from_ms(props["executed_at"]),
             state=states[props["id"]], blockers=blockers))
     return listed
 

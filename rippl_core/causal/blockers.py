@@ -126,10 +126,10 @@ def blocker_list(found: Trails, premises: Mapping[str, Premise]) -> list[Blocker
 
 def encode(found: Trails, premises: Mapping[str, Premise]) -> str:
     """The stored form: [[premise, kind, state, reason, trail], ...], nearest first."""
-    rows = [[p, premises[p].kind, premises[p].state, premises[p].reason, trail]
-            for p, trail in found.items()]
-    if len(rows) > 1:
-        rows.sort(key=lambda r: (len(r[4]), r[0]))
+    items = list(found.items())
+    if len(items) > 1:
+        items.sort(key=lambda item: (len(item[1]), item[0]))
+    rows = [[p, premises[p].kind, premises[p].state, premises[p].reason, trail] for p, trail in items]
     return _JSON.encode(rows)
 
 

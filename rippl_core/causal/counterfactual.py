@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rippl_core._runtime.op import Op
-from rippl_core._runtime.validation import check_ids
+from rippl_core._runtime.validation import SequenceNotStr, check_ids
 from rippl_core.causal import cypher
 from rippl_core.causal.history import support_of
 from rippl_core.causal.tms import Premise, Region, label
@@ -115,7 +115,7 @@ def require_kinds(ids: Sequence[str], kinds: Sequence[Kind], what: str) -> Op[No
                                 f"{'is' if len(wrong) == 1 else 'are'} not")
 
 
-def what_if_retracted(claim_ids: Sequence[str]) -> Op[WhatIfRetracted]:
+def what_if_retracted(claim_ids: SequenceNotStr[str]) -> Op[WhatIfRetracted]:
     """Which nodes would change, and which decisions and actions would be blocked, if these claims
     (or sources) were retracted. Reads only: the graph is not written."""
     ids = check_ids(claim_ids, what="claim ids")

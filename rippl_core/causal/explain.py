@@ -7,7 +7,7 @@ and (when it does not hold) the retracted or at-risk premises underneath with th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,7 +23,7 @@ type Standing = Literal["holds", "at_risk", "broken"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
 
 class Antecedent(_Model):

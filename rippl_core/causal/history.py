@@ -60,8 +60,8 @@ def history(node_id: str, *, known_at: TimeLike | None) -> Op[list[StatusChange]
     ordered = sorted(changes.get(node_id, []), key=lambda c: (c.valid_from, c.recorded_at, c.seq))
     return [StatusChange(node=node_id, kind=kind,
                          before=State(c.before) if c.before is not None else None,
-                         after=State(c.after), valid_from=from_ms(c.valid_from),  # type: ignore[arg-type]
-                         recorded_at=from_ms(c.recorded_at),  # type: ignore[arg-type]
+                         after=State(c.after), valid_from=from_ms(c.valid_from),
+                         recorded_at=from_ms(c.recorded_at),
                          cause=c.cause, review=c.review) for c in ordered]
 
 
@@ -88,6 +88,10 @@ class _Info:
     state: State
     created_at: int | None
     executed_at: int | None
+
+    def known_by(self, known: int) -> bool:
+        """Whether Rippl had learned of the node by `known` (one without a creation time always)."""
+        return self.created_at is None or self.created_at <= known
 
 
 def _infos(ids: Sequence[str]) -> Op[dict[str, _Info]]:
@@ -141,8 +145,7 @@ def view_at(ids: Sequence[str], t: int, known: int) -> Op[View]:
     visits = yield from walk(ids, down=False)
     nodes = list(dict.fromkeys([*ids, *visits]))
     infos = yield from _infos(nodes)
-    present = [n for n in nodes if n in infos
-               and (infos[n].created_at is None or infos[n].created_at <= known)]
+    present = [n for n in nodes if n in infos and infos[n].known_by(known)]
     own = yield from own_at(present, t, known)
     justs, _ = yield from support_of(present, cypher.step_up_all)
     kept = set(present)

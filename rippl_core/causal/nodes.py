@@ -9,7 +9,7 @@ from typing import Any
 
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.timeutil import from_ms
-from rippl_core._runtime.validation import check_id, check_ids, check_text, semantic_id
+from rippl_core._runtime.validation import SequenceNotStr, check_id, check_ids, check_text, semantic_id
 from rippl_core.causal import cypher
 from rippl_core.causal.walk import trail, walk
 from rippl_core.errors import InvalidInputError, NotFoundError
@@ -132,7 +132,7 @@ def reach(node_id: str, *, down: bool, max_depth: int | None) -> Op[list[Reached
 SCAN_CHUNK = 25_000  # internal node ids per query of a scan of the whole graph
 
 
-def list_nodes(ids: Sequence[str] | None, *, limit: int | None) -> Op[list[Node]]:
+def list_nodes(ids: SequenceNotStr[str] | None, *, limit: int | None) -> Op[list[Node]]:
     """The causal nodes with their justifications: these `ids` (those that exist, in that order),
     or every node in creation order; at most `limit` of them."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):

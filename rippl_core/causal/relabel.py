@@ -9,7 +9,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from rippl_core._runtime.op import Commit, Op
 from rippl_core._runtime.timeutil import from_ms
@@ -24,6 +24,16 @@ _VALUE = {state: state.value for state in State}
 _STATE = {state.value: state for state in State}  # State(x), without the call
 _KIND = {kind.value: kind for kind in Kind}
 _KIND_VALUE = {kind: kind.value for kind in Kind}
+
+
+class _Transition(TypedDict):
+    """A node's change of state as stored and announced (values, not enums)."""
+
+    id: str
+    kind: str
+    before: str
+    after: str
+    blockers: str | None
 
 
 @dataclass
@@ -173,7 +183,7 @@ def commit_labels(change: Change, region: Region, labels: dict[str, State],
     if own:  # a node's own retraction state, bitemporally: what as-of reads rest on
         commit.queries.append(cypher.own_changes(own, cause=cause, review=review))
     commit.queries.extend(_edge_queries(change))
-    transitions = [
+    transitions: list[_Transition] = [
         {"id": node, "kind": _KIND_VALUE[change.kinds[node]], "before": _VALUE[old[node]],
          "after": _VALUE[state], "blockers": carried[node]}
         for node, state in labels.items() if node in old and old[node] is not state
@@ -184,8 +194,8 @@ def commit_labels(change: Change, region: Region, labels: dict[str, State],
     recarried = [{"id": node, "blockers": value} for node, value in carried.items()
                  if node in old and old[node] is labels[node]
                  and value != change.stored_blockers.get(node)]
-    for chunk in cypher.chunks(recarried):
-        commit.queries.append(cypher.set_blockers(chunk))
+    for part in cypher.chunks(recarried):
+        commit.queries.append(cypher.set_blockers(part))
     when = from_ms(now)
     stamp = when.isoformat() if when else None
     commit.events.extend(_state_event(t, cause, review, stamp) for t in transitions)
@@ -218,7 +228,7 @@ _EVENT_FOR_STATE = {State.AT_RISK: "node_at_risk", State.OUT: "node_invalidated"
                     State.IN: "node_restored"}
 
 
-def _state_event(transition: Mapping[str, str], cause: str, review: str | None,
+def _state_event(transition: _Transition, cause: str, review: str | None,
                  at: str | None) -> dict[str, Any]:
     return {"type": _EVENT_FOR_STATE[_STATE[transition["after"]]], "node": transition["id"],
             "kind": transition["kind"], "before": transition["before"],

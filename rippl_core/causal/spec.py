@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -168,7 +168,7 @@ _NULL = "null"
 
 
 class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
     id: str | None = None
     provenance: dict[str, Any] | None = None
 
@@ -200,7 +200,7 @@ class ActionEntry(_Entry):
 
 
 class JustificationEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
     node: str
     antecedents: list[str]
 
@@ -208,7 +208,7 @@ class JustificationEntry(BaseModel):
 class GraphSpec(BaseModel):
     """A whole graph to load."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
     name: str | None = None
     description: str | None = None
     sources: list[SourceEntry] = Field(default_factory=list)

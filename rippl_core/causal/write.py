@@ -8,7 +8,7 @@ from typing import Any
 
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.timeutil import now_ms
-from rippl_core._runtime.validation import check_id, check_ids
+from rippl_core._runtime.validation import SequenceNotStr, check_id, check_ids
 from rippl_core.causal.nodes import (
     fetch_justifications,
     fetch_nodes,
@@ -150,7 +150,7 @@ def _only_new_sources(spec: NodeSpec, missing: list[list[str]], kinds: dict[str,
     )
 
 
-def justify(node_id: str, antecedents: Sequence[str], *, now: int) -> Op[bool]:
+def justify(node_id: str, antecedents: SequenceNotStr[str], *, now: int) -> Op[bool]:
     """Add an alternative justification; returns False when it already existed."""
     node_id = check_id(node_id, what="node id")
     ants = check_ids(antecedents, what="antecedents")
@@ -193,6 +193,6 @@ def load(spec: GraphSpec, *, replace: bool, progress: LoadProgress | None = None
     return report
 
 
-def add_justification(node_id: str, antecedents: Sequence[str]) -> Op[bool]:
+def add_justification(node_id: str, antecedents: SequenceNotStr[str]) -> Op[bool]:
     added = yield from justify(node_id, antecedents, now=now_ms())
     return added

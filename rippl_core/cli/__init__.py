@@ -9,3 +9,6 @@ from rippl_core.cli.app import app
 
 def main() -> None:
     app()
+
+
+__all__ = ["app", "main"]

@@ -171,7 +171,8 @@ def _file_problem(exc: OSError | UnicodeDecodeError) -> str:
 # older typers use the click package, newer ones vendor it as typer._click (a core-only install
 # then has no click at all, and click.ClickException is not what typer raises). Either way
 # typer.BadParameter derives from it.
-_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+_CLICK_ERROR: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -62,7 +62,7 @@ def ingest_cmd(
     on_conflict: Annotated[OnConflictChoice, typer.Option(
         help="When a decision or action already in the graph is stated with other support: "
              "justify (add it as an alternative justification) or reject the document.")
-    ] = "justify",
+    ] = OnConflictChoice.justify,
 ) -> None:
     """Extract sources, claims, decisions and actions from documents and write them to the graph.
 

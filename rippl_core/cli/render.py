@@ -15,6 +15,7 @@ from rippl_core.cli.app import styled
 from rippl_core.vocabulary import State
 
 if TYPE_CHECKING:
+    from rich.text import Text
     from rich.tree import Tree
 
     from rippl_core.models import Node, Reached
@@ -60,18 +61,18 @@ def tree(root: Node, reached: Sequence[Reached], texts: dict[str, str] | None = 
 
     texts = texts or {}
 
-    def title(node_id: str, kind: str, status: str, state: State) -> object:
+    def title(node_id: str, kind: str, status: str, state: State) -> Text:
         text = texts.get(node_id, "")
         if text:
             return styled(f"[bold]{{}}[/bold] {{}} [{STATE_STYLE[state]}]{{}}[/] [dim]{{}}[/dim]",
                           node_id, kind, status, text[:70])
         return styled(f"[bold]{{}}[/bold] {{}} [{STATE_STYLE[state]}]{{}}[/]", node_id, kind, status)
 
-    top = Tree(title(root.id, root.kind, root.status, root.state))  # type: ignore[arg-type]
+    top = Tree(title(root.id, root.kind, root.status, root.state))
     branches = {root.id: top}
     for r in sorted(reached, key=lambda r: (r.depth, r.id)):
         parent = branches.get(r.trail[-2], top)
-        branches[r.id] = parent.add(title(r.id, r.kind, r.status, r.state))  # type: ignore[arg-type]
+        branches[r.id] = parent.add(title(r.id, r.kind, r.status, r.state))
     return top
 
 

@@ -27,7 +27,7 @@ from rippl_core.cli.render import STATE_STYLE
 from rippl_core.vocabulary import State
 
 if TYPE_CHECKING:
-    from rippl_core.models import Receipt, ReceiptCheck, ReviewItem
+    from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, ReviewStatus
 
 review_app = typer.Typer(help="The human review queue of proposed retractions.", no_args_is_help=True)
 receipts_app = typer.Typer(help="The tamper-evident receipt chain.", no_args_is_help=True)
@@ -80,6 +80,10 @@ class Status(StrEnum):
     all = "all"
 
 
+_STATUS: dict[Status, ReviewStatus | None] = {Status.pending: "pending", Status.approved: "approved",
+                                              Status.rejected: "rejected", Status.all: None}
+
+
 @command("list", on=review_app)
 def review_list(ctx: typer.Context,
                 status: Annotated[Status, typer.Option(help="Which items.")] = Status.pending,
@@ -88,7 +92,7 @@ def review_list(ctx: typer.Context,
     from rich.table import Table
 
     with connection(ctx).open() as rippl:
-        items = rippl.reviews(None if status is Status.all else status.value)
+        items = rippl.reviews(_STATUS[status])
     if format is Output.json:
         print_json([item.model_dump(mode="json") for item in items])
         return

@@ -28,22 +28,25 @@ class ConsoleUnavailableError(RipplError, ImportError):
 def _module(name: str) -> Any:
     try:
         if name == "app":
-            from rippl_core.console import app as module
-        else:
-            from rippl_core.console import server as module
+            from rippl_core.console import app
+
+            return app
+        from rippl_core.console import server
+
+        return server
     except ImportError as exc:
         if exc.name is not None and exc.name.split(".")[0] in _NEEDS:
             raise ConsoleUnavailableError(
                 f"the review console needs FastAPI and uvicorn, which are not installed ({exc}). "
                 f"Install them with: {INSTALL_HINT}") from exc
         raise
-    return module
 
 
 def create_app(rippl: AsyncRippl, **options: Any) -> FastAPI:
     """The console's ASGI app over an open `AsyncRippl` (see `rippl_core.console.app.create_app`
     for the options: reviewers, read_open, allowed_hosts)."""
-    return _module("app").create_app(rippl, **options)  # type: ignore[no-any-return]
+    app: FastAPI = _module("app").create_app(rippl, **options)
+    return app
 
 
 def serve(**options: Any) -> None:

@@ -5,7 +5,7 @@ reviewer, whose name is the only identity a receipt or a proposal ever records).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -35,11 +35,12 @@ COOKIE = "rippl_session"
 CSRF_HEADER = "x-csrf-token"
 GRAPH_LIMIT = 2_500  # nodes the explorer draws at once; beyond, it focuses on a neighbourhood
 
-router = APIRouter(prefix="/api")
+router: APIRouter = APIRouter(prefix="/api")
 
 
 def console(request: Request) -> ConsoleState:
-    return request.app.state.console  # type: ignore[no-any-return]
+    state: ConsoleState = request.app.state.console
+    return state
 
 
 def _bearer(request: Request) -> str | None:
@@ -76,7 +77,7 @@ Reviewer = Annotated[str, Depends(reviewer)]
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
 
 class Login(_Body):

@@ -66,6 +66,9 @@ class RequestChecks:
     """Refuses a request whose Host is not ours (DNS rebinding), whose Origin is another site's, or
     that changes state without a JSON body; adds the security headers to every response."""
 
+    app: ASGIApp
+    allowed: frozenset[str]
+
     def __init__(self, app: ASGIApp, allowed_hosts: frozenset[str]) -> None:
         self.app, self.allowed = app, allowed_hosts
 

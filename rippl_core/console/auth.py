@@ -138,6 +138,9 @@ class Session:
 class Sessions:
     """Server-side sessions: a random id in an HttpOnly cookie, a reviewer and a CSRF token."""
 
+    ttl: float
+    clock: Callable[[], float]
+
     def __init__(self, ttl: float = SESSION_TTL, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl, self.clock = ttl, clock
         self._sessions: dict[str, Session] = {}

@@ -7,6 +7,7 @@ import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -75,6 +76,6 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
         await rippl.close()
 
 
-def serve(**options: object) -> None:
+def serve(**options: Any) -> None:
     """Blocking `serve_async` (see there for the options)."""
-    asyncio.run(serve_async(**options))  # type: ignore[arg-type]
+    asyncio.run(serve_async(**options))

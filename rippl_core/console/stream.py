@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -24,7 +25,7 @@ from rippl_core.client import AsyncRippl
 from rippl_core.models import Event
 from rippl_core.review.events import AsyncEventStream
 
-log = logging.getLogger("rippl.console")
+log: logging.Logger = logging.getLogger("rippl.console")
 
 CAPACITY = 50_000  # events kept for resuming clients
 FRAME_EVENTS = 2_000  # events per SSE frame: a 10k-node wave arrives in five frames
@@ -44,6 +45,11 @@ def event_json(event: Event) -> dict[str, Any]:
 
 class EventHub:
     """Fans the graph's events out to every connected browser."""
+
+    rippl: AsyncRippl
+    keepalive: float
+    epoch: str
+    seq: int
 
     def __init__(self, rippl: AsyncRippl, *, capacity: int = CAPACITY,
                  keepalive: float = KEEPALIVE) -> None:
@@ -123,6 +129,9 @@ class EventHub:
         oldest = self._ring[0][0] if self._ring else self.seq + 1
         return seq if seq >= oldest - 1 else None
 
+    def _moved(self, cursor: int, epoch: str) -> bool:
+        return self.seq > cursor or self.epoch != epoch
+
     def _after(self, cursor: int) -> list[dict[str, Any]] | None:
         if not self._ring:
             return []
@@ -145,7 +154,7 @@ class EventHub:
             async with self._changed:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait_for(
-                        lambda c=cursor, e=epoch: self.seq > c or self.epoch != e), self.keepalive)
+                        functools.partial(self._moved, cursor, epoch)), self.keepalive)
                 events = self._after(cursor) if self.epoch == epoch else None
                 head = self.seq
             if events is None:  # a lost subscription or a client too far behind: start over

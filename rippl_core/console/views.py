@@ -4,6 +4,7 @@ around a node), and the preview of a pending review (what would go OUT, what sur
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,7 +17,7 @@ PREVIEW_LIMIT = 500  # nodes listed per side of a preview (the counts are always
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
 
 class NodeBrief(_Model):

@@ -34,11 +34,12 @@ def as_documents(documents: DocumentLike | Iterable[DocumentLike]) -> list[Docum
     """One document or several: a path (str or Path) or a `Document` (text already in memory)."""
     if isinstance(documents, str | os.PathLike | Document):
         return [documents]
-    items = check_collection(documents, what="documents", item="file path or Document")
-    for item in items:
+    items: list[str | os.PathLike[str] | Document] = []
+    for item in check_collection(documents, what="documents", item="file path or Document"):
         if not isinstance(item, str | os.PathLike | Document):
             raise InvalidInputError(f"cannot ingest a {type(item).__name__}; give file paths or "
                                     "rippl_core.ingest.Document objects")
+        items.append(item)
     return items
 
 

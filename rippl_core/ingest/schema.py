@@ -11,7 +11,7 @@ same statement made twice, by one document or by two, is one node.
 from __future__ import annotations
 
 import copy
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
@@ -23,7 +23,7 @@ _QUOTE = "A short verbatim excerpt of the document that states this (copied exac
 
 
 class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     ref: str = Field(min_length=1, max_length=128, description=_REF)
     section: str | None = Field(default=None, description=_SECTION)
@@ -101,7 +101,7 @@ class Extraction(BaseModel):
     """Sources, claims, decisions and actions found in one document, and how they depend on each
     other. Only include what the document states; never invent ids, links or tool arguments."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     title: str | None = Field(default=None, description="The document's title.")
     sources: list[SourceItem] = Field(default_factory=list)
@@ -123,7 +123,7 @@ class Problem(BaseModel):
     """One reason an extraction cannot be written. `code` is one of: malformed-output, schema,
     duplicate-ref, invalid-value, unknown-reference, disallowed-edge, self-support, conflict."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
     code: str
     message: str
@@ -138,6 +138,8 @@ class Problem(BaseModel):
 class ExtractionRejected(InvalidInputError):
     """The extraction (or the document) has problems; nothing was written. Every problem found is
     in `problems`, not just the first."""
+
+    problems: list[Problem]
 
     def __init__(self, problems: list[Problem], document: str | None = None) -> None:
         self.problems = list(problems)
@@ -194,4 +196,5 @@ def extraction_json_schema() -> dict[str, Any]:
             return [inline(v) for v in node]
         return node
 
-    return inline(schema)
+    inlined: dict[str, Any] = inline(schema)
+    return inlined

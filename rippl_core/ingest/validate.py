@@ -585,8 +585,7 @@ def check_against_graph(p: Plan, view: GraphView, *, on_conflict: OnConflict = "
     for a, b in view.edges:
         edges.setdefault(a, set()).add(b)
     for node_id in resolution.existing:  # only their new support is new
-        have = view.justifications.get(node_id, [])
-        for j in have:
+        for j in view.justifications.get(node_id, []):
             for a in j:
                 edges.setdefault(a, set()).add(node_id)
     stored_edges = set(view.edges) | {(a, n) for n in resolution.existing

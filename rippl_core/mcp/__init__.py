@@ -53,8 +53,10 @@ def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str
                  host: str = "127.0.0.1", port: int = 8000,
                  log_level: LogLevel = "WARNING") -> RipplMCP:
     """An MCP server over an open `AsyncRippl` handle (see `rippl_core.mcp.server.build_server`)."""
-    return _server_module().build_server(rippl, allow_review=allow_review, reviewer=reviewer,
-                                         host=host, port=port, log_level=log_level)
+    server: RipplMCP = _server_module().build_server(rippl, allow_review=allow_review,
+                                                     reviewer=reviewer, host=host, port=port,
+                                                     log_level=log_level)
+    return server
 
 
 def serve(**options: Any) -> None:

@@ -6,7 +6,7 @@ Plain pydantic: importing this module does not need the `mcp` SDK.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,7 +15,7 @@ from rippl_core.models import Blocker, Compensation, Node, Reached, ReviewItem, 
 
 
 class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
 
 class BlockerInfo(_Out):

@@ -2,6 +2,7 @@
 
 # No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 from urllib.parse import unquote
 
@@ -36,7 +37,8 @@ add_action so that it is protected too."""
 def register(server: Server[Any], rippl: AsyncRippl, sessions: Sessions) -> None:
     """Register the resources and the prompt on `server`."""
 
-    def resource(uri: str, name: str, description: str) -> Any:
+    def resource(uri: str, name: str, description: str
+                 ) -> Callable[[Callable[..., Awaitable[str]]], Callable[..., Any]]:
         """Register a JSON resource whose Rippl errors reach the client with their message."""
         return lambda fn: server.resource(uri, name=name, mime_type="application/json",
                                           description=description)(reported_as(ResourceError, fn))

@@ -11,13 +11,14 @@ Everything else Rippl uses is the same in both.
 
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the type checker sees the current major
-    from mcp.server.mcpserver import Context
-    from mcp.server.mcpserver import MCPServer as Server
-    from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-    from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+if TYPE_CHECKING:  # the type checker sees the lock's major (1.x, which CrewAI pins)
+    from mcp.server.fastmcp import Context as _Context
+    from mcp.server.fastmcp import FastMCP as Server
+    from mcp.server.fastmcp.exceptions import ResourceError, ToolError
+    from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
 
-    MAJOR = 2
+    Context = _Context[Any, Any, Any]  # tools see the class itself: the SDK finds it by issubclass
+    MAJOR: int = 1
 else:
     try:
         from mcp.server.mcpserver import Context
@@ -46,14 +47,15 @@ def server_options(*, version: str, host: str, port: int) -> dict[str, Any]:
 def set_version(server: Server, version: str) -> None:
     """Report `version` (not the SDK's) in the initialize handshake."""
     if MAJOR == 1:
-        server._mcp_server.version = version  # type: ignore[attr-defined]
+        server._mcp_server.version = version
 
 
 async def run_http(server: Server, *, host: str, port: int) -> None:
     """Serve streamable HTTP on host:port (the endpoint is /mcp) until cancelled. On a loopback host
     both majors refuse requests whose Host or Origin header names another site (DNS rebinding)."""
     if MAJOR == 2:
-        await server.run_streamable_http_async(host=host, port=port)
+        # checked against the lock's 1.x, whose method takes no host or port
+        await server.run_streamable_http_async(host=host, port=port)  # type: ignore[call-arg]
     else:
         await server.run_streamable_http_async()  # 1.x: host and port were given to the constructor
 

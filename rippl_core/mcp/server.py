@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 import anyio
 
@@ -59,6 +59,9 @@ class RipplMCP(sdk.Server[Any]):
     """The SDK's server with a clear refusal for the review tools when they are not enabled, and for
     arguments a tool does not take (a misspelt `source` must not silently record a claim without
     its source)."""
+
+    review_enabled: bool
+    http_address: tuple[str, int]
 
     def __init__(self, *, allow_review: bool = False, host: str = "127.0.0.1", port: int = 8000,
                  log_level: LogLevel = "WARNING") -> None:
@@ -143,7 +146,8 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | None = None,
-                      graph: str = "rippl", transport: Transport | str = Transport.STDIO,
+                      graph: str = "rippl",
+                      transport: Transport | Literal["stdio", "http"] = Transport.STDIO,
                       host: str = "127.0.0.1", port: int = 8000, allow_review: bool = False,
                       reviewer: str | None = None, log_level: str = "WARNING",
                       policy: Policy | None = None) -> None:

@@ -7,7 +7,7 @@ import math
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,7 +35,7 @@ class Record(BaseModel):
     at the time asked (now, or as of), `claim_state_now` now.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
     id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     content: str
@@ -69,7 +69,7 @@ class Record(BaseModel):
 class ScopeSummary(BaseModel):
     """What a scope holds: record count (sub-scopes included), categories, time range, children."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
 
     path: str
     count: int
@@ -135,10 +135,15 @@ def _json_default(value: object) -> object:
 
 
 def check_vector(vector: object, *, what: str = "embedding") -> list[float]:
-    if isinstance(vector, str | bytes) or (not isinstance(vector, Sequence) and not hasattr(
-            vector, "tolist")):
+    values: Sequence[object]
+    if isinstance(vector, str | bytes):
         raise InvalidInputError(f"{what} must be a list of numbers")
-    values = vector.tolist() if hasattr(vector, "tolist") else list(vector)  # numpy arrays too
+    if hasattr(vector, "tolist"):  # numpy arrays too
+        values = vector.tolist()
+    elif isinstance(vector, Sequence):
+        values = list(vector)
+    else:
+        raise InvalidInputError(f"{what} must be a list of numbers")
     if not values:
         raise InvalidInputError(f"{what} is empty")
     if len(values) > MAX_EMBEDDING_SIZE:

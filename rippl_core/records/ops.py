@@ -26,7 +26,7 @@ from typing import Any
 from rippl_core._runtime import schema
 from rippl_core._runtime.op import Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, to_ms
-from rippl_core._runtime.validation import check_collection, check_id, check_text, semantic_id
+from rippl_core._runtime.validation import SequenceNotStr, check_collection, check_id, check_text, semantic_id
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal import history
 from rippl_core.causal.nodes import fetch_justifications, fetch_nodes, stated_claims
@@ -69,7 +69,7 @@ class _Prepared:
     derived: str | None = None  # else: the claim stating its content (set when saving)
 
 
-def _prepare(store: str, record: Record, now: int) -> _Prepared:
+def _prepare(store: str, record: object, now: int) -> _Prepared:
     if not isinstance(record, Record):
         raise InvalidInputError(f"records must be rippl_core.records.Record, got "
                                 f"{type(record).__name__}")
@@ -163,7 +163,7 @@ def get(store: str, record_id: str, *, view: View) -> Op[Record | None]:
 
 
 def find(store: str, *, view: View, prefix: str | None = None,
-         categories: Sequence[str] | None = None, ids: Sequence[str] | None = None,
+         categories: SequenceNotStr[str] | None = None, ids: SequenceNotStr[str] | None = None,
          older_than: TimeLike | None = None, metadata_filter: Mapping[str, Any] | None = None,
          limit: int | None = None, offset: int = 0, embeddings: bool = True) -> Op[list[Record]]:
     """Records matching every filter given, newest first (by creation time)."""
@@ -185,7 +185,7 @@ def find(store: str, *, view: View, prefix: str | None = None,
 
 
 def search(store: str, vector: Sequence[float], *, view: View, prefix: str | None = None,
-           categories: Sequence[str] | None = None,
+           categories: SequenceNotStr[str] | None = None,
            metadata_filter: Mapping[str, Any] | None = None, limit: int = 10,
            min_score: float = 0.0, include_at_risk: bool = True) -> Op[list[tuple[Record, float]]]:
     """The records most similar to `vector` (cosine), best first, among those whose claim holds
@@ -400,7 +400,7 @@ def _claims_change(store: str, prepared: Sequence[_Prepared], now: int) -> Op[Ch
 
 
 def delete(store: str, *, now: int, prefix: str | None = None,
-           categories: Sequence[str] | None = None, ids: Sequence[str] | None = None,
+           categories: SequenceNotStr[str] | None = None, ids: SequenceNotStr[str] | None = None,
            older_than: TimeLike | None = None, metadata_filter: Mapping[str, Any] | None = None,
            purge: bool = False) -> Op[int]:
     """End (or, with purge=True, erase with their history) the records matching every filter
@@ -416,7 +416,7 @@ def delete(store: str, *, now: int, prefix: str | None = None,
     return len(rids)
 
 
-def touch(store: str, ids: Sequence[str], *, now: int) -> Op[int]:
+def touch(store: str, ids: SequenceNotStr[str], *, now: int) -> Op[int]:
     """Record an access to the open versions of `ids` (no new version)."""
     store = check_store(store)
     rids = record_ids(ids)

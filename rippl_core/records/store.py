@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rippl_core._runtime.timeutil import TimeLike, now_ms
+from rippl_core._runtime.validation import SequenceNotStr
 from rippl_core.records import ops
 from rippl_core.records.model import Record, ScopeSummary, check_store, view_of
 
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 
 class RecordStore:
     """A named store of records (memories) held as claims; every method is one operation."""
+
+    store: str
 
     def __init__(self, driver: SyncDriver, store: str) -> None:
         self._driver, self.store = driver, check_store(store)
@@ -34,8 +37,8 @@ class RecordStore:
         return self._driver.run(lambda: ops.get(self.store, record_id,
                                                 view=view_of(as_of, known_at)))
 
-    def find(self, *, scope_prefix: str | None = None, categories: Sequence[str] | None = None,
-             ids: Sequence[str] | None = None, older_than: TimeLike | None = None,
+    def find(self, *, scope_prefix: str | None = None, categories: SequenceNotStr[str] | None = None,
+             ids: SequenceNotStr[str] | None = None, older_than: TimeLike | None = None,
              metadata_filter: Mapping[str, Any] | None = None, limit: int | None = None,
              offset: int = 0, as_of: TimeLike | None = None,
              known_at: TimeLike | None = None) -> list[Record]:
@@ -46,7 +49,7 @@ class RecordStore:
             offset=offset))
 
     def search(self, embedding: Sequence[float], *, scope_prefix: str | None = None,
-               categories: Sequence[str] | None = None,
+               categories: SequenceNotStr[str] | None = None,
                metadata_filter: Mapping[str, Any] | None = None, limit: int = 10,
                min_score: float = 0.0, include_at_risk: bool = True,
                as_of: TimeLike | None = None,
@@ -57,15 +60,15 @@ class RecordStore:
             categories=categories, metadata_filter=metadata_filter, limit=limit,
             min_score=min_score, include_at_risk=include_at_risk))
 
-    def delete(self, *, scope_prefix: str | None = None, categories: Sequence[str] | None = None,
-               ids: Sequence[str] | None = None, older_than: TimeLike | None = None,
+    def delete(self, *, scope_prefix: str | None = None, categories: SequenceNotStr[str] | None = None,
+               ids: SequenceNotStr[str] | None = None, older_than: TimeLike | None = None,
                metadata_filter: Mapping[str, Any] | None = None, purge: bool = False) -> int:
         """End the matching records (history kept for as-of reads), or erase them (purge)."""
         return self._driver.run(lambda: ops.delete(
             self.store, now=now_ms(), prefix=scope_prefix, categories=categories, ids=ids,
             older_than=older_than, metadata_filter=metadata_filter, purge=purge), write=True)
 
-    def touch(self, ids: Sequence[str]) -> int:
+    def touch(self, ids: SequenceNotStr[str]) -> int:
         """Record an access to these records (no new version); returns how many."""
         return self._driver.run(lambda: ops.touch(self.store, ids, now=now_ms()), write=True)
 
@@ -78,6 +81,8 @@ class RecordStore:
 
 class AsyncRecordStore:
     """The asyncio twin of `RecordStore`."""
+
+    store: str
 
     def __init__(self, driver: AsyncDriver, store: str) -> None:
         self._driver, self.store = driver, check_store(store)
@@ -102,7 +107,7 @@ class AsyncRecordStore:
                                                       view=view_of(as_of, known_at)))
 
     async def find(self, *, scope_prefix: str | None = None,
-                   categories: Sequence[str] | None = None, ids: Sequence[str] | None = None,
+                   categories: SequenceNotStr[str] | None = None, ids: SequenceNotStr[str] | None = None,
                    older_than: TimeLike | None = None,
                    metadata_filter: Mapping[str, Any] | None = None, limit: int | None = None,
                    offset: int = 0, as_of: TimeLike | None = None,
@@ -115,7 +120,7 @@ class AsyncRecordStore:
             offset=offset))
 
     async def search(self, embedding: Sequence[float], *, scope_prefix: str | None = None,
-                     categories: Sequence[str] | None = None,
+                     categories: SequenceNotStr[str] | None = None,
                      metadata_filter: Mapping[str, Any] | None = None, limit: int = 10,
                      min_score: float = 0.0, include_at_risk: bool = True,
                      as_of: TimeLike | None = None,
@@ -128,7 +133,7 @@ class AsyncRecordStore:
             min_score=min_score, include_at_risk=include_at_risk))
 
     async def delete(self, *, scope_prefix: str | None = None,
-                     categories: Sequence[str] | None = None, ids: Sequence[str] | None = None,
+                     categories: SequenceNotStr[str] | None = None, ids: SequenceNotStr[str] | None = None,
                      older_than: TimeLike | None = None,
                      metadata_filter: Mapping[str, Any] | None = None,
                      purge: bool = False) -> int:
@@ -138,7 +143,7 @@ class AsyncRecordStore:
             self.store, now=now_ms(), prefix=scope_prefix, categories=categories, ids=ids,
             older_than=older_than, metadata_filter=metadata_filter, purge=purge), write=True)
 
-    async def touch(self, ids: Sequence[str]) -> int:
+    async def touch(self, ids: SequenceNotStr[str]) -> int:
         """Record an access to these records (no new version); returns how many."""
         await self._ensure()
         return await self._driver.run(lambda: ops.touch(self.store, ids, now=now_ms()),

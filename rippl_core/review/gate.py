@@ -43,7 +43,7 @@ def wave_of(root: str, commit: Commit, at: int) -> Wave:
                    after=State(e["after"]))
         for e in commit.events if "before" in e
     ]
-    return Wave(root=root, transitions=transitions, at=from_ms(at))  # type: ignore[arg-type]
+    return Wave(root=root, transitions=transitions, at=from_ms(at))
 
 
 def _append_receipt(commit: Commit, *, kind: str, claim: str, actor: str, at: int,
@@ -55,7 +55,7 @@ def _append_receipt(commit: Commit, *, kind: str, claim: str, actor: str, at: in
     affected = sorted(({"id": e["node"], "before": e["before"], "after": e["after"]}
                        for e in commit.events if "before" in e), key=lambda a: a["id"])
     body = {"kind": kind, "seq": seq + 1, "prev": prev, "review": review, "claim": claim,
-            "actor": actor, "at": from_ms(at).isoformat(),  # type: ignore[union-attr]
+            "actor": actor, "at": from_ms(at).isoformat(),
             "affected": affected, **{k: v for k, v in details.items() if v is not None}}
     props = {"id": receipt_id(seq + 1), "seq": seq + 1, "kind": kind, "actor": actor,
              **seal(body, signing_key)}
@@ -142,7 +142,7 @@ def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int
 
 def _review_event(kind: str, review_id: str, claim: str, by: str, now: int) -> dict[str, Any]:
     return {"type": kind, "review": review_id, "claim": claim, "by": by,
-            "at": from_ms(now).isoformat()}  # type: ignore[union-attr]
+            "at": from_ms(now).isoformat()}
 
 
 def review_model(props: Mapping[str, Any]) -> ReviewItem:

@@ -152,6 +152,7 @@ def _field_problems(record: Mapping[str, Any], body: Mapping[str, Any]) -> list[
     for key, value in record.items():
         if key in PROOF or key == "seq":
             continue
+        expected: object
         if key == "id":
             expected = receipt_id(body.get("seq"))
         elif key in MIRRORED:

@@ -42,7 +42,8 @@ def reference(row: Row, evidence_states: dict[str, str]) -> Belief:
                              else row.recorded_at),
         superseded_at=None if row.superseded_at >= cypher.OPEN else at(row.superseded_at),
         evidence=list(row.evidence), note=row.note, claim_state=state,
-        claim_status=public_status(Kind.CLAIM, state), rests_on_retracted=state is State.OUT,
+        claim_status=public_status(Kind.CLAIM, state), claim_state_now=state,
+        claim_status_now=public_status(Kind.CLAIM, state), rests_on_retracted=state is State.OUT,
         retracted_evidence=[e for e in row.evidence if evidence_states.get(e) == State.OUT.value],
         cause=row.cause, reason=row.reason)
 

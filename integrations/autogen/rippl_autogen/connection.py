@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, cast
+from typing import Any, ClassVar, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +25,7 @@ class RipplConnection(BaseModel):
     A url with a password ends up in dumped configs: prefer RIPPL_FALKORDB_URL for secrets.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True, extra="forbid")
 
     path: str | None = None
     url: str | None = None
@@ -58,6 +58,8 @@ type Target = AsyncRippl | Rippl | RipplConnection
 class Link:
     """A component's way to its graph: a borrowed handle (never closed here) or options of a handle
     it opens lazily, once, on first use, and owns."""
+
+    target: Target
 
     def __init__(self, target: Target) -> None:
         if isinstance(target, Link):

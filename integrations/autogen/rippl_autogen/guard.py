@@ -25,13 +25,13 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_autogen.connection import Link, RipplConnection, Target
 from rippl_autogen.runs import FRAMEWORK, RunScope, current_turn
-from rippl_core import InvalidInputError, Policy, Verdict
+from rippl_core import CollectionNotStr, InvalidInputError, Policy, Verdict
 from rippl_core.adapters import VETO_PREFIX, Capture, FrameworkCall, Resolver, capture_policy, veto_text
 from rippl_core.adapters import Guard as KitGuard
 
@@ -43,7 +43,7 @@ class GuardConfig(BaseModel):
     the tools that are never vetoed, and the capture settings (on or off, the agent's name, the
     application's run id)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     connection: RipplConnection = Field(default_factory=RipplConnection)
     policy: Policy | None = None
@@ -83,10 +83,14 @@ class Guard(KitGuard):
         run: the application's conversation id (see `rippl_autogen.runs`).
     """
 
+    capturing: bool
+    link: Link
+    scope: RunScope
+
     CAPTURES = 1024  # runs whose capture a guard keeps (the least recently used are let go)
 
     def __init__(self, rippl: Target | Link, *, resolver: Resolver | None = None,
-                 policy: Policy | None = None, unguarded: Collection[str] = (),
+                 policy: Policy | None = None, unguarded: CollectionNotStr[str] = (),
                  capture: bool = True, agent: str | None = None, run: str | None = None) -> None:
         link = rippl if isinstance(rippl, Link) else Link(rippl)
         if not isinstance(capture, bool):
@@ -133,7 +137,7 @@ class Guard(KitGuard):
         if not self.capturing:
             return Judged(await self.acheck(name, args, call_id), (name, args, call_id), None)
         turn = current_turn.get()
-        if turn is None or call_id not in turn.verdicts:
+        if turn is None or call_id is None or call_id not in turn.verdicts:
             run, agent = self.scope.resolve()
             return await self.before_in(run, agent, name, args, call_id)
         decided = turn.verdicts[call_id]

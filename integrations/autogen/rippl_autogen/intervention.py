@@ -21,7 +21,6 @@ Stop a runtime that vetoed a call with `runtime.stop()`: in autogen-core 0.7.5,
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +30,7 @@ from autogen_core.tool_agent import ToolException
 
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import Guard, Judged, Resolver, shared_guard, veto_text
-from rippl_core import Policy, Verdict
+from rippl_core import CollectionNotStr, Policy, Verdict
 
 
 @dataclass
@@ -57,8 +56,8 @@ class RipplInterventionHandler(DefaultInterventionHandler):
     PENDING = 4096  # allowed calls awaiting their result (the oldest are forgotten)
 
     def __init__(self, rippl: Target | Link | Guard, *, resolver: Resolver | None = None,
-                 policy: Policy | None = None, unguarded: Collection[str] = (),
-                 capture: bool = True, tool_agent_types: Collection[str] | None = None) -> None:
+                 policy: Policy | None = None, unguarded: CollectionNotStr[str] = (),
+                 capture: bool = True, tool_agent_types: CollectionNotStr[str] | None = None) -> None:
         self._guard = shared_guard(rippl, resolver=resolver, policy=policy, unguarded=unguarded,
                                    capture=capture)
         self._types = None if tool_agent_types is None else frozenset(tool_agent_types)

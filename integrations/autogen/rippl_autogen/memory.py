@@ -29,9 +29,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
-from autogen_core import CancellationToken, Component
+from autogen_core import CancellationToken, Component, ComponentType
 from autogen_core.memory import (
     Memory,
     MemoryContent,
@@ -70,7 +70,7 @@ type TimeLike = datetime | str
 class RipplMemoryConfig(BaseModel):
     """Declarative config of a RipplMemory: where the graph is and whose beliefs it serves."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     connection: RipplConnection = Field(default_factory=RipplConnection)
     agent: str
@@ -104,9 +104,9 @@ class RipplMemory(Memory, Component[RipplMemoryConfig]):
         limit: inject at most this many beliefs (the most recently adopted first).
     """
 
-    component_type = "memory"
+    component_type: ClassVar[ComponentType] = "memory"
     component_config_schema = RipplMemoryConfig
-    component_provider_override = "rippl_autogen.RipplMemory"
+    component_provider_override: ClassVar[str | None] = "rippl_autogen.RipplMemory"
 
     def __init__(self, rippl: Target | Link, agent: str, *, as_of: TimeLike | None = None,
                  known_at: TimeLike | None = None, name: str | None = None,

@@ -22,16 +22,16 @@ final `CreateResult`. The inner client is otherwise untouched: usage, token coun
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
-from typing import Any, Literal, Self
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any, ClassVar, Literal, Self
 
-from autogen_core import CancellationToken, Component, ComponentModel, FunctionCall
+from autogen_core import CancellationToken, Component, ComponentModel, ComponentType, FunctionCall
 from autogen_core.models import (
     ChatCompletionClient,
     CreateResult,
     FunctionExecutionResultMessage,
     LLMMessage,
-    ModelCapabilities,  # type: ignore[attr-defined]
+    ModelCapabilities,
     ModelInfo,
     RequestUsage,
     SystemMessage,
@@ -42,7 +42,7 @@ from pydantic import BaseModel
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import VETO_PREFIX, Guard, GuardConfig, Resolver, shared_guard
 from rippl_autogen.runs import Turn, current_turn, memory_messages, memory_ref, record_memory, turn_id
-from rippl_core import InvalidInputError, Policy, Verdict
+from rippl_core import CollectionNotStr, InvalidInputError, Policy, Verdict
 from rippl_core.adapters import FrameworkCall, check_id
 
 
@@ -100,13 +100,13 @@ class RipplModelClient(ChatCompletionClient, Component[RipplModelClientConfig]):
         capture: False makes this a plain pass-through.
     """
 
-    component_type = "model"
+    component_type: ClassVar[ComponentType] = "model"
     component_config_schema = RipplModelClientConfig
-    component_provider_override = "rippl_autogen.RipplModelClient"
+    component_provider_override: ClassVar[str | None] = "rippl_autogen.RipplModelClient"
 
     def __init__(self, inner: ChatCompletionClient, rippl: Target | Link | Guard, *,
                  resolver: Resolver | None = None, policy: Policy | None = None,
-                 unguarded: Collection[str] = (), capture: bool = True, agent: str | None = None,
+                 unguarded: CollectionNotStr[str] = (), capture: bool = True, agent: str | None = None,
                  run: str | None = None) -> None:
         if not isinstance(inner, ChatCompletionClient):
             raise InvalidInputError(f"inner must be an autogen ChatCompletionClient, got "
@@ -205,8 +205,8 @@ class RipplModelClient(ChatCompletionClient, Component[RipplModelClientConfig]):
         return self._inner.remaining_tokens(messages, tools=tools)
 
     @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
-        return self._inner.capabilities  # type: ignore[no-any-return]
+    def capabilities(self) -> ModelCapabilities:
+        return self._inner.capabilities
 
     @property
     def model_info(self) -> ModelInfo:

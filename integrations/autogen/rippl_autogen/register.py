@@ -18,7 +18,6 @@ vetoed.
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -31,7 +30,7 @@ from rippl_autogen.guard import Guard, Resolver
 from rippl_autogen.memory import RipplMemory
 from rippl_autogen.model import RipplModelClient
 from rippl_autogen.workbench import RipplWorkbench
-from rippl_core import InvalidInputError, Policy
+from rippl_core import CollectionNotStr, InvalidInputError, Policy
 
 
 def assistant_agents(target: Any) -> list[AssistantAgent]:
@@ -59,7 +58,7 @@ def assistant_agents(target: Any) -> list[AssistantAgent]:
 def register_rippl(target: Any, rippl: Target | Link | RipplMemory, *,
                    memory: bool | Memory = True, guard: bool = True, capture: bool = True,
                    run: str | None = None, resolver: Resolver | None = None,
-                   policy: Policy | None = None, unguarded: Collection[str] = (),
+                   policy: Policy | None = None, unguarded: CollectionNotStr[str] = (),
                    as_of: datetime | str | None = None) -> list[AssistantAgent]:
     """Guard and capture every tool call and add belief memory on an AssistantAgent or every
     AssistantAgent of a team. Returns the agents it changed.
@@ -80,6 +79,7 @@ def register_rippl(target: Any, rippl: Target | Link | RipplMemory, *,
         resolver, policy, unguarded: as for `RipplWorkbench`.
         as_of: the `as_of` of the per-agent memories.
     """
+    shared: bool | Memory
     if isinstance(rippl, RipplMemory):
         link, shared = rippl.link, (rippl if memory is True else memory)
     else:

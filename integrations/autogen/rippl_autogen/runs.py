@@ -60,6 +60,9 @@ class RunScope:
     the name of the AutoGen agent whose handler runs, else "agent"); `run`: the application's
     conversation id (default: the team's id, else an id minted for this scope)."""
 
+    agent: str | None
+    run: str | None
+
     def __init__(self, agent: str | None = None, run: str | None = None) -> None:
         self.agent = None if agent is None else check_id(agent, what="agent")
         self.run = None if run is None else check_id(run, what="run")
@@ -138,7 +141,7 @@ class _MemoryMessages:
             store.popitem(last=False)
 
 
-memory_messages = _MemoryMessages()
+memory_messages: _MemoryMessages = _MemoryMessages()
 
 
 def graph_key(handle: object) -> str:
@@ -154,10 +157,10 @@ async def observe(handle: AsyncRippl | Rippl, run: str, agent: str | None, claim
                   ref: str | None) -> None:
     """Record that the run saw these claims, carried by the message `ref` (None: for the rest of
     the run). A sync handle runs in a worker thread."""
-    target = handle.run(run, agent=agent, framework=FRAMEWORK)
     if isinstance(handle, AsyncRippl):
-        await target.observe(claims, ref=ref)  # type: ignore[misc]
+        await handle.run(run, agent=agent, framework=FRAMEWORK).observe(claims, ref=ref)
     else:
+        target = handle.run(run, agent=agent, framework=FRAMEWORK)
         await asyncio.to_thread(target.observe, claims, ref=ref)
 
 

@@ -11,20 +11,23 @@ run, then recorded as executed with its output (a tool that raised counts as exe
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
-from typing import Any, Self
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, ClassVar, Self
 
-from autogen_core import CancellationToken, Component, ComponentModel
+from autogen_core import CancellationToken, Component, ComponentModel, ComponentType
 from autogen_core.tools import BaseStreamTool, BaseTool, FunctionTool, ToolSchema
 from pydantic import BaseModel
 
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import Guard, GuardConfig, Judged, Resolver, shared_guard, veto_text
-from rippl_core import InvalidInputError, Policy, PremiseRetractedError, Verdict
+from rippl_core import CollectionNotStr, InvalidInputError, Policy, PremiseRetractedError, Verdict
 
 
 class ToolVetoedError(PremiseRetractedError):
     """A guarded tool call was denied before it ran. `str()` is what the model reads."""
+
+    tool: str
+    args: tuple[Any, ...]
 
     def __init__(self, tool: str, verdict: Verdict) -> None:
         super().__init__(verdict)
@@ -53,9 +56,9 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
         capture, agent, run: as for `RipplWorkbench`.
     """
 
-    component_type = "tool"
+    component_type: ClassVar[ComponentType] = "tool"
     component_config_schema = GuardedToolConfig
-    component_provider_override = "rippl_autogen.GuardedTool"
+    component_provider_override: ClassVar[str | None] = "rippl_autogen.GuardedTool"
 
     def __new__(cls, *args: Any, **kwargs: Any) -> GuardedTool:
         inner = args[0] if args else kwargs.get("inner")
@@ -142,20 +145,20 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
         return cls(BaseTool.load_component(config.tool), Guard.from_config(config.guard))
 
 
-class GuardedStreamTool(GuardedTool, BaseStreamTool[BaseModel, Any, Any]):  # type: ignore[misc]
+class GuardedStreamTool(GuardedTool, BaseStreamTool[BaseModel, Any, Any]):
     """The streaming form of `GuardedTool`, made by `GuardedTool(inner)` when `inner` streams."""
 
-    component_provider_override = "rippl_autogen.GuardedTool"
+    component_provider_override: ClassVar[str | None] = "rippl_autogen.GuardedTool"
 
     def run_stream(self, args: BaseModel, cancellation_token: CancellationToken
                    ) -> AsyncGenerator[Any, None]:
-        return self._stream(self._inner.run_stream(args, cancellation_token),  # type: ignore[attr-defined]
+        return self._stream(self._inner.run_stream(args, cancellation_token),  # type: ignore[attr-defined]  # a stream tool (see GuardedTool.__new__)
                             args.model_dump(), None)
 
     def run_json_stream(self, args: Mapping[str, Any], cancellation_token: CancellationToken,
                         call_id: str | None = None) -> AsyncGenerator[Any, None]:
-        inner = self._inner.run_json_stream(args, cancellation_token,  # type: ignore[attr-defined]
-                                            call_id=call_id)
+        inner = self._inner.run_json_stream(  # type: ignore[attr-defined]  # a stream tool (see __new__)
+            args, cancellation_token, call_id=call_id)
         return self._stream(inner, args, call_id)
 
     async def _stream(self, inner: AsyncGenerator[Any, None], args: Mapping[str, Any],
@@ -183,7 +186,7 @@ type ToolLike = BaseTool[Any, Any] | Callable[..., Any]
 
 def guard_tools(tools: Sequence[ToolLike], rippl: Target | Link | Guard, *,
                 resolver: Resolver | None = None, policy: Policy | None = None,
-                unguarded: Collection[str] = (), capture: bool = True, agent: str | None = None,
+                unguarded: CollectionNotStr[str] = (), capture: bool = True, agent: str | None = None,
                 run: str | None = None) -> list[BaseTool[Any, Any]]:
     """Guard each tool (plain functions become FunctionTools, as AssistantAgent would make them).
     One guard is shared by all (so one run, when no model turn names it). Tools named in

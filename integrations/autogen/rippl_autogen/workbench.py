@@ -18,10 +18,10 @@ Streaming: AssistantAgent streams a workbench's events only when the workbench i
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Collection, Mapping
-from typing import Any, Self
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any, ClassVar, Protocol, Self, TypeGuard
 
-from autogen_core import CancellationToken, Component, ComponentModel
+from autogen_core import CancellationToken, Component, ComponentModel, ComponentType
 from autogen_core.tools import (
     StaticStreamWorkbench,
     TextResultContent,
@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import Guard, GuardConfig, Judged, Resolver, shared_guard, veto_text
-from rippl_core import InvalidInputError, Policy, Verdict
+from rippl_core import CollectionNotStr, InvalidInputError, Policy, Verdict
 
 
 class RipplWorkbenchConfig(BaseModel):
@@ -43,7 +43,15 @@ class RipplWorkbenchConfig(BaseModel):
     guard: GuardConfig
 
 
-def streams(workbench: Workbench) -> bool:
+class Streaming(Protocol):
+    """What a workbench that streams a call has (autogen's StreamWorkbench, or a wrapper)."""
+
+    def call_tool_stream(self, name: str, arguments: Mapping[str, Any] | None = None,
+                         cancellation_token: CancellationToken | None = None,
+                         call_id: str | None = None) -> AsyncGenerator[Any | ToolResult, None]: ...
+
+
+def streams(workbench: object) -> TypeGuard[Streaming]:
     """Whether `workbench` can stream a call (a StreamWorkbench, or another wrapper that does)."""
     return callable(getattr(workbench, "call_tool_stream", None))
 
@@ -72,9 +80,9 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
             `rippl_autogen.runs`).
     """
 
-    component_type = "workbench"
+    component_type: ClassVar[ComponentType] = "workbench"
     component_config_schema = RipplWorkbenchConfig
-    component_provider_override = "rippl_autogen.RipplWorkbench"
+    component_provider_override: ClassVar[str | None] = "rippl_autogen.RipplWorkbench"
 
     def __new__(cls, *args: Any, **kwargs: Any) -> RipplWorkbench:
         inner = args[0] if args else kwargs.get("inner")
@@ -84,7 +92,7 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
 
     def __init__(self, inner: Workbench, rippl: Target | Link | Guard, *,
                  resolver: Resolver | None = None, policy: Policy | None = None,
-                 unguarded: Collection[str] = (), capture: bool = True, agent: str | None = None,
+                 unguarded: CollectionNotStr[str] = (), capture: bool = True, agent: str | None = None,
                  run: str | None = None) -> None:
         if not isinstance(inner, Workbench):
             raise InvalidInputError(f"inner must be an autogen Workbench, got {type(inner).__name__}")
@@ -127,8 +135,7 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
         if not streams(self._inner):
             yield await self._run_judged(judged, name, arguments, cancellation_token, call_id)
             return
-        stream = self._inner.call_tool_stream(name, arguments,  # type: ignore[attr-defined]
-                                              cancellation_token, call_id)
+        stream = self._inner.call_tool_stream(name, arguments, cancellation_token, call_id)
         recorded = False
         try:
             async for event in stream:
@@ -180,9 +187,9 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
         return cls(Workbench.load_component(config.inner), Guard.from_config(config.guard))
 
 
-class RipplStreamWorkbench(RipplWorkbench, StaticStreamWorkbench):  # type: ignore[misc]
+class RipplStreamWorkbench(RipplWorkbench, StaticStreamWorkbench):  # type: ignore[misc]  # see below
     """The streaming form of `RipplWorkbench`, made by `RipplWorkbench(inner)` when `inner`
     streams. It is a `StaticStreamWorkbench` only so that AssistantAgent streams through it: every
     method, both call paths included, is `RipplWorkbench`'s (first in the MRO)."""
 
-    component_provider_override = "rippl_autogen.RipplWorkbench"
+    component_provider_override: ClassVar[str] = "rippl_autogen.RipplWorkbench"

@@ -45,7 +45,7 @@ def check_memory(memory: object) -> Rippl:
     return memory
 
 
-def make_guard(memory: Rippl, *, policy: Policy | None = None, resolver: Resolver | None = None,
+def make_guard(memory: object, *, policy: Policy | None = None, resolver: Resolver | None = None,
                tools: Iterable[object] | None = None, unguarded: Iterable[object] = (),
                action_id: str | None = None) -> Guard:
     """The core kit's `Guard` on `memory`, speaking CrewAI's (sanitised) tool names."""

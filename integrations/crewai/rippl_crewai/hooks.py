@@ -53,7 +53,7 @@ from crewai.tools.tool_failure import ToolFailure
 from crewai.utilities.string_utils import sanitize_tool_name
 
 from rippl_core import InvalidInputError, Policy, Rippl, Verdict
-from rippl_core.adapters import Capture, FrameworkCall
+from rippl_core.adapters import Capture, Guard
 from rippl_crewai._guard import (
     Resolver,
     check_memory,
@@ -63,6 +63,7 @@ from rippl_crewai._guard import (
 )
 from rippl_crewai.cache import REPLAYS, cache_of, vet_replay
 from rippl_crewai.runs import (
+    CrewCall,
     Runs,
     Turn,
     executor_messages,
@@ -100,7 +101,7 @@ class Judged:
 
     verdict: Verdict | None
     capture: Capture | None = None
-    call: FrameworkCall | None = None
+    call: CrewCall | None = None
     runs: bool = True  # the tool runs unless something else blocks it
     replayed: str | None = None  # the claim CrewAI's cache replays (not an execution)
     admission: Admission | None = None  # the hooks' verdict handed to a GuardedTool
@@ -121,6 +122,14 @@ class RipplHooks:
     """A registered pair of hooks (guard + reason). `unregister()` removes them; usable as a
     context manager. `verdicts` keeps the most recent verdicts, newest last; `executions` the
     most recent executions recorded (with the claim each output became)."""
+
+    memory: Rippl
+    capturing: bool
+    guard: Guard
+    policy: Policy | None
+    resolver: Resolver | None
+    agents: frozenset[str] | None
+    runs: Runs
 
     def __init__(self, memory: Rippl, *, tools: Iterable[object] | None = None,
                  unguarded: Iterable[object] = (), agents: Iterable[str] | None = None,

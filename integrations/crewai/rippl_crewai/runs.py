@@ -33,7 +33,7 @@ from crewai.events.event_context import _event_id_stack
 from crewai.flow.flow_context import current_flow_id
 from crewai.utilities.string_utils import sanitize_tool_name
 
-from rippl_core.adapters import VETO_PREFIX, Capture, FrameworkCall, Guard, check_id
+from rippl_core.adapters import VETO_PREFIX, Capture, Guard, check_id
 
 FRAMEWORK = "crewai"
 KICKOFFS = ("crew_kickoff_started", "lite_agent_execution_started")  # a crew's, an agent's own
@@ -101,6 +101,11 @@ class Runs:
 
 # ------------------------------------------------------------------------------------ turns
 
+type CrewCall = tuple[str, dict[str, Any], str]
+"""A call as the hooks see it: (tool name, arguments, call id); unlike the kit's `FrameworkCall`
+it always has its arguments parsed and an id (made up for a ReAct call or a tool's own run)."""
+
+
 
 @dataclass(frozen=True)
 class Turn:
@@ -108,8 +113,8 @@ class Turn:
     this hook, and what was in the model's input (context None: everything the run observed)."""
 
     id: str
-    calls: tuple[FrameworkCall, ...]
-    call: FrameworkCall
+    calls: tuple[CrewCall, ...]
+    call: CrewCall
     context: tuple[str, ...] | None
     told: tuple[str, ...]
     native: bool
@@ -140,8 +145,8 @@ def native_turn(messages: Sequence[Mapping[str, Any]], name: str,
     return Turn(turn, calls, mine[0], context, told, native=True)
 
 
-def matching(calls: Iterable[FrameworkCall], name: str,
-             args: Mapping[str, Any]) -> list[FrameworkCall]:
+def matching(calls: Iterable[CrewCall], name: str,
+             args: Mapping[str, Any]) -> list[CrewCall]:
     """The calls of a turn that are this call (by name and parsed arguments)."""
     return [c for c in calls if c[0] == name and c[1] == dict(args)]
 
@@ -170,13 +175,13 @@ def react_turn(messages: Sequence[Mapping[str, Any]], name: str, args: Mapping[s
     turn = f"react-{_digest(str(len(messages)), _digest(last), name, _canonical(args))}"
     shown = "\n".join(str(m.get("content") or "") for m in messages) if vetoes else ""
     told = tuple(call for call, text in vetoes.items() if text and text in shown)
-    call: FrameworkCall = (name, dict(args), turn)
+    call: CrewCall = (name, dict(args), turn)
     return Turn(turn, (call,), call, None, told, native=False)
 
 
 def single_turn(name: str, args: Mapping[str, Any], call_id: str) -> Turn:
     """A call no turn of the model can be found for: a turn of its own, on everything observed."""
-    call: FrameworkCall = (name, dict(args), call_id)
+    call: CrewCall = (name, dict(args), call_id)
     return Turn(f"call-{call_id}", (call,), call, None, (), native=False)
 
 
@@ -187,7 +192,7 @@ def executor_messages(agent: object | None) -> list[dict[str, Any]] | None:
     return messages if isinstance(messages, list) else None
 
 
-def _native_call(entry: Mapping[str, Any]) -> FrameworkCall:
+def _native_call(entry: Mapping[str, Any]) -> CrewCall:
     function = entry.get("function") or {}
     raw = function.get("arguments")
     try:

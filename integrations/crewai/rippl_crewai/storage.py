@@ -33,12 +33,12 @@ from typing import Any
 
 from crewai.memory.types import MemoryRecord, ScopeInfo
 
-from rippl_core import InvalidInputError, NotFoundError, Record, Rippl, TimeLike, Wave
+from rippl_core import InvalidInputError, NotFoundError, Record, RecordStore, Rippl, TimeLike, Wave
 from rippl_core.adapters import to_ms
 from rippl_crewai._guard import check_memory
 from rippl_crewai.runs import FRAMEWORK, run_id
 
-logger = logging.getLogger("rippl")
+logger: logging.Logger = logging.getLogger("rippl")
 
 CLAIM_KEY = "rippl_claim"
 STATUS_KEY = "rippl_status"
@@ -55,6 +55,15 @@ def _utc(value: datetime | None) -> datetime | None:
 
 def _naive(value: datetime | None) -> datetime | None:
     return None if value is None else value.astimezone(UTC).replace(tzinfo=None)
+
+
+def _stored(value: datetime | None, what: str) -> datetime:
+    """A time every record read from Rippl carries, as CrewAI's naive UTC."""
+    naive = _naive(value)
+    if naive is None:
+        raise InvalidInputError(f"the record has no {what}: only records read from a Rippl store "
+                                "become CrewAI memory records")
+    return naive
 
 
 def to_record(record: MemoryRecord) -> Record:
@@ -79,9 +88,10 @@ def to_memory(record: Record) -> MemoryRecord:
         metadata[STATUS_NOW_KEY] = record.claim_status_now
     return MemoryRecord(id=record.id, content=record.content, scope=record.scope,
                         categories=list(record.categories), metadata=metadata,
-                        importance=record.importance, created_at=_naive(record.created_at),
-                        last_accessed=_naive(record.last_accessed), embedding=record.embedding,
-                        source=record.source, private=record.private)
+                        importance=record.importance,
+                        created_at=_stored(record.created_at, "created_at"),
+                        last_accessed=_stored(record.last_accessed, "last_accessed"),
+                        embedding=record.embedding, source=record.source, private=record.private)
 
 
 class RipplStorage:
@@ -93,6 +103,12 @@ class RipplStorage:
         for as-of recall); False erases them and their history. capture: a recall in a crew's
         task is an observation of its run (default).
     """
+
+    rippl: Rippl
+    records: RecordStore
+    store: str
+    include_at_risk: bool
+    keep_history: bool
 
     def __init__(self, memory: Rippl, *, store: str = "crewai", include_at_risk: bool = True,
                  keep_history: bool = True, as_of: TimeLike | None = None,

@@ -58,7 +58,8 @@ class ScriptedLLM(BaseLLM):
 
     def __init__(self, script: Sequence[Step] = (), *, native: bool = False,
                  model: str = "scripted", **data: Any) -> None:
-        super().__init__(model=model, script=list(script), native=native, **data)
+        data.update(script=list(script), native=native)  # this class's fields, unknown to BaseLLM's
+        super().__init__(model=model, **data)
 
     def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
              available_functions: Any = None, from_task: Any = None, from_agent: Any = None,

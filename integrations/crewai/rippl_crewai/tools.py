@@ -22,7 +22,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from crewai.tools import BaseTool
 from crewai.tools.base_tool import Tool
@@ -30,7 +30,7 @@ from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from rippl_core import Kind, Policy, PremiseRetractedError, Rippl, State, ToolCall, Verdict
-from rippl_core.adapters import Capture, FrameworkCall, unmappable
+from rippl_core.adapters import Capture, unmappable
 from rippl_crewai._guard import (
     Guard,
     Resolver,
@@ -39,7 +39,7 @@ from rippl_crewai._guard import (
     tool_names,
     veto_text,
 )
-from rippl_crewai.runs import Runs, run_id
+from rippl_crewai.runs import CrewCall, Runs, run_id
 
 CHECK_TOOL_NAME = "check_premises"
 
@@ -63,6 +63,11 @@ class Admission:
     """The hooks' verdict on a call, handed to the `GuardedTool` that runs it (so the call is
     judged and recorded once), from `PRE_TOOL_CALL` until `POST_TOOL_CALL` releases it."""
 
+    tool: GuardedTool
+    args: dict[str, Any]
+    run: str
+    verdict: Verdict | None
+
     def __init__(self, tool: GuardedTool, args: Mapping[str, Any], run: str,
                  verdict: Verdict | None) -> None:
         self.tool, self.args, self.run, self.verdict = tool, dict(args), run, verdict
@@ -83,7 +88,7 @@ class _Judged:
     positional: tuple[Any, ...]
     named: dict[str, Any]
     capture: Capture | None = None
-    call: FrameworkCall | None = None
+    call: CrewCall | None = None
 
     @property
     def allowed(self) -> bool:
@@ -104,7 +109,7 @@ class GuardedTool(BaseTool):
     CrewAI's context names none (e.g. a script calling `tool.run()`).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
 
     wrapped: BaseTool = Field(exclude=True, description="The tool that runs when allowed.")
     memory: Any = Field(exclude=True, description="The Rippl handle to check against.")
@@ -214,7 +219,7 @@ class GuardedTool(BaseTool):
             return _Judged(admission.verdict, (), call_args)
         if run is None:
             return _Judged(self.check(**call_args), (), call_args)
-        call: FrameworkCall = (name, call_args, f"crewai-tool-{uuid.uuid4().hex[:16]}")
+        call: CrewCall = (name, call_args, f"crewai-tool-{uuid.uuid4().hex[:16]}")
         capture = self._runs.get(run)
         return _Judged(capture.judge(call), (), call_args, capture, call)
 
@@ -287,7 +292,7 @@ class CheckPremisesInput(BaseModel):
 class CheckPremisesTool(BaseTool):
     """A read-only tool: is this action, decision or planned tool call still safe, and why not?"""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
 
     name: str = CHECK_TOOL_NAME
     description: str = (

@@ -186,6 +186,8 @@ class GraphCapture:
     """Capture for the guard of one graph: its runs (one `Capture` each) and the turns already
     decided in this process. Shared by a preflight node and the ToolNode it feeds."""
 
+    agent: str | None
+
     def __init__(self, guard: Guard, *, agent: str | None = None) -> None:
         if guard.policy is None:  # capture's default: undeclared calls are judged by their premises
             guard.policy = guard.memory.policy.model_copy(update={"unknown": "record"})
@@ -224,14 +226,14 @@ class GraphCapture:
                 self._decided.popitem(last=False)
 
     # -- the logic, once ----------------------------------------------------------------------
-    def decide_steps(self, run: str, turn: Turn) -> Steps[dict[str, Verdict | None]]:
+    def decide_steps(self, run: str, turn: Turn) -> Steps[dict[str | None, Verdict | None]]:
         """Record a turn and judge its calls: {call id: verdict}."""
         calls = [framework_call(c) for c in turn.calls]
         verdicts = yield Call("decide", (turn.id, calls),
                               {"context": list(turn.context), "told": list(turn.told)})
         if not any(v is not None and not v.allowed and v.target is None for v in verdicts):
             self._remember(run, turn.id)  # recorded: the calls are judged from now on
-        judged = {}
+        judged: dict[str | None, Verdict | None] = {}
         for call, verdict in zip(turn.calls, verdicts, strict=True):
             judged[call.get("id")] = verdict
         return judged
@@ -247,11 +249,11 @@ class GraphCapture:
             made = next(c for c in turn.calls if c.get("id") == call.get("id"))
             if made.get("name") == call.get("name") and made.get("args") == call.get("args"):
                 return verdicts[call.get("id")]
-        verdict = yield Call("judge", (framework_call(call),))
+        verdict: Verdict | None = yield Call("judge", (framework_call(call),))
         return verdict
 
     # -- sync ---------------------------------------------------------------------------------
-    def decide(self, config: RunnableConfig | None, turn: Turn) -> dict[str, Verdict | None]:
+    def decide(self, config: RunnableConfig | None, turn: Turn) -> dict[str | None, Verdict | None]:
         """Record a turn and judge its calls (sync); denied, saying why, when there is no run."""
         self._require_sync()
         return self._sync(config, lambda run: self.decide_steps(run, turn),
@@ -274,7 +276,7 @@ class GraphCapture:
         capture.executed(framework_call(call), output, ok=ok)
 
     # -- asyncio ------------------------------------------------------------------------------
-    async def adecide(self, config: RunnableConfig | None, turn: Turn) -> dict[str, Verdict | None]:
+    async def adecide(self, config: RunnableConfig | None, turn: Turn) -> dict[str | None, Verdict | None]:
         return await self._async(config, lambda run: self.decide_steps(run, turn),
                                  lambda why: {c.get("id"): self._no_run(c, why) for c in turn.calls})
 
@@ -313,7 +315,8 @@ class GraphCapture:
             try:
                 step = plan.send(reply)
             except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                result: R = stop.value
+                return result
             reply = await getattr(target, step.method)(*step.args, **step.kwargs)
 
     def _require_sync(self) -> None:
@@ -322,7 +325,8 @@ class GraphCapture:
     def _no_run(self, call: Mapping[str, Any], why: str) -> Verdict:
         name, args, call_id = framework_call(call)
         try:
-            tool_call: ToolCall | None = ToolCall(name=name, args=dict(args or {}), id=call_id)
+            tool_call: ToolCall | None = ToolCall.model_validate(
+                {"name": name, "args": args or {}, "id": call_id})
         except Exception:
             tool_call = None
         return Verdict(allowed=False, target=None, tool_call=tool_call,

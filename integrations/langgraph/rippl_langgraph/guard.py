@@ -9,13 +9,13 @@ cannot be mapped is judged by the policy's `unknown`, what cannot be checked by 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import ToolMessage
 
-from rippl_core import AsyncRippl, Policy, Rippl, Verdict
+from rippl_core import AsyncRippl, CollectionNotStr, Policy, Rippl, Verdict
 from rippl_core.adapters import VETO_PREFIX, Resolver, veto_text
 from rippl_core.adapters import Guard as KitGuard
 
@@ -41,7 +41,7 @@ class Guard(KitGuard):
     guarded ToolNode and the `create_agent` middleware."""
 
     def __init__(self, memory: Memory, *, policy: Policy | None = None,
-                 resolver: Resolver | None = None, unguarded: Collection[str] = ()) -> None:
+                 resolver: Resolver | None = None, unguarded: CollectionNotStr[str] = ()) -> None:
         super().__init__(memory, policy=policy, resolver=resolver, unguarded=unguarded)
 
     sync_hint = "pass a Rippl handle, or run the graph with ainvoke/astream"

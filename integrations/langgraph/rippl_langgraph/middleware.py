@@ -18,26 +18,31 @@ the request as the model gets it (after `ContextEditingMiddleware`, summarizatio
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, overload
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
     from langchain.agents.middleware.types import ExtendedModelResponse
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as _missing:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "RipplMiddleware needs the langchain package: pip install 'rippl-langgraph[langchain]'"
-    ) from exc
+    ) from _missing
 from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from rippl_core import DatabaseError, Policy, Verdict
+from rippl_core import CollectionNotStr, DatabaseError, Policy, Verdict
+from rippl_core.adapters import sync_handle
 from rippl_langgraph import review as hitl
 from rippl_langgraph.capture import GraphCapture, Turn, current_config, fresh_id, visible
 from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver
 from rippl_langgraph.toolnode import request_config, tool_call_wrappers
+
+type ModelReply = ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]
+"""What a model call returns to the agent (the middleware's wrap_model_call)."""
 
 type Result = ToolMessage | Command[Any]
 
@@ -53,8 +58,13 @@ class RipplMiddleware(AgentMiddleware):
         reviewer: who decides when the resume value does not say.
     """
 
+    guard: Guard
+    capture: GraphCapture | None
+    reviewer: str
+    tools: Sequence[BaseTool]
+
     def __init__(self, memory: Memory, *, policy: Policy | None = None,
-                 resolver: Resolver | None = None, unguarded: Collection[str] = (),
+                 resolver: Resolver | None = None, unguarded: CollectionNotStr[str] = (),
                  review: bool = False, reviewer: str = "human", capture: bool = True,
                  agent: str | None = None) -> None:
         super().__init__()
@@ -69,22 +79,26 @@ class RipplMiddleware(AgentMiddleware):
 
     # -- model turns ------------------------------------------------------------------------
     def wrap_model_call(self, request: ModelRequest,
-                        handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
-        response = handler(request)
-        turn, response = self._turn(request, response)
+                        handler: Callable[[ModelRequest], ModelResponse]) -> ModelReply:
+        turn, reply = self._turn(request, handler(request))
         if turn is not None and self.capture is not None:
             self.capture.decide(current_config(), turn)  # judged again when each call runs
-        return response
+        return reply
 
     async def awrap_model_call(self, request: ModelRequest,
-                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelResponse:
-        response = await handler(request)
-        turn, response = self._turn(request, response)
+                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelReply:
+        turn, reply = self._turn(request, await handler(request))
         if turn is not None and self.capture is not None:
             await self.capture.adecide(current_config(), turn)
-        return response
+        return reply
 
-    def _turn(self, request: ModelRequest, response: Any) -> tuple[Turn | None, Any]:
+    @overload
+    def _turn(self, request: ModelRequest,
+              response: ModelResponse[Any]) -> tuple[Turn | None, ModelResponse[Any]]: ...
+    @overload
+    def _turn(self, request: ModelRequest, response: AIMessage | ExtendedModelResponse[Any]
+              ) -> tuple[Turn | None, ModelReply]: ...
+    def _turn(self, request: ModelRequest, response: ModelReply) -> tuple[Turn | None, ModelReply]:
         """The turn the model's reply makes (with an id the state will keep), from the messages it
         was sent; and the reply (a ModelResponse, an AIMessage, or an ExtendedModelResponse)."""
         if self.capture is None:
@@ -123,14 +137,14 @@ class RipplMiddleware(AgentMiddleware):
         outcome = Outcome(dict(request.tool_call), verdict)
         if not hitl.at_risk_claims([outcome]):
             return verdict
-        memory = self.guard.memory
+        memory = sync_handle(self.guard.memory, hint=self.guard.sync_hint)
         try:
-            items = hitl.reviewable([outcome], hitl.pending(memory))  # type: ignore[arg-type]
+            items = hitl.reviewable([outcome], hitl.pending(memory))
         except DatabaseError:
             return verdict
         if not items:
             return verdict
-        hitl.apply(memory, hitl.ask([outcome], items, self.reviewer))  # type: ignore[arg-type]
+        hitl.apply(memory, hitl.ask([outcome], items, self.reviewer))
         if self.capture is None:
             return self.guard.outcome(request.tool_call).verdict
         return self.capture.at_execution(request_config(request), request.tool_call, [])

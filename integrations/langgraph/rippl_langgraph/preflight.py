@@ -20,7 +20,7 @@ records its execution. `capture=False` checks calls against declared actions onl
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
@@ -29,7 +29,8 @@ from langgraph.graph import END, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Send
 
-from rippl_core import DatabaseError, InvalidInputError, Policy
+from rippl_core import CollectionNotStr, DatabaseError, InvalidInputError, Policy
+from rippl_core.adapters import sync_handle
 from rippl_langgraph import review as hitl
 from rippl_langgraph.capture import GraphCapture, current_config, latest_turn
 from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver, veto_message
@@ -59,11 +60,20 @@ def _messages(state: Any, key: str) -> Sequence[AnyMessage]:
     if found is None:
         raise InvalidInputError(f"the preflight node found no {key!r} in the graph state; pass "
                                 "messages_key= if your state keeps its messages elsewhere")
-    return found
+    messages: Sequence[AnyMessage] = found
+    return messages
 
 
 class Preflight:
     """The node's logic; `preflight_node` wraps it as a runnable with sync and async paths."""
+
+    guard: Guard
+    tools: str
+    model: str | None
+    review: bool
+    reviewer: str
+    messages_key: str
+    capture: GraphCapture | None
 
     def __init__(self, guard: Guard, *, tools: str, model: str | None, review: bool,
                  reviewer: str, messages_key: str, capture: GraphCapture | None = None) -> None:
@@ -72,19 +82,21 @@ class Preflight:
         self.messages_key = messages_key
         self.capture = capture
 
-    def route(self, outcomes: Sequence[Outcome]) -> Command:
+    def route(self, outcomes: Sequence[Outcome]) -> Command[str]:
         vetoes = [veto_message(o.call, o.verdict) for o in outcomes if not o.allowed and o.verdict]
         allowed = [o.call for o in outcomes if o.allowed]
         update = {self.messages_key: vetoes} if vetoes else {}
         if allowed:
             return Command(update=update, goto=[Send(self.tools, [call]) for call in allowed])
-        if vetoes and self.model is None:
+        if not vetoes:
+            return Command(update=update, goto=END)
+        if self.model is None:
             raise InvalidInputError("every call was vetoed but the preflight node does not know the "
                                     "model node to return to; pass model=")
-        return Command(update=update, goto=self.model if vetoes else END)
+        return Command(update=update, goto=self.model)
 
     # -- sync -------------------------------------------------------------------------------
-    def run(self, state: Any) -> Command:
+    def run(self, state: Any) -> Command[str]:
         messages = _messages(state, self.messages_key)
         calls = pending_calls(messages)
         outcomes = self._outcomes(messages, calls)
@@ -100,19 +112,19 @@ class Preflight:
         return [Outcome(call, verdicts.get(call.get("id"))) for call in calls]
 
     def _review(self, messages: Sequence[AnyMessage], outcomes: list[Outcome]) -> list[Outcome]:
-        memory = self.guard.memory
+        memory = sync_handle(self.guard.memory, hint=self.guard.sync_hint)
         try:
-            items = hitl.reviewable(outcomes, hitl.pending(memory))  # type: ignore[arg-type]
+            items = hitl.reviewable(outcomes, hitl.pending(memory))
         except DatabaseError:
             return outcomes  # fail closed: the calls stay vetoed, their verdicts say why
         if not items:
             return outcomes
-        hitl.apply(memory, hitl.ask(outcomes, items, self.reviewer))  # type: ignore[arg-type]
+        hitl.apply(memory, hitl.ask(outcomes, items, self.reviewer))
         again = self._outcomes(messages, [o.call for o in outcomes])
         return [new if _reviewable(old) else old for old, new in zip(outcomes, again, strict=True)]
 
     # -- async ------------------------------------------------------------------------------
-    async def arun(self, state: Any) -> Command:
+    async def arun(self, state: Any) -> Command[str]:
         messages = _messages(state, self.messages_key)
         calls = pending_calls(messages)
         outcomes = await self._aoutcomes(messages, calls)
@@ -147,9 +159,9 @@ def _reviewable(outcome: Outcome) -> bool:
 
 def preflight_node(memory: Memory, *, tools: str = "tools", model: str | None = "agent",
                    policy: Policy | None = None, resolver: Resolver | None = None,
-                   unguarded: Collection[str] = (), review: bool = False, reviewer: str = "human",
+                   unguarded: CollectionNotStr[str] = (), review: bool = False, reviewer: str = "human",
                    messages_key: str = "messages", name: str = DEFAULT_NAME, capture: bool = True,
-                   agent: str | None = None) -> Runnable[Any, Command]:
+                   agent: str | None = None) -> Runnable[Any, Command[str]]:
     """A graph node that checks the pending tool calls of the latest AI message.
 
     Args:
@@ -177,25 +189,25 @@ def preflight_node(memory: Memory, *, tools: str = "tools", model: str | None = 
 
 
 def _capture_guard(memory: Memory, policy: Policy | None, resolver: Resolver | None,
-                   unguarded: Collection[str], capture: bool,
+                   unguarded: CollectionNotStr[str], capture: bool,
                    agent: str | None) -> tuple[Guard, GraphCapture | None]:
     guard = Guard(memory, policy=policy, resolver=resolver, unguarded=unguarded)
     return guard, GraphCapture(guard, agent=agent) if capture else None
 
 
 def _node(guarded: tuple[Guard, GraphCapture | None], *, tools: str, model: str | None,
-          review: bool, reviewer: str, messages_key: str, name: str) -> Runnable[Any, Command]:
+          review: bool, reviewer: str, messages_key: str, name: str) -> Runnable[Any, Command[str]]:
     guard, capture = guarded
     logic = Preflight(guard, tools=tools, model=model, review=review, reviewer=reviewer,
                       messages_key=messages_key, capture=capture)
     return RunnableLambda(logic.run, afunc=logic.arun, name=name)
 
 
-def add_preflight(builder: StateGraph, *, memory: Memory, before: str = "tools",
+def add_preflight(builder: StateGraph[Any, Any, Any, Any], *, memory: Memory, before: str = "tools",
                   name: str = DEFAULT_NAME, model: str | None = None, policy: Policy | None = None,
-                  resolver: Resolver | None = None, unguarded: Collection[str] = (),
+                  resolver: Resolver | None = None, unguarded: CollectionNotStr[str] = (),
                   review: bool = False, reviewer: str = "human", messages_key: str = "messages",
-                  capture: bool = True, agent: str | None = None) -> StateGraph:
+                  capture: bool = True, agent: str | None = None) -> StateGraph[Any, Any, Any, Any]:
     """Insert a preflight node in front of the tool node `before` of an uncompiled StateGraph.
 
     Every edge and conditional edge leading to `before` is redirected to the preflight node, which
@@ -227,13 +239,13 @@ def add_preflight(builder: StateGraph, *, memory: Memory, before: str = "tools",
     guarded = _capture_guard(memory, policy, resolver, unguarded, capture, agent)
     node = _node(guarded, tools=before, model=model, review=review, reviewer=reviewer,
                  messages_key=messages_key, name=name)
-    if guarded[1] is not None:
+    if guarded[1] is not None and isinstance(tool_node, ToolNode):  # capture: checked above
         wrap_tool_node(tool_node, guarded[1], messages_key=messages_key)
     builder.add_node(name, node, destinations=(before, model, END))
     return builder
 
 
-def _redirect(builder: StateGraph, before: str, name: str) -> set[str]:
+def _redirect(builder: StateGraph[Any, Any, Any, Any], before: str, name: str) -> set[str]:
     """Point every edge to `before` at `name`; returns the source nodes (those of branches without
     a path map count only when no edge names `before` explicitly)."""
     sources: set[str] = set()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.types import interrupt
 
@@ -29,14 +29,15 @@ from rippl_core import AsyncRippl, InvalidInputError, ReviewItem, Rippl, State
 from rippl_core.adapters import Call, Calls, acall, arun_calls, run_calls
 from rippl_langgraph.guard import Outcome
 
-DECISIONS = ("approve", "reject", "defer")
+type DecisionKind = Literal["approve", "reject", "defer"]
+DECISIONS: tuple[DecisionKind, ...] = ("approve", "reject", "defer")
 INTERRUPT_TYPE = "rippl_review"
 MAX_ASKS = 8  # a node asks again after an unusable answer, this many times at most
 
 
 @dataclass(frozen=True)
 class Decision:
-    decision: str
+    decision: DecisionKind
     by: str
     note: str | None = None
 
@@ -102,6 +103,7 @@ def ask(outcomes: Sequence[Outcome], items: Sequence[ReviewItem], reviewer: str)
 
 
 def _one(value: Any, default_by: str, where: str) -> Decision:
+    decision: object
     if isinstance(value, str):
         decision, by, note = value, default_by, None
     elif isinstance(value, Mapping):
@@ -111,7 +113,7 @@ def _one(value: Any, default_by: str, where: str) -> Decision:
     else:
         raise InvalidInputError(f"{where}: expected 'approve', 'reject', 'defer' or "
                                 f"{{'decision': ..., 'by': ...}}, got {type(value).__name__}")
-    if decision not in DECISIONS:
+    if not isinstance(decision, str) or decision not in DECISIONS:
         raise InvalidInputError(f"{where}: decision {decision!r} is not one of {', '.join(DECISIONS)}")
     if not isinstance(by, str) or (note is not None and not isinstance(note, str)):
         raise InvalidInputError(f"{where}: 'by' and 'note' must be strings")

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, overload
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
@@ -123,6 +123,10 @@ def current(belief: Belief) -> bool:
     return belief.claim_state is not State.OUT
 
 
+@overload
+def item_of(belief: Belief, score: float | None = None, *, search: Literal[True]) -> SearchItem: ...
+@overload
+def item_of(belief: Belief, score: float | None = None, *, search: Literal[False] = False) -> Item: ...
 def item_of(belief: Belief, score: float | None = None, *, search: bool = False) -> Item:
     namespace, key = place(belief)
     created = belief.first_recorded_at or belief.recorded_at
@@ -278,16 +282,18 @@ class RipplStore(BaseStore):
             the time it linked to each checkpoint; any other saver, the checkpoint's timestamp).
     """
 
+    memory: Memory
+
     supports_ttl = False
 
-    def __init__(self, memory: Memory, *, checkpointer: BaseCheckpointSaver | None = None) -> None:
+    def __init__(self, memory: Memory, *, checkpointer: BaseCheckpointSaver[Any] | None = None) -> None:
         self.memory = require_handle(memory, who="RipplStore")
         self.checkpointer = checkpointer
 
     @classmethod
     @contextmanager
     def from_conn_string(cls, conn_string: str, *, graph: str = "rippl",
-                         checkpointer: BaseCheckpointSaver | None = None) -> Iterator[RipplStore]:
+                         checkpointer: BaseCheckpointSaver[Any] | None = None) -> Iterator[RipplStore]:
         """A store on its own `Rippl` handle (sync and async use), closed on exit, as with
         langgraph's Postgres store. `conn_string` is a FalkorDB URL, a database file path, or
         ":memory:":
@@ -388,7 +394,7 @@ class RipplStore(BaseStore):
             found = await saver.aget_tuple(config)
         return await arun_calls(self.memory, _premises(found, messages_key, self.memory))
 
-    def _saver(self) -> BaseCheckpointSaver:
+    def _saver(self) -> BaseCheckpointSaver[Any]:
         if self.checkpointer is None:
             raise InvalidInputError("RipplStore(memory, checkpointer=saver) needs the graph's "
                                     "checkpointer to read checkpoint times")
@@ -415,6 +421,7 @@ def observation(config: RunnableConfig | None, op: Op,
     """(run, agent, claims) a read made inside a graph run observed, or None."""
     if config is None or not (config.get("configurable") or {}).get("thread_id"):
         return None
+    agent: str | None
     if isinstance(op, GetOp) and isinstance(result, Item):
         items, agent = [result], op.namespace[0]
     elif isinstance(op, SearchOp) and not _times(op.filter)[0] and isinstance(result, list):

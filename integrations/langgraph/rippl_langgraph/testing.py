@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -36,7 +36,7 @@ class ScriptedChatModel(BaseChatModel):
     """Answers with the next step of `script`; with `loop=True` it starts over when done,
     otherwise running past the end raises an error naming the turn."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
 
     script: Sequence[Any] = Field(default_factory=list)
     loop: bool = False
@@ -49,7 +49,7 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "rippl-scripted"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         return self
 
     @property

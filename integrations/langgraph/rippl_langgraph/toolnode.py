@@ -11,7 +11,7 @@ inside a ToolNode re-runs the sibling calls on resume (langgraph #3126); use the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -22,7 +22,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from rippl_core import Policy, Verdict
+from rippl_core import CollectionNotStr, Policy, Verdict
 from rippl_langgraph.capture import GraphCapture, current_config, messages_in, output_of
 from rippl_langgraph.guard import Guard, Memory, Resolver, veto_message
 
@@ -128,7 +128,7 @@ def wrap_tool_node(node: ToolNode, capture: GraphCapture, *, messages_key: str =
 
 def guarded_tool_node(tools: Sequence[BaseTool | Callable[..., Any]], memory: Memory, *,
                       policy: Policy | None = None, resolver: Resolver | None = None,
-                      unguarded: Collection[str] = (), name: str = "tools", capture: bool = True,
+                      unguarded: CollectionNotStr[str] = (), name: str = "tools", capture: bool = True,
                       agent: str | None = None, **tool_node_options: Any) -> ToolNode:
     """A `ToolNode` over `tools` that checks each call against the premise graph before running it.
 

@@ -18,8 +18,11 @@ class Extractor(Protocol):
     `name` and `model` are recorded in the provenance of every node written.
     """
 
-    name: str
-    model: str | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str | None: ...
 
     def extract(self, document: Document) -> Extraction: ...
 

@@ -50,6 +50,12 @@ class GroqExtractor:
     `max_backoff`, or what the server's Retry-After asks, up to `max_backoff`).
     """
 
+    model: str
+    timeout: float
+    max_retries: int
+    backoff: float
+    max_backoff: float
+
     name = "groq"
 
     def __init__(self, model: str = DEFAULT_MODEL, *, api_key: str | None = None,
@@ -143,7 +149,7 @@ class GroqExtractor:
             hint = " (rate limited: wait, or lower the request rate)" if status == 429 else ""
             raise ExtractorError(f"{document.name}: Groq failed with {what} after {attempts}"
                                  f"{hint}: {_message(exc)}") from exc
-        wait = self.backoff * 2 ** attempt * random.uniform(0.5, 1.0)
+        wait: float = self.backoff * 2 ** attempt * random.uniform(0.5, 1.0)
         asked = _retry_after(getattr(exc, "response", None))
         if asked is not None:
             wait = asked

@@ -7,7 +7,7 @@ Install with the `langchain` extra; langchain-core is imported only when an extr
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -22,8 +22,11 @@ from rippl_core.ingest.schema import (
     schema_problems,
 )
 
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
-def _base_chat_model() -> type:
+
+def _base_chat_model() -> type[BaseChatModel]:
     try:
         from langchain_core.language_models import BaseChatModel
     except ImportError:  # pragma: no cover - depends on the installation
@@ -37,6 +40,8 @@ class ChatModelExtractor:
     when given (e.g. "json_schema" or "function_calling"); by default the model's own default.
     Provider errors (network, auth, rate limits after the model's own retries) become
     ExtractorError; output that does not fit the schema becomes ExtractionRejected."""
+
+    model: str | None
 
     name = "langchain"
 

@@ -43,24 +43,28 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
         through Rippl, and judged (by that, and by any action declared for it); report it with
         record_execution once it ran. Or give an action or decision id as `target`. Fails closed:
         a graph that cannot be read is unsafe."""
-        if (target is None) == (tool is None):
+        if target is not None and tool is None:
+            subject: str | ToolCall = target
+        elif tool is not None and target is None:
+            subject = ToolCall(name=tool, args=args or {})
+        else:
             raise InvalidInputError("give either target (an action or decision id) or tool (with its "
                                     "args), exactly one of them")
         if args is not None and tool is None:
             raise InvalidInputError("args go with tool; to check an action by id pass only target")
         if tool is None or as_of is not None or known_at is not None:  # an action by id, or an audit
-            subject: str | ToolCall = target if tool is None else ToolCall(name=tool, args=args or {})
             return CheckResult.of(await rippl.check(subject, as_of=as_of, known_at=known_at))
         session = sessions.of(ctx)
-        call = ToolCall(name=tool, args=args or {}, id=call_id or session.next_call_id())
+        ref = call_id or session.next_call_id()
+        call = ToolCall(name=tool, args=args or {}, id=ref)
         try:
-            [verdict] = await session.run.decide(call.id, [call], context=None, told=session.told)  # type: ignore[arg-type]
+            [verdict] = await session.run.decide(ref, [call], context=None, told=session.told)
         except DatabaseError as exc:
             return CheckResult.of(error_verdict(call, exc, rippl.policy))
-        session.remember(tool, args, call.id)  # type: ignore[arg-type]
+        session.remember(tool, args, ref)
         if not verdict.allowed:
-            session.told.append(call.id)  # type: ignore[arg-type]
-        return CheckResult.of(verdict, call_id=call.id)
+            session.told.append(ref)
+        return CheckResult.of(verdict, call_id=ref)
 
     @tool(read_only=True, idempotent=True, title="Blast radius of a node")
     async def blast_radius(

@@ -28,11 +28,11 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    SerializerProtocol,
     get_checkpoint_id,
     get_checkpoint_metadata,
     writes_sort_key,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from rippl_core import InvalidInputError
 from rippl_core.adapters import Batch, Commit, Op, now_ms
@@ -159,9 +159,9 @@ class CheckpointOps:
         thread_id = clean(conf["thread_id"], "thread_id")
         checkpoint_ns = clean(conf.get("checkpoint_ns") or "", "checkpoint_ns")
         parent_id = conf.get("checkpoint_id")
-        stored = dict(checkpoint)
+        stored: dict[str, Any] = dict(checkpoint)
         tkey = thread_key(thread_id)
-        values: dict[str, Any] = stored.pop("channel_values", None) or {}  # type: ignore[misc]
+        values: dict[str, Any] = stored.pop("channel_values", None) or {}
         blobs = []
         for channel, version in new_versions.items():
             clean(channel, "channel")
@@ -201,7 +201,8 @@ class CheckpointOps:
         if checkpoint_id is None:
             raise InvalidInputError("put_writes needs the checkpoint_id of the checkpoint the writes follow")
         cp_key = key(thread_id, checkpoint_ns, checkpoint_id)
-        regular, special = [], []
+        regular: list[dict[str, Any]] = []
+        special: list[dict[str, Any]] = []
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(clean(channel, "channel"), position)
             type_, data = self.dump(value)
@@ -344,7 +345,7 @@ class CheckpointOps:
     def _tuple(self, row: Sequence[Any]) -> CheckpointTuple:
         (thread_id, checkpoint_ns, checkpoint_id, parent_id, type_, data, meta_type, meta, _key,
          blobs, writes) = row
-        checkpoint = self.load(type_, data)
+        checkpoint: Checkpoint = self.load(type_, data)
         values = {channel: self.load(btype, bdata) for channel, btype, bdata in blobs
                   if btype != "empty"}
         ordered = sorted(writes, key=lambda w: writes_sort_key(w[5] or "", w[0], int(w[1])))

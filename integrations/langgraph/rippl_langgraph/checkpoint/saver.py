@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Final, Self
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -25,9 +25,9 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    SerializerProtocol,
     get_checkpoint_id,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from rippl_core import AsyncRippl, InvalidInputError, Rippl
 from rippl_core.adapters import AsyncStateGraph, StateGraph, from_ms
@@ -36,7 +36,7 @@ from rippl_langgraph.checkpoint.queries import SCHEMA
 
 # The checkpoints live in the tenant's companion graph "checkpoints": among the keys Rippl keeps
 # for the tenant (its slot of a cluster), so `Rippl.drop()` deletes them with the rest.
-COMPANION = "checkpoints"
+COMPANION: Final = "checkpoints"
 
 
 @contextmanager
@@ -86,6 +86,8 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     The async methods run the sync ones in a worker thread; for asyncio code prefer
     `AsyncFalkorDBSaver`.
     """
+
+    graph: str
 
     def __init__(self, memory: Rippl | None = None, *, path: str | os.PathLike[str] | None = None,
                  url: str | None = None, graph: str = "rippl",
@@ -180,7 +182,7 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
         what a DeltaChannel needs to rebuild it), or delete them (`"delete"`)."""
         self._store.run(lambda: self._ops.prune(thread_ids, strategy), write=True)
 
-    def get_next_version(self, current: str | None, channel: None = None) -> str:  # type: ignore[override]
+    def get_next_version(self, current: str | None, channel: None = None) -> str:
         return _next_version(current)
 
     def checkpoint_time(self, config: RunnableConfig) -> datetime | None:
@@ -196,9 +198,8 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
                     before: RunnableConfig | None = None,
                     limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
         items = self.list(config, filter=filter, before=before, limit=limit)
-        done = object()
-        while (item := await asyncio.to_thread(next, items, done)) is not done:
-            yield item  # type: ignore[misc]
+        while (item := await asyncio.to_thread(next, items, None)) is not None:
+            yield item
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
@@ -280,6 +281,8 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     another thread while that loop runs, as with langgraph's `AsyncSqliteSaver`; for sync code use
     `FalkorDBSaver`.
     """
+
+    graph: str
 
     def __init__(self, memory: AsyncRippl, *, serde: SerializerProtocol | None = None) -> None:
         super().__init__(serde=serde)
@@ -403,7 +406,7 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
         """When the checkpoint named by `config` was taken (the latest if it names none)."""
         return from_ms(await self._run(lambda: self._ops.taken_at(config)))
 
-    def get_next_version(self, current: str | None, channel: None = None) -> str:  # type: ignore[override]
+    def get_next_version(self, current: str | None, channel: None = None) -> str:
         return _next_version(current)
 
     # -- sync: the async methods on the saver's loop, from another thread --------------------
