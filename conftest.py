@@ -30,6 +30,11 @@ from rippl_core.testing import (
     start_falkordb_server,
 )
 
+# Every process this session starts inherits this mark, so that the session's clean-up stops only
+# its own servers, never those of another session running beside it (CI runs steps in parallel).
+SESSION_MARK = uuid.uuid4().hex
+os.environ["RIPPL_TEST_SESSION"] = SESSION_MARK
+
 BACKENDS = ["embedded", "server"]
 CLUSTER = pytest.param("cluster", marks=pytest.mark.cluster)
 
@@ -48,20 +53,25 @@ def no_orphan_servers() -> Iterator[None]:
 
     An embedded server stops by itself once no process uses it (its watchdog sees to that); this
     is a safety net for a test that breaks that, e.g. by freezing a watchdog. Only servers started
-    from this checkout's binary after the session began are stopped."""
+    from this checkout's binary by this session are stopped: started by this process, or by a
+    watchdog that carries the session's mark (a server's own environment is not readable: Redis
+    reuses that memory for its process title)."""
     binary = str(falkordb_binaries()[0])
 
-    def servers() -> dict[int, psutil.Process]:
-        found = {}
-        for process in psutil.process_iter(["exe"]):
-            if process.info["exe"] == binary:
-                found[process.pid] = process
-        return found
+    def ours(process: psutil.Process) -> bool:
+        try:
+            if process.info["exe"] != binary:
+                return False
+            parent = process.parent()
+            return parent is not None and (
+                parent.pid == os.getpid()
+                or parent.environ().get("RIPPL_TEST_SESSION") == SESSION_MARK)
+        except psutil.Error:
+            return False
 
-    before = set(servers())
     yield
-    for pid, process in servers().items():
-        if pid not in before:
+    for process in psutil.process_iter(["exe"]):
+        if ours(process):
             with contextlib.suppress(psutil.Error):
                 process.terminate()
 
