@@ -15,15 +15,14 @@ if TYPE_CHECKING:
     from rippl_core._runtime.driver import AsyncDriver, SyncDriver
 
 
-class Run:
-    """One run of an agent whose provenance is captured: what it observed, each model turn with
-    tool calls (a decision), each call (an action) and its execution. Cheap to create (no I/O
-    until the first record); the same run id continues the same trace."""
+class _RunHandle[D: (SyncDriver, AsyncDriver)]:
+    """What `Run` and `AsyncRun` share: the run, its policy and the driver that does the I/O."""
 
     ref: RunRef
     policy: Policy
+    _driver: D
 
-    def __init__(self, driver: SyncDriver, run: RunRef, policy: Policy) -> None:
+    def __init__(self, driver: D, run: RunRef, policy: Policy) -> None:
         self._driver, self.ref, self.policy = driver, run, ops.capture_policy(policy)
 
     @property
@@ -33,6 +32,12 @@ class Run:
 
     def _policy(self, policy: Policy | None) -> Policy:
         return ops.capture_policy(policy) if policy is not None else self.policy
+
+
+class Run(_RunHandle["SyncDriver"]):
+    """One run of an agent whose provenance is captured: what it observed, each model turn with
+    tool calls (a decision), each call (an action) and its execution. Cheap to create (no I/O
+    until the first record); the same run id continues the same trace."""
 
     def observe(self, claims: SequenceNotStr[str], *, ref: str | None = None) -> list[str]:
         """The run saw these claims (e.g. a memory read), carried by the message `ref` (None: they
@@ -67,22 +72,8 @@ class Run:
         self._driver.run(lambda: ops.close(self.ref))
 
 
-class AsyncRun:
+class AsyncRun(_RunHandle["AsyncDriver"]):
     """The asyncio twin of `Run`."""
-
-    ref: RunRef
-    policy: Policy
-
-    def __init__(self, driver: AsyncDriver, run: RunRef, policy: Policy) -> None:
-        self._driver, self.ref, self.policy = driver, run, ops.capture_policy(policy)
-
-    @property
-    def id(self) -> str:
-        """The run's id."""
-        return self.ref.id
-
-    def _policy(self, policy: Policy | None) -> Policy:
-        return ops.capture_policy(policy) if policy is not None else self.policy
 
     async def observe(self, claims: SequenceNotStr[str], *, ref: str | None = None) -> list[str]:
         """The run saw these claims (e.g. a memory read), carried by the message `ref` (None: they
