@@ -264,7 +264,14 @@ def test_hostile_strings_round_trip_verbatim(backend: dict[str, object], node_id
 
 # A parameter that takes several values refuses a scalar, a single string, bytes or a mapping
 # (iterating them would fail with a TypeError or silently take characters or keys).
-NOT_A_COLLECTION = [5, 3.5, "C1", b"C1", {"C1": 1}, object()]
+class Opaque:
+    """An arbitrary object (its repr is stable, so test ids are the same in every process)."""
+
+    def __repr__(self) -> str:
+        return "<an object>"
+
+
+NOT_A_COLLECTION = [5, 3.5, "C1", b"C1", {"C1": 1}, Opaque()]
 COLLECTIONS: dict[str, Call] = {
     "Rippl.add_claim.sources": lambda r, v: r.add_claim("C9", "t", sources=v),
     "Rippl.add_claim.derived_from": lambda r, v: r.add_claim("C9", "t", derived_from=v),
