@@ -273,3 +273,41 @@ def test_reading_the_latest_checkpoint_scans_no_label(saver: FalkorDBSaver) -> N
                   queries.latest_checkpoint_time(head_key("t1", ""))):
         plan = saver.memory.redis.execute_command("GRAPH.EXPLAIN", saver.graph, query.command())
         assert not any("Label Scan" in step for step in plan), plan
+
+
+def test_a_put_creates_its_nodes_whole_and_a_re_put_overwrites(saver: FalkorDBSaver) -> None:
+    """A new checkpoint and its blobs are created with every property in place (not set after
+    the create, which re-indexes at a cost growing with the label); putting the same checkpoint
+    and blob again overwrites them, one node each."""
+    from rippl_core.adapters import Query
+
+    def nodes(label: str) -> list[dict[str, Any]]:
+        query = Query(f"MATCH (n:{label}) RETURN keys(n), n.key, n.data", read_only=True)
+        rows = saver._store.run(lambda: (yield query))
+        return [{"keys": set(row[0]), "key": row[1], "data": row[2]} for row in rows]
+
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"log": ["first"]}
+    checkpoint["channel_versions"] = {"log": saver.get_next_version(None, None)}
+    config = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+    stored = saver.put(config, checkpoint, {"source": "input", "step": -1}, checkpoint["channel_versions"])
+    [created] = nodes("Checkpoint")
+    assert created["keys"] >= {"key", "thread_key", "thread_id", "checkpoint_ns", "checkpoint_id",
+                               "type", "data", "meta_type", "meta", "meta_kv", "blob_keys",
+                               "taken_at", "recorded_at"}
+    assert "parent_id" not in created["keys"] and "run_id" not in created["keys"]  # None: not stored
+    [blob] = nodes("CheckpointBlob")
+    assert blob["keys"] == {"key", "thread_key", "thread_id", "checkpoint_ns", "channel", "version",
+                            "type", "data"}
+
+    checkpoint["channel_values"] = {"log": ["second"]}
+    again = saver.put(config, checkpoint, {"source": "loop", "step": 0}, checkpoint["channel_versions"])
+    assert again == stored
+    [overwritten] = nodes("Checkpoint")
+    assert overwritten["key"] == created["key"] and overwritten["data"] == created["data"]
+    [blob_again] = nodes("CheckpointBlob")
+    assert blob_again["key"] == blob["key"] and blob_again["data"] != blob["data"]
+    found = saver.get_tuple(stored)
+    assert found is not None
+    assert found.metadata["source"] == "loop" and found.metadata["step"] == 0
+    assert found.checkpoint["channel_values"] == {"log": ["second"]}

@@ -186,9 +186,9 @@ class CheckpointOps:
             "taken_at": _taken_at(checkpoint), "recorded_at": now_ms(),
         }
         checkpoint_key = key(thread_id, checkpoint_ns, checkpoint["id"])
-        # upserts only: a blind commit (no read needed), one statement, one round trip
-        yield Commit([queries.put_checkpoint(checkpoint_key, props, blobs,
-                                             head_key(thread_id, checkpoint_ns))], blind=True)
+        # upserts only: a blind commit (no read needed), one transaction, one round trip
+        yield Commit(queries.put_checkpoint(checkpoint_key, props, blobs,
+                                            head_key(thread_id, checkpoint_ns)), blind=True)
         return tuple_config(thread_id, checkpoint_ns, checkpoint["id"])
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,

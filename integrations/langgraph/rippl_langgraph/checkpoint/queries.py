@@ -51,19 +51,41 @@ _WITH_BLOBS_AND_WRITES = (
 
 
 def put_checkpoint(key: str, props: Mapping[str, Any], blobs: Sequence[Mapping[str, Any]],
-                   head_key: str) -> Query:
+                   head_key: str) -> list[Query]:
     """A checkpoint with its new channel blobs (rows of {key, props}), and its (thread,
-    namespace) head pointed at it if it is the newest, in one statement: reading the latest
-    checkpoint is then two indexed lookups whatever the thread's length."""
-    return Query(
-        f"FOREACH (r IN $blobs | MERGE (b:{BLOB} {{key: r.key}}) SET b += r.props) "
-        f"MERGE (c:{CHECKPOINT} {{key: $key}}) SET c += $props "
-        f"MERGE (h:{HEAD} {{key: $hk}}) ON CREATE SET h.thread_key = $props.thread_key, "
-        "h.checkpoint_ns = $props.checkpoint_ns, h.latest_id = $props.checkpoint_id, "
-        "h.latest_key = $key "
+    namespace) head pointed at it if it is the newest: statements sent together in one
+    transaction. Reading the latest checkpoint is then two indexed lookups whatever the thread's
+    length. A new node is created with its properties inline: a `SET` right after its `CREATE`
+    or `MERGE` re-indexes it, at a cost that grows with the nodes of its label (the put of the
+    10,000th checkpoint of a thread took 7x the first's; see docs/benchmarks.md, Limits); only
+    a re-put of an existing checkpoint or blob sets properties."""
+    checkpoint = Query(
+        f"OPTIONAL MATCH (c:{CHECKPOINT} {{key: $key}}) "
+        f"FOREACH (_ IN CASE WHEN c IS NULL THEN [1] ELSE [] END | "
+        f"CREATE (:{CHECKPOINT} {_inline('$key', '$props', props)})) "
+        "FOREACH (_ IN CASE WHEN c IS NULL THEN [] ELSE [1] END | SET c += $props) "
+        f"WITH count(*) AS done MERGE (h:{HEAD} {{key: $hk}}) ON CREATE SET "
+        "h.thread_key = $props.thread_key, h.checkpoint_ns = $props.checkpoint_ns, "
+        "h.latest_id = $props.checkpoint_id, h.latest_key = $key "
         "WITH h WHERE h.latest_id < $props.checkpoint_id "
         "SET h.latest_id = $props.checkpoint_id, h.latest_key = $key",
-        {"blobs": blobs, "key": key, "props": props, "hk": head_key})
+        {"key": key, "props": props, "hk": head_key})
+    if not blobs:
+        return [checkpoint]
+    keys = {k: None for blob in blobs for k in blob["props"]}
+    return [Query(
+        f"UNWIND $blobs AS r OPTIONAL MATCH (b:{BLOB} {{key: r.key}}) "
+        f"FOREACH (_ IN CASE WHEN b IS NULL THEN [1] ELSE [] END | "
+        f"CREATE (:{BLOB} {_inline('r.key', 'r.props', keys)})) "
+        "FOREACH (_ IN CASE WHEN b IS NULL THEN [] ELSE [1] END | SET b += r.props)",
+        {"blobs": blobs}), checkpoint]
+
+
+def _inline(key: str, props: str, fields: Mapping[str, Any]) -> str:
+    """The map literal `{key: <key>, f: <props>.f, ...}` of a node created with its properties
+    (a null one is not stored, as with `SET n += map`). `fields` are the saver's own names, the
+    keys of the map parameter, which the encoder accepts only as plain identifiers."""
+    return "{" + ", ".join([f"key: {key}", *(f"{name}: {props}.{name}" for name in fields)]) + "}"
 
 
 def set_heads(rows: Sequence[Mapping[str, Any]]) -> Query:
