@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rippl_core._runtime.op import Op
+from rippl_core._runtime.op import Batch, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
 from rippl_core._runtime.validation import check_id
 from rippl_core._runtime.wire import Query
@@ -94,25 +94,15 @@ class _Info:
         return self.created_at is None or self.created_at <= known
 
 
-def _infos(ids: Sequence[str]) -> Op[dict[str, _Info]]:
-    found: dict[str, _Info] = {}
-    for start in range(0, len(ids), READ_CHUNK):
-        records = yield cypher.node_times(ids[start:start + READ_CHUNK])
-        for node, kind, state, created, executed in records:
-            found[node] = _Info(Kind(kind), State(state), created, executed)
-    return found
-
-
-def own_at(ids: Sequence[str], t: int, known: int) -> Op[dict[str, Premise]]:
-    """Each node's own retraction state at valid time `t` as recorded by `known`: whether it was
-    retracted itself, and how many retractions of it were proposed and undecided. Each record
-    asserts its fields from its valid time on, later transactions overriding earlier ones for
-    the times they cover (so a retraction recorded late with an earlier `at` counts from then)."""
+def _own_from(rows: Sequence[tuple[Any, ...]], t: int) -> dict[str, Premise]:
+    """Each node's own retraction state at valid time `t`, from its recorded changes (rows of
+    `cypher.own_changes_of`): whether it was retracted itself, and how many retractions of it were
+    proposed and undecided. Each record asserts its fields from its valid time on, later
+    transactions overriding earlier ones for the times they cover (so a retraction recorded late
+    with an earlier `at` counts from then)."""
     records: dict[str, list[tuple[int, int, int, bool | None, int | None]]] = defaultdict(list)
-    for start in range(0, len(ids), READ_CHUNK):
-        rows = yield cypher.own_changes_of(ids[start:start + READ_CHUNK], known)
-        for node, retracted, pending, valid_from, recorded_at, order in rows:
-            records[node].append((recorded_at, order, valid_from, retracted, pending))
+    for node, retracted, pending, valid_from, recorded_at, order in rows:
+        records[node].append((recorded_at, order, valid_from, retracted, pending))
     own = {}
     for node, found in records.items():
         retracted, pending = False, 0
@@ -141,14 +131,25 @@ def view_at(ids: Sequence[str], t: int, known: int) -> Op[View]:
     """The states of `ids` at valid time `t` as known at `known`, right by construction: the own
     retraction state of every node of their ancestry at that time, then truth maintenance over
     the ancestry (the graph's structure is today's; a node Rippl learned of after `known` was
-    not there)."""
+    not there). After the walk, one round trip reads what the ancestry's nodes are, their own
+    retraction records and their justifications."""
     visits = yield from walk(ids, down=False)
     nodes = list(dict.fromkeys([*ids, *visits]))
-    infos = yield from _infos(nodes)
-    present = [n for n in nodes if n in infos and infos[n].known_by(known)]
-    own = yield from own_at(present, t, known)
-    justs, _ = yield from support_of(present, cypher.step_up_all)
-    kept = set(present)
+    infos: dict[str, _Info] = {}
+    changes: list[tuple[Any, ...]] = []
+    support: list[tuple[Any, ...]] = []
+    for start in range(0, len(nodes), READ_CHUNK):
+        chunk = nodes[start:start + READ_CHUNK]
+        times, own_rows, support_rows = yield Batch(
+            cypher.node_times(chunk), cypher.own_changes_of(chunk, known), cypher.step_up_all(chunk))
+        for node, kind, state, created, executed in times:
+            infos[node] = _Info(Kind(kind), State(state), created, executed)
+        changes += own_rows
+        support += support_rows
+    kept = {n for n in nodes if n in infos and infos[n].known_by(known)}
+    present = [n for n in nodes if n in kept]
+    own = {n: p for n, p in _own_from(changes, t).items() if n in kept}
+    justs, _ = _justifications(support)
     region = Region(nodes={n: own.get(n, Premise()) for n in present},
                     justifications={n: [j for j in justs.get(n, []) if set(j) <= kept]
                                     for n in present})
@@ -287,13 +288,21 @@ def support_of(ids: Sequence[str], query: Callable[[Sequence[str]], Query]) -> O
         tuple[dict[str, list[list[str]]], dict[str, tuple[Any, ...]]]]:
     """Justifications of `ids` (antecedent lists grouped by the edge's justification key), and
     the query's extra columns for each antecedent."""
+    rows: list[tuple[Any, ...]] = []
+    for start in range(0, len(ids), READ_CHUNK):
+        rows += (yield query(ids[start:start + READ_CHUNK]))
+    return _justifications(rows)
+
+
+def _justifications(rows: Sequence[tuple[Any, ...]]) -> tuple[dict[str, list[list[str]]],
+                                                               dict[str, tuple[Any, ...]]]:
+    """Rows (node, justification key, antecedent, extra...) grouped into each node's
+    justifications, and each antecedent's extra columns."""
     grouped: dict[str, dict[Any, list[str]]] = defaultdict(lambda: defaultdict(list))
     extra: dict[str, tuple[Any, ...]] = {}
-    for start in range(0, len(ids), READ_CHUNK):
-        records = yield query(ids[start:start + READ_CHUNK])
-        for node, j, antecedent, *rest in records:
-            grouped[node][j].append(antecedent)
-            extra[antecedent] = tuple(rest)
+    for node, j, antecedent, *rest in rows:
+        grouped[node][j].append(antecedent)
+        extra[antecedent] = tuple(rest)
     justs = {node: [a for _, a in sorted(groups.items(), key=lambda kv: str(kv[0]))]
              for node, groups in grouped.items()}
     return justs, extra

@@ -13,6 +13,7 @@ from typing import Any
 
 from rippl_core._runtime.wire import Query
 from rippl_core.causal import cypher
+from rippl_core.vocabulary import Kind
 
 type Op[T] = Generator[Any, Any, T]
 
@@ -67,5 +68,6 @@ def walk(roots: Iterable[str], *, down: bool, max_depth: int | None = None,
             visits[node] = Visit(node, parent, depth, kind, state, bool(retracted),
                                  int(pending or 0), None if down else extra,
                                  bool(extra) if down else False)
-            frontier.append(node)
+            if down or kind != Kind.SOURCE.value:  # nothing rests under a source: no step up
+                frontier.append(node)
     return visits
