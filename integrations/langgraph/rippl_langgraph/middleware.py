@@ -176,8 +176,8 @@ class _ToolCallsOnly(RipplMiddleware):
     it has no model hooks, and `create_agent` (which decides by the class's methods) wraps no model
     call with it (each wrapped hook costs a traced pass-through, ~50 µs, on every model call)."""
 
-    wrap_model_call = AgentMiddleware.wrap_model_call  # type: ignore[assignment]
-    awrap_model_call = AgentMiddleware.awrap_model_call  # type: ignore[assignment]
+    wrap_model_call = AgentMiddleware.wrap_model_call
+    awrap_model_call = AgentMiddleware.awrap_model_call
 
     @property
     def name(self) -> str:
