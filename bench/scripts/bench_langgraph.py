@@ -175,9 +175,11 @@ VARIANTS = [
     ("RipplMiddleware (guard, model hooks as before)", "create_agent", "create_agent", "check"),
     ("RipplMiddleware (capture)", "create_agent", "create_agent", "decide + judge + executed"),
 ]
-FLOORS = ("ping", "check", "check after 3 ms of work", "decide + executed", "decide + judge + executed")
-COLD = ("check after 3 ms of work",)  # floors that time themselves (after their busy work)
+COLD = ("check after 3 ms of work", "decide + executed, each after 3 ms of work",
+        "decide + judge + executed, each after 3 ms of work")  # floors timing themselves (not the work)
+COLD_OF = {"check": COLD[0], "decide + executed": COLD[1], "decide + judge + executed": COLD[2]}
 COLD_MS = 3.0  # about the graph's own work before its tool call: a check as a run makes it
+FLOORS = ("ping", "check", "decide + executed", "decide + judge + executed", *COLD)
 
 
 def bare_operations(memory: Rippl) -> dict[str, Callable[[int], Any]]:
@@ -185,18 +187,21 @@ def bare_operations(memory: Rippl) -> dict[str, Callable[[int], Any]]:
     one call (on the core `Run`, no adapter) on the same handle."""
     call = ToolCall(name="migrate_tables", args=MIGRATE_07)
 
-    def captured(n: int, judge: bool) -> None:
-        run = memory.run(f"floor-{judge}-{n}")
+    def captured(n: int, judge: bool, work_ms: float = 0.0) -> float:
+        """Seconds the capture operations of one call take (each after `work_ms` of work)."""
+        run = memory.run(f"floor-{judge}-{work_ms}-{n}")
         made = ToolCall(name="migrate_tables", args=MIGRATE_07, id=f"call-{n}")
-        run.decide(f"turn-{n}", [made], context=[])
+        took = after_work(lambda: run.decide(f"turn-{n}", [made], context=[]), work_ms)
         if judge:
-            run.judge(made)
-        run.executed(made, f"migrated billing #{n}")
+            took += after_work(lambda: run.judge(made), work_ms)
+        return took + after_work(lambda: run.executed(made, f"migrated billing #{n}"), work_ms)
 
     return {"ping": lambda n: memory.redis.ping(), "check": lambda n: memory.check(call),
-            "check after 3 ms of work": lambda n: after_work(lambda: memory.check(call), COLD_MS),
+            COLD[0]: lambda n: after_work(lambda: memory.check(call), COLD_MS),
             "decide + executed": lambda n: captured(n, False),
-            "decide + judge + executed": lambda n: captured(n, True)}
+            "decide + judge + executed": lambda n: captured(n, True),
+            COLD[1]: lambda n: captured(n, False, COLD_MS),
+            COLD[2]: lambda n: captured(n, True, COLD_MS)}
 
 
 def invoking(app: Any, inputs: dict[str, Any], prefix: str) -> Callable[[int], Any]:
@@ -493,6 +498,36 @@ def machine() -> dict[str, Any]:
             "packages": versions}
 
 
+def target_text(over: dict[str, Any]) -> str:
+    """Issue 18 item 3's target for the guard (added p50 <= the check + 0.1 ms), read off this run."""
+    hooks, added = over["hooks"]["over_check_p50_ms"], over["added_p50_ms_per_tool_call"]
+    own = max(hooks.values())
+    pairs = [("guarded_tool_node (guard)", "guarded_tool_node (tool unguarded)"),
+             ("preflight_node (guard)", "preflight_node (tool unguarded)")]
+    cold = over[COLD[0]]["p50_ms"]
+    rows = "; ".join(
+        f"{guard}: {added[guard]:+.3f} ms, of which the hook without a check ({bare}) "
+        f"{added[bare]:+.3f} and the check after 3 ms of work {cold:.3f}, leaving "
+        f"{added[guard] - added[bare] - cold:+.3f}" for guard, bare in pairs)
+    return (f"**Against the target** (issue 18: each adapter's added p50 at most the check + 0.1 "
+            f"ms): the adapter's own code is within it, {own:+.3f} ms at most over the check (the "
+            f"hooks alone, above). A whole run adds more, and the rest is LangGraph's: {rows}. The "
+            "hook without a check is LangGraph's machinery around a wrapped tool call (a "
+            "ToolCallRequest, the wrapper chain) or, for the preflight node, one more graph step "
+            "(a Pregel superstep with its Send); a check made in the middle of a run costs more than "
+            "one made back to back (the server has gone idle: "
+            f"{cold:.3f} ms after 3 ms of work against {over['check']['p50_ms']:.3f} ms), and "
+            "guarded_tool_node makes it in the ToolNode's worker thread (a thread hand-off; the "
+            "profile's waiting). RipplMiddleware adds "
+            f"{added['RipplMiddleware (guard)']:+.3f} ms, of which langchain's tracing wrapper "
+            "(`traceable`) around every middleware hook, ~50 µs a call, is the framework's. As it "
+            f"was before (the *as before* rows): the preflight node "
+            f"{added['preflight_node (guard, RunnableLambda as before)']:+.3f} ms (a RunnableLambda "
+            "opening a callback run of its own each call), the middleware "
+            f"{added['RipplMiddleware (guard, model hooks as before)']:+.3f} ms (a traced "
+            "pass-through around both model calls of the run).")
+
+
 def hooks_text(hooks: dict[str, Any]) -> str:
     """The hooks-alone table."""
     lines = [f"**The hooks alone** (each guard hook called directly, {hooks['bare check']['n']} "
@@ -546,19 +581,18 @@ def markdown(results: dict[str, Any]) -> str:
              "`executed` of one call); *over floor* is what the adapter and the framework's hook "
              "machinery add beyond it (the issue's target: at most +0.1 ms for the guard):", "",
              "| variant | run p50 (ms) | run p95 (ms) | added p50 per call (ms) | floor | floor p50 (ms) "
-             "| over floor (ms) | over the check after 3 ms of work (ms) |",
+             f"| over floor (ms) | over the floor, each operation after {COLD_MS:.0f} ms of work (ms) |",
              "|---|---|---|---|---|---|---|---|"]
-    cold = over[COLD[0]]["p50_ms"]
     for name, _, _base, floor in VARIANTS:
         floor_p50 = over[floor]["p50_ms"] if floor else 0.0
         lines.append(f"| {name} | {over[name]['p50_ms']:.3f} | {over[name]['p95_ms']:.3f} | "
                      f"{added.get(name, 0.0):+.3f} | {floor or '-'} | "
                      f"{floor_p50:.3f} | {over['over_floor_p50_ms'].get(name, 0.0):+.3f} | "
-                     + (f"{added[name] - cold:+.3f} |" if floor == "check" else "- |"))
+                     + (f"{added[name] - over[COLD_OF[floor]]['p50_ms']:+.3f} |" if floor else "- |"))
     lines += ["", previous_text(results.get("previous"))]
     lines += ["", "Bare operations in the same loop (p50 / p95 ms): " + ", ".join(
         f"{name} {over[name]['p50_ms']:.3f} / {over[name]['p95_ms']:.3f}" for name in FLOORS) + ".",
-        "", hooks_text(over["hooks"]), "", profile_text(over["profile"]), ""]
+        "", hooks_text(over["hooks"]), "", target_text(over), "", profile_text(over["profile"]), ""]
     lines += ["**Where capture's time goes** (the bare operations of one captured call on embedded "
               "FalkorDB, p50 / p99 in ms): "
               + ", ".join(f"{label} {ops[key]['p50_ms']:.3f} / {ops[key]['p99_ms']:.3f}" for key, label in (
