@@ -36,7 +36,8 @@ def package(filename: str, function: str) -> str:
             return own
     if "site-packages/" in filename:
         return filename.split("site-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
-    if any(part in filename for part in ("/asyncio/", "/concurrent/", "threading.py", "queue.py")):
+    if any(part in filename for part in ("/asyncio/", "/concurrent/", "threading.py", "queue.py",
+                                         "selectors.py")):  # an event loop waiting: its select
         return "stdlib (asyncio, threads)"
     return "stdlib (other)" if "/lib/python3" in filename else "other"
 
