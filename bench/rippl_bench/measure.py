@@ -57,3 +57,16 @@ def median(values: Sequence[float]) -> float:
         return math.nan
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def after_work[T](fn: Callable[[], T], work_ms: float) -> float:
+    """Seconds `fn()` takes right after `work_ms` of busy Python work in this thread: a call as
+    an agent framework makes it, between its own steps, rather than back to back. A round trip
+    to a server that has gone idle meanwhile costs more (its thread sleeps, caches go cold)."""
+    end = time.perf_counter() + work_ms / 1000
+    spins = 0
+    while time.perf_counter() < end:
+        spins += 1
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start

@@ -11,7 +11,7 @@ import importlib.util
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -931,3 +931,25 @@ def replace_section(docs: Path, heading: str, section: str) -> None:
         text = text[:start] + section + ("\n" + text[end + 1:] if end != -1 else "")
     docs.parent.mkdir(parents=True, exist_ok=True)
     docs.write_text(text.rstrip("\n") + "\n")
+
+
+def previous_run(results: Path, added: Callable[[dict[str, Any]], dict[str, float]]
+                 ) -> dict[str, Any] | None:
+    """When the run recorded in `results` (before this one overwrites it) was made, at what load,
+    and what `added(results)` picks from it (e.g. the added p50 per tool call of each variant);
+    None when there is no readable earlier run."""
+    try:
+        old = json.loads(results.read_text())
+        return {"recorded_at": old.get("recorded_at"),
+                "load": (old.get("machine") or {}).get("load_average"), "added": added(old)}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def previous_text(before: dict[str, Any] | None) -> str:
+    """A sentence quoting the run recorded before this one (see `previous_run`)."""
+    if not before or not before.get("added"):
+        return "No earlier run is recorded."
+    return (f"The run recorded before this one ({str(before['recorded_at'])[:10]}, load "
+            f"{before['load']}; another load, so compare within a run) added per call (p50): "
+            + ", ".join(f"{name} {value:+.3f} ms" for name, value in before["added"].items()) + ".")

@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import statistics
 import sys
 import tempfile
@@ -52,7 +53,9 @@ from crewai import Agent, Crew, Task
 from crewai.events.event_listener import event_listener
 from crewai.tools import BaseTool
 from pydantic import BaseModel, Field
-from rippl_bench.report import replace_section
+from rippl_bench.measure import after_work
+from rippl_bench.profiling import by_package, difference
+from rippl_bench.report import previous_run, previous_text, replace_section
 from rippl_crewai import RipplHooks, rippl_guard
 from rippl_crewai.testing import ScriptedLLM, native_call, react_call, react_final
 
@@ -64,7 +67,10 @@ RESULTS = ROOT / "bench" / "results" / "crewai.json"
 DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## CrewAI adapter"
 CALLS = 8  # tool calls per kickoff, one per model turn
-VARIANTS = ("unguarded", "hooks", "capture")
+VARIANTS = ("unguarded", "hooks (tool unguarded)", "hooks", "capture")
+COLD = "check after 15 ms of work"  # a check as a kickoff makes it, between CrewAI's own steps
+COLD_MS = 15.0
+FLOORS = {"hooks (tool unguarded)": (), "hooks": ("check",), "capture": ("decide (1 call)", "executed")}
 PATHS = ("react", "native")
 
 
@@ -78,7 +84,8 @@ def summary(seconds: list[float]) -> dict[str, Any]:
     if not ms:
         return {"n": 0}
     return {"n": len(ms), "p50_ms": round(percentile(ms, 50), 4),
-            "p90_ms": round(percentile(ms, 90), 4), "p99_ms": round(percentile(ms, 99), 4),
+            "p90_ms": round(percentile(ms, 90), 4), "p95_ms": round(percentile(ms, 95), 4),
+            "p99_ms": round(percentile(ms, 99), 4),
             "mean_ms": round(statistics.fmean(ms), 4)}
 
 
@@ -170,8 +177,9 @@ class Clock:
 
 def kickoff(variant: str, path: str, rippl: Rippl, clock: Clock) -> float:
     app = crew(path)
+    exempt = ["get_shard_health"] if variant == "hooks (tool unguarded)" else []
     guard = nullcontext() if variant == "unguarded" else rippl_guard(
-        rippl, capture=variant == "capture")
+        rippl, capture=variant == "capture", unguarded=exempt)
     with guard as hooks:
         if hooks is not None:
             clock.hooks(hooks)
@@ -180,64 +188,90 @@ def kickoff(variant: str, path: str, rippl: Rippl, clock: Clock) -> float:
         app.kickoff()
         elapsed = time.perf_counter() - start
         clock.on = None
-    if hooks is not None:  # every call was allowed and recorded
+    if hooks is not None and not exempt:  # every call was allowed and recorded
         assert len(hooks.verdicts) == CALLS and all(v.allowed for v in hooks.verdicts)
         assert variant == "hooks" or len(hooks.executions) == CALLS
     return elapsed
 
 
 def bench_overhead(rippl: Rippl, runs: int) -> dict[str, Any]:
+    """Kickoffs of each variant and, in the same rounds, the floors (the bare core calls of one
+    kickoff), in a new random order each round."""
     results: dict[str, Any] = {}
+    floors: dict[str, list[float]] = defaultdict(list)
+    order = random.Random(7)
     for path in PATHS:
         clock = Clock()
         samples: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        floor: dict[str, list[float]] = defaultdict(list)
         with clock.capture():
             for _ in range(3):  # warm up every variant
                 for variant in VARIANTS:
                     kickoff(variant, path, rippl, clock)
             clock.spent.clear()
             for _ in range(runs):
-                for variant in VARIANTS:
-                    samples[variant].append(kickoff(variant, path, rippl, clock))
+                for variant in order.sample([*VARIANTS, "floor"], len(VARIANTS) + 1):
+                    if variant == "floor":
+                        core_calls(rippl, floor)
+                    else:
+                        samples[variant].append(kickoff(variant, path, rippl, clock))
         base = percentile(sorted(samples["unguarded"]), 50)
         per_path: dict[str, Any] = {v: summary(samples[v]) for v in VARIANTS}
+        per_path["floor"] = {name: summary(values) for name, values in floor.items()}
         per_path["added_p50_ms_per_tool_call"] = {
             v: round((percentile(sorted(samples[v]), 50) - base) * 1000 / CALLS, 4)
+            for v in VARIANTS[1:]}
+        per_path["over_floor_p50_ms_per_tool_call"] = {
+            v: round(per_path["added_p50_ms_per_tool_call"][v]
+                     - sum(per_path["floor"][f]["p50_ms"] for f in FLOORS[v]), 4)
             for v in VARIANTS[1:]}
         per_path["in_hooks_per_call"] = {variant: {
             "pre_tool_call": summary(clock.spent[f"{variant} before"]),
             "post_tool_call": summary(clock.spent[f"{variant} after"]),
             "decide (first call of a turn)": summary(clock.spent[f"{variant} decide"]),
             "executed": summary(clock.spent[f"{variant} executed"])} for variant in VARIANTS[1:]}
+        profiled = max(runs // 5, 10)
+        steps = {v: kicking(v, path, rippl) for v in VARIANTS}
+        profiles = by_package(steps, profiled)
+        per_path["profile"] = {"runs": profiled, "us_per_kickoff": profiles, "added_us_per_call": {
+            v: {k: round(x / CALLS, 1) for k, x in difference(profiles[v], profiles["unguarded"],
+                                                                at_least=5 * CALLS).items()}
+            for v in VARIANTS[1:]}}
         results[path] = per_path
+        for name, values in floor.items():
+            floors[name].extend(values)
+    results["floor"] = {name: summary(values) for name, values in floors.items()}
     return results
 
 
-def bench_core(rippl: Rippl, runs: int) -> dict[str, Any]:
-    """The bare core calls one captured tool call makes (embedded FalkorDB), in runs shaped like
-    the crew's: CALLS one-call turns, each resting on the results before it."""
-    pings, checks, decides, executes = [], [], [], []
-    for _ in range(runs):
-        run = rippl.run(f"bench-core-{uuid.uuid4().hex[:8]}", agent="ops", framework="bench")
-        seen: list[str] = []
-        for n in range(CALLS):
-            call = ToolCall(name="get_shard_health", args=shard(n), id=f"c{n}")
-            start = time.perf_counter()
-            rippl.redis.ping()
-            pings.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            rippl.check(call)
-            checks.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            [verdict] = run.decide(f"turn-{n}", [call], context=seen)
-            decides.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            run.executed(call, f"shard {n:02d}: healthy, 0 replication lag")
-            executes.append(time.perf_counter() - start)
-            seen.append(f"c{n}")
-            assert verdict.allowed
-    return {"round trip (PING)": summary(pings), "check": summary(checks),
-            "decide (1 call)": summary(decides), "executed": summary(executes)}
+def kicking(variant: str, path: str, rippl: Rippl) -> Callable[[int], float]:
+    """Kickoff n of a variant (for the profile)."""
+    return lambda n: kickoff(variant, path, rippl, Clock())
+
+
+def core_calls(rippl: Rippl, into: dict[str, list[float]]) -> None:
+    """The bare core calls of one kickoff's captured calls (embedded FalkorDB), shaped like the
+    crew's: CALLS one-call turns, each resting on the results before it; and a PING and a check
+    per call."""
+    run = rippl.run(f"bench-core-{uuid.uuid4().hex[:8]}", agent="ops", framework="bench")
+    seen: list[str] = []
+    for n in range(CALLS):
+        call = ToolCall(name="get_shard_health", args=shard(n), id=f"c{n}")
+        start = time.perf_counter()
+        rippl.redis.ping()
+        into["round trip (PING)"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        rippl.check(call)
+        into["check"].append(time.perf_counter() - start)
+        into[COLD].append(after_work(lambda call=call: rippl.check(call), COLD_MS))
+        start = time.perf_counter()
+        [verdict] = run.decide(f"turn-{n}", [call], context=seen)
+        into["decide (1 call)"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        run.executed(call, f"shard {n:02d}: healthy, 0 replication lag")
+        into["executed"].append(time.perf_counter() - start)
+        seen.append(f"c{n}")
+        assert verdict.allowed
 
 
 # ---------------------------------------------------------------------------------- report
@@ -273,6 +307,26 @@ def pair(data: dict[str, Any]) -> str:
     return f"{data['p50_ms']:.3f} / {data['p90_ms']:.3f}" if data.get("n") else "-"
 
 
+def target_text(over: dict[str, Any]) -> str:
+    """Issue 18 item 3's target for the hooks (added p50 <= the check + 0.1 ms), read off this run."""
+    def inside(path: str, variant: str) -> float:
+        found = over[path]["in_hooks_per_call"][variant]
+        return float(found["pre_tool_call"]["p50_ms"] + found["post_tool_call"]["p50_ms"])
+
+    rows = "; ".join(
+        f"{path}: the hooks {inside(path, 'hooks'):.3f} ms per call against the check's "
+        f"{over[path]['floor']['check']['p50_ms']:.3f} back to back and "
+        f"{over[path]['floor'][COLD]['p50_ms']:.3f} after {COLD_MS:.0f} ms of work; without a "
+        f"check (tool exempt) {inside(path, 'hooks (tool unguarded)'):.3f} ms" for path in PATHS)
+    return ("**Against the target** (issue 18: added p50 at most the check + 0.1 ms), measured "
+            f"inside the hooks, where a kickoff's noise does not reach: {rows}. The hooks' own code "
+            "is the last figure (tens of µs); their check costs what a check made between "
+            "CrewAI's steps costs (the server has gone idle meanwhile), more than one made back to "
+            "back. At the kickoff level the added p50 per call is a difference of kickoffs a "
+            "hundred times longer, and carries their spread (their p95 above); so do the profile's "
+            "rows below (the same few kickoffs).")
+
+
 def markdown(results: dict[str, Any]) -> str:
     over, core = results["overhead"], results["core"]
     box = results["machine"]
@@ -285,32 +339,53 @@ def markdown(results: dict[str, Any]) -> str:
              f"model making {CALLS} tool calls, one per turn, then answering) kicked off "
              f"{over['native']['unguarded']['n']} times per variant, the variants interleaved: "
              "unguarded; `hooks` = `rippl_guard(rippl, capture=False)` (the pre-flight check of "
-             "declared actions); `capture` = `rippl_guard(rippl)`, the default (each turn recorded "
+             "declared actions); `hooks (tool unguarded)`, the same with the tool exempt (the hooks "
+             "without a check); `capture` = `rippl_guard(rippl)`, the default (each turn recorded "
              "as a decision, each call as an action, each execution and output as an "
-             "observation). Added per call = (kickoff p50 - unguarded kickoff p50) / "
-             f"{CALLS}.", "",
-             "| path | variant | kickoff p50 (ms) | kickoff p90 (ms) | added p50 per call (ms) |",
-             "|---|---|---|---|---|"]
+             "observation); in each round, in a new random order, also the floor: the bare core "
+             "calls of one kickoff on the same handle (a check, and `Run.decide` and "
+             "`Run.executed` of one-call turns). Added per call = (kickoff p50 - unguarded kickoff "
+             f"p50) / {CALLS}; over floor = added per call less the floor's p50s (the check; "
+             "decide + executed).", "",
+             "| path | variant | kickoff p50 (ms) | kickoff p95 (ms) | added p50 per call (ms) "
+             "| over floor per call (ms) |", "|---|---|---|---|---|---|"]
     for path in PATHS:
         for variant in VARIANTS:
             data = over[path][variant]
             added = over[path]["added_p50_ms_per_tool_call"].get(variant, 0.0)
-            lines.append(f"| {path} | {variant} | {data['p50_ms']:.2f} | {data['p90_ms']:.2f} | "
-                         f"{added:+.3f} |")
+            above = over[path]["over_floor_p50_ms_per_tool_call"].get(variant, 0.0)
+            lines.append(f"| {path} | {variant} | {data['p50_ms']:.2f} | {data['p95_ms']:.2f} | "
+                         f"{added:+.3f} | {above:+.3f} |")
+    lines += ["", previous_text(results.get("previous"))]
     lines += ["", "**Inside the hooks, per call**, measured directly in the same runs (a "
               "kickoff's own time is large and noisy next to a millisecond; p50 / p90 in ms):", "",
               "| path | variant | PRE_TOOL_CALL | POST_TOOL_CALL | PRE + POST (p50s) | of which "
-              "decide (per turn) | of which executed |", "|---|---|---|---|---|---|---|"]
+              f"decide (per turn) | of which executed | PRE + POST over the floor | over the {COLD} |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for path in PATHS:
         for variant in VARIANTS[1:]:
             inside = over[path]["in_hooks_per_call"][variant]
             pre, post = inside["pre_tool_call"], inside["post_tool_call"]
             decide, done = inside["decide (first call of a turn)"], inside["executed"]
+            hooks = pre["p50_ms"] + post["p50_ms"]
+            bare = sum(over[path]["floor"][f]["p50_ms"] for f in FLOORS[variant])
             lines.append(f"| {path} | {variant} | {pair(pre)} | {pair(post)} | "
-                         f"{pre['p50_ms'] + post['p50_ms']:.3f} | {pair(decide)} | {pair(done)} |")
+                         f"{hooks:.3f} | {pair(decide)} | {pair(done)} | {hooks - bare:+.3f} | "
+                         + (f"{hooks - over[path]['floor'][COLD]['p50_ms']:+.3f} |"
+                            if FLOORS[variant] == ("check",) else "- |"))
+    lines += ["", target_text(over)]
+    lines += ["", "**Where the added time goes** (cProfile of "
+              f"{over['native']['profile']['runs']} kickoffs of each variant, interleaved; own "
+              "time beyond the unguarded kickoff, per tool call, by package, µs; cProfile slows "
+              "Python more than waiting, so compare within the profile):", ""]
+    for path in PATHS:
+        for variant, found in over[path]["profile"]["added_us_per_call"].items():
+            lines.append(f"- {path}, {variant}: " + ", ".join(
+                f"{k} {v:+.0f}" for k, v in found.items() if k != "total")
+                + f" (total {found['total']:+.0f})")
     python = {path: adapter_python(over[path]["in_hooks_per_call"]["capture"]) for path in PATHS}
     worst = max(over[path]["added_p50_ms_per_tool_call"]["capture"] for path in PATHS)
-    ping, check = core["round trip (PING)"], core["check"]
+    ping, check, cold = core["round trip (PING)"], core["check"], core[COLD]
     decide, done = core["decide (1 call)"], core["executed"]
     lines += ["", f"**Against the budget of at most 1 ms per tool call: "
               f"{'met' if worst <= 1.0 else 'not met'}** on this machine (capture adds up to "
@@ -323,7 +398,9 @@ def markdown(results: dict[str, Any]) -> str:
               + " and ".join(f"{python[p]:.2f} ms ({p})" for p in PATHS) + " per call. The bare "
               f"core calls, in runs shaped like the crew's (embedded FalkorDB, p50 / p99 in ms): a "
               f"round trip (PING) {ping['p50_ms']:.3f} / {ping['p99_ms']:.3f}, `check` "
-              f"{check['p50_ms']:.3f} / {check['p99_ms']:.3f}, `Run.decide` of a one-call turn "
+              f"{check['p50_ms']:.3f} / {check['p99_ms']:.3f} (right after {COLD_MS:.0f} ms of "
+              f"other work, as in a kickoff: {cold['p50_ms']:.3f} / {cold['p99_ms']:.3f}), "
+              "`Run.decide` of a one-call turn "
               f"{decide['p50_ms']:.3f} / {decide['p99_ms']:.3f}, `Run.executed` "
               f"{done['p50_ms']:.3f} / {done['p99_ms']:.3f}. Each capture operation is one round "
               "trip; what costs is FalkorDB executing its writes (a decision with its premises and "
@@ -342,18 +419,20 @@ def main(argv: list[str] | None = None) -> int:
     runs = 20 if args.quick else 150
     logging.basicConfig(level=logging.ERROR)
     event_listener.formatter.verbose = False
-    with tempfile.TemporaryDirectory(prefix="rippl-bench-crewai-") as folder:
+    with tempfile.TemporaryDirectory(prefix="rippl-bench-crewai-", ignore_cleanup_errors=True) as folder:
         rippl = Rippl.open(Path(folder) / "rippl.db", graph="bench-crewai")
         try:
             declare(rippl)
             print(f"overhead: {runs} interleaved kickoffs per variant and path...", flush=True)
             overhead = bench_overhead(rippl, runs)
-            core = bench_core(rippl, runs)
+            core = overhead.pop("floor")
         finally:
             rippl.close()
     results = {"recorded_at": datetime.now(UTC).isoformat(), "quick": args.quick,
                "calls_per_kickoff": CALLS, "machine": machine(), "overhead": overhead,
-               "core": core}
+               "core": core, "previous": previous_run(RESULTS, lambda old: {
+                   f"{path} {name}": value for path in PATHS
+                   for name, value in old["overhead"][path]["added_p50_ms_per_tool_call"].items()})}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     section = markdown(results)

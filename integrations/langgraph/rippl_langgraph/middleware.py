@@ -63,6 +63,11 @@ class RipplMiddleware(AgentMiddleware):
     reviewer: str
     tools: Sequence[BaseTool]
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> RipplMiddleware:
+        if cls is RipplMiddleware and kwargs.get("capture", True) is False:
+            cls = _ToolCallsOnly  # no model hooks: create_agent then adds no model-call layer
+        return super().__new__(cls)
+
     def __init__(self, memory: Memory, *, policy: Policy | None = None,
                  resolver: Resolver | None = None, unguarded: CollectionNotStr[str] = (),
                  review: bool = False, reviewer: str = "human", capture: bool = True,
@@ -164,3 +169,16 @@ class RipplMiddleware(AgentMiddleware):
         if self.capture is None:
             return (await self.guard.aoutcome(request.tool_call)).verdict
         return await self.capture.aat_execution(request_config(request), request.tool_call, [])
+
+
+class _ToolCallsOnly(RipplMiddleware):
+    """`RipplMiddleware(..., capture=False)`: without capture the model turns are not recorded, so
+    it has no model hooks, and `create_agent` (which decides by the class's methods) wraps no model
+    call with it (each wrapped hook costs a traced pass-through, ~50 µs, on every model call)."""
+
+    wrap_model_call = AgentMiddleware.wrap_model_call
+    awrap_model_call = AgentMiddleware.awrap_model_call
+
+    @property
+    def name(self) -> str:
+        return RipplMiddleware.__name__

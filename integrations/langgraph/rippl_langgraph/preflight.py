@@ -24,7 +24,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Send
@@ -32,7 +33,7 @@ from langgraph.types import Command, Send
 from rippl_core import CollectionNotStr, DatabaseError, InvalidInputError, Policy
 from rippl_core.adapters import sync_handle
 from rippl_langgraph import review as hitl
-from rippl_langgraph.capture import GraphCapture, current_config, latest_turn
+from rippl_langgraph.capture import GraphCapture, latest_turn
 from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver, veto_message
 from rippl_langgraph.toolnode import wrap_tool_node
 
@@ -96,22 +97,25 @@ class Preflight:
         return Command(update=update, goto=self.model)
 
     # -- sync -------------------------------------------------------------------------------
-    def run(self, state: Any) -> Command[str]:
+    def run(self, state: Any, config: RunnableConfig) -> Command[str]:
+        """The node (`config`: the graph step's, which LangGraph passes in)."""
         messages = _messages(state, self.messages_key)
         calls = pending_calls(messages)
-        outcomes = self._outcomes(messages, calls)
+        outcomes = self._outcomes(messages, calls, config)
         if self.review and hitl.at_risk_claims(outcomes):
-            outcomes = self._review(messages, outcomes)
+            outcomes = self._review(messages, outcomes, config)
         return self.route(outcomes)
 
-    def _outcomes(self, messages: Sequence[AnyMessage], calls: list[dict[str, Any]]) -> list[Outcome]:
+    def _outcomes(self, messages: Sequence[AnyMessage], calls: list[dict[str, Any]],
+                  config: RunnableConfig | None) -> list[Outcome]:
         turn = latest_turn(messages) if calls and self.capture is not None else None
         if turn is None or self.capture is None:
             return [self.guard.outcome(call) for call in calls]
-        verdicts = self.capture.decide(current_config(), turn)
+        verdicts = self.capture.decide(config, turn)
         return [Outcome(call, verdicts.get(call.get("id"))) for call in calls]
 
-    def _review(self, messages: Sequence[AnyMessage], outcomes: list[Outcome]) -> list[Outcome]:
+    def _review(self, messages: Sequence[AnyMessage], outcomes: list[Outcome],
+                config: RunnableConfig | None) -> list[Outcome]:
         memory = sync_handle(self.guard.memory, hint=self.guard.sync_hint)
         try:
             items = hitl.reviewable(outcomes, hitl.pending(memory))
@@ -120,27 +124,28 @@ class Preflight:
         if not items:
             return outcomes
         hitl.apply(memory, hitl.ask(outcomes, items, self.reviewer))
-        again = self._outcomes(messages, [o.call for o in outcomes])
+        again = self._outcomes(messages, [o.call for o in outcomes], config)
         return [new if _reviewable(old) else old for old, new in zip(outcomes, again, strict=True)]
 
     # -- async ------------------------------------------------------------------------------
-    async def arun(self, state: Any) -> Command[str]:
+    async def arun(self, state: Any, config: RunnableConfig) -> Command[str]:
         messages = _messages(state, self.messages_key)
         calls = pending_calls(messages)
-        outcomes = await self._aoutcomes(messages, calls)
+        outcomes = await self._aoutcomes(messages, calls, config)
         if self.review and hitl.at_risk_claims(outcomes):
-            outcomes = await self._areview(messages, outcomes)
+            outcomes = await self._areview(messages, outcomes, config)
         return self.route(outcomes)
 
-    async def _aoutcomes(self, messages: Sequence[AnyMessage],
-                         calls: list[dict[str, Any]]) -> list[Outcome]:
+    async def _aoutcomes(self, messages: Sequence[AnyMessage], calls: list[dict[str, Any]],
+                         config: RunnableConfig | None) -> list[Outcome]:
         turn = latest_turn(messages) if calls and self.capture is not None else None
         if turn is None or self.capture is None:
             return [await self.guard.aoutcome(call) for call in calls]
-        verdicts = await self.capture.adecide(current_config(), turn)
+        verdicts = await self.capture.adecide(config, turn)
         return [Outcome(call, verdicts.get(call.get("id"))) for call in calls]
 
-    async def _areview(self, messages: Sequence[AnyMessage], outcomes: list[Outcome]) -> list[Outcome]:
+    async def _areview(self, messages: Sequence[AnyMessage], outcomes: list[Outcome],
+                       config: RunnableConfig | None) -> list[Outcome]:
         memory = self.guard.memory
         try:
             items = hitl.reviewable(outcomes, await hitl.apending(memory))
@@ -149,7 +154,7 @@ class Preflight:
         if not items:
             return outcomes
         await hitl.aapply(memory, hitl.ask(outcomes, items, self.reviewer))
-        again = await self._aoutcomes(messages, [o.call for o in outcomes])
+        again = await self._aoutcomes(messages, [o.call for o in outcomes], config)
         return [new if _reviewable(old) else old for old, new in zip(outcomes, again, strict=True)]
 
 
@@ -200,7 +205,9 @@ def _node(guarded: tuple[Guard, GraphCapture | None], *, tools: str, model: str 
     guard, capture = guarded
     logic = Preflight(guard, tools=tools, model=model, review=review, reviewer=reviewer,
                       messages_key=messages_key, capture=capture)
-    return RunnableLambda(logic.run, afunc=logic.arun, name=name)
+    # LangGraph's own node runnable, untraced like a function node: the graph traces the step
+    # already, and a RunnableLambda would open a callback run of its own on every call (~0.4 ms)
+    return RunnableCallable(logic.run, logic.arun, name=name, trace=False)
 
 
 def add_preflight(builder: StateGraph[Any, Any, Any, Any], *, memory: Memory, before: str = "tools",

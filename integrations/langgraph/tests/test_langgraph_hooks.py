@@ -36,6 +36,16 @@ def assert_mixed(ops: Ops, messages: list, *, strict: bool) -> None:  # type: ig
         assert answers["c3"].status == "success"
 
 
+def assert_declared_only(ops: Ops, messages: list) -> None:  # type: ignore[type-arg]
+    """MIXED judged by the declared actions only: the retracted premise vetoes c1, c2 runs, and
+    delete_database, which no declared action matches, is denied (fail closed)."""
+    answers = tool_messages(messages)
+    assert answers["c1"].status == "error" and "CLM-001 -> DEC-001 -> ACT-001" in answers["c1"].content
+    assert answers["c2"].status == "success"
+    assert answers["c3"].status == "error" and "no action in the graph" in answers["c3"].content
+    assert ops.ran == [("migrate_tables", MIGRATE_07)]
+
+
 def test_guarded_tool_node_runs_only_allowed_calls(incident: Rippl, ops: Ops, saver: FalkorDBSaver) -> None:
     incident.retract("CLM-001", reason="disk errors", by="telemetry")
     model = ScriptedChatModel(script=MIXED)
@@ -70,6 +80,38 @@ def test_middleware_on_create_agent(incident: Rippl, ops: Ops, saver: FalkorDBSa
     out = agent.invoke({"messages": [HumanMessage("go")]}, thread())
     assert_mixed(ops, out["messages"], strict=True)
     assert out["messages"][-1].content == "done"
+
+
+@pytest.mark.parametrize("review", [False, True])
+def test_middleware_without_capture_guards_tool_calls_only(incident: Rippl, ops: Ops,
+                                                           saver: FalkorDBSaver, review: bool) -> None:
+    """capture=False: the declared-action check on every call, and no model-call hook, so
+    create_agent adds no layer around the model (nothing is recorded there)."""
+    from langchain.agents.middleware import AgentMiddleware
+
+    incident.retract("CLM-001", reason="disk errors", by="telemetry")
+    middleware = RipplMiddleware(incident, policy=STRICT, capture=False, review=review)
+    assert isinstance(middleware, RipplMiddleware) and middleware.name == "RipplMiddleware"
+    assert type(middleware).wrap_model_call is AgentMiddleware.wrap_model_call
+    assert type(middleware).awrap_model_call is AgentMiddleware.awrap_model_call
+    assert type(RipplMiddleware(incident)).wrap_model_call is RipplMiddleware.wrap_model_call
+    agent = create_agent(ScriptedChatModel(script=MIXED), ops.tools(), middleware=[middleware],
+                         checkpointer=saver)
+    out = agent.invoke({"messages": [HumanMessage("go")]}, thread())
+    assert_declared_only(ops, out["messages"])
+    runs = incident.redis.execute_command("GRAPH.RO_QUERY", incident.keys.graph,
+                                           "MATCH (r:Run) RETURN count(r)")
+    assert runs[1] == [[0]]  # nothing captured
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_middleware_without_capture_async(incident: Rippl, arippl: AsyncRippl, ops: Ops,
+                                                asaver) -> None:  # type: ignore[no-untyped-def]
+    incident.retract("CLM-001", reason="disk errors", by="telemetry")
+    agent = create_agent(ScriptedChatModel(script=MIXED), ops.tools(), checkpointer=asaver,
+                         middleware=[RipplMiddleware(arippl, policy=STRICT, capture=False)])
+    out = await agent.ainvoke({"messages": [HumanMessage("go")]}, thread())
+    assert_declared_only(ops, out["messages"])
 
 
 @pytest.mark.asyncio(loop_scope="session")

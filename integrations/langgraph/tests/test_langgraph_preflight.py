@@ -274,3 +274,26 @@ def test_partial_veto_property(incident: Rippl, picked: list[int], retracted: se
     finally:
         for claim in sorted(retracted):
             incident.reinstate(claim, reason="property test done", by="hypothesis")
+
+
+def _recorded_runs(memory: Rippl) -> list[str]:
+    reply = memory.redis.execute_command("GRAPH.RO_QUERY", memory.keys.graph,
+                                         "MATCH (r:Run) RETURN r.id ORDER BY r.id")
+    return [row[0].decode() if isinstance(row[0], bytes) else row[0] for row in reply[1]]
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_node_invoked_alone_records_into_the_config_thread(incident: Rippl) -> None:
+    """Outside a graph the node takes its run from the config it is invoked with (LangGraph
+    passes the step's config in), sync and async; without a thread it denies, saying why."""
+    state = {"messages": [HumanMessage("go"), calls(tool_call("migrate_tables", MIGRATE_07, "c1"))]}
+    node = preflight_node(incident)
+    routed = node.invoke(state, {"configurable": {"thread_id": "alone"}})
+    assert [send.arg for send in routed.goto] == [[{**state["messages"][1].tool_calls[0],
+                                                    "type": "tool_call"}]]
+    await node.ainvoke(state, {"configurable": {"thread_id": "alone-async"}})
+    assert _recorded_runs(incident) == ["alone", "alone-async"]
+    denied = node.invoke(state)
+    (veto,) = denied.update["messages"]
+    assert veto.status == "error" and "thread" in veto.content
+    assert _recorded_runs(incident) == ["alone", "alone-async"]
