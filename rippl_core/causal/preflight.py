@@ -149,17 +149,15 @@ def walk_blockers(node_id: str, rows: list[tuple[Any, ...]] | None = None) -> Op
     return blocker_list(found, premises)
 
 
-def _unknown(call: ToolCall | None, found: str | list[str] | None, policy: Policy) -> Verdict:
+def _unknown(call: ToolCall | None, found: str | None, policy: Policy) -> Verdict:
+    """The verdict when nothing in the graph answers: an action id not there (`found`), or a
+    tool call no declared action matches (several matches are judged together, never here)."""
     allowed = policy.unknown == "allow"
     if call is not None and found is None and policy.unknown == "record":
         return Verdict(allowed=False, target=None, tool_call=call, reason=(
             f"denied (fail closed): no declared action matches {call.name} and no run records "
             "it (policy unknown='record' judges calls captured in a run: rippl.run(...))"))
-    if isinstance(found, list):
-        what = (f"tool call {call.name if call else ''} matches several actions "
-                f"({', '.join(found)}); pass action_id to say which")
-        target = None
-    elif call is not None and found is None:
+    if call is not None and found is None:
         what = (f"no action in the graph is executed by tool {call.name!r} with these args; "
                 "add the action (add_action(..., tool=, args=)) or pass action_id")
         target = None

@@ -174,3 +174,28 @@ def test_an_allowed_at_risk_call_of_several_actions_names_the_others(incident: R
     verdict = incident.check(MIGRATE_09, at_risk="allow")
     assert verdict.allowed and verdict.target == "ACT-001"
     assert verdict.reason.startswith("ACT-001 (and ACT-ANY) allowed despite ")
+
+
+def test_an_allowed_verdict_says_whether_the_action_already_ran(incident: Rippl) -> None:
+    """By id and by tool call alike, the verdict reads the action's execution with its state."""
+    assert incident.check("ACT-001").reason.startswith("ACT-001 is Pending:")
+    assert incident.check(MIGRATE_09).reason.startswith("ACT-001 is Pending:")
+    incident.mark_executed("ACT-001")
+    assert incident.check("ACT-001").reason.startswith("ACT-001 is Executed:")
+    assert incident.check(MIGRATE_09).reason.startswith("ACT-001 is Executed:")
+
+
+def test_several_matching_actions_are_named_exact_first_then_by_id(incident: Rippl) -> None:
+    """The order does not depend on the order the actions were declared in (nor on the order
+    the database returns them): exact matches first, each group by id."""
+    for action in ("ACT-Z9", "ACT-M5", "ACT-B2"):  # declared in reverse order of their ids
+        incident.add_action(action, "the same migration", decisions=["DEC-001"],
+                            tool="migrate_tables", args=MIGRATE_09.args)
+    incident.add_action("ACT-A0", "any migration", decisions=["DEC-001"], tool="migrate_tables")
+    verdict = incident.check(MIGRATE_09)
+    assert verdict.allowed and verdict.target == "ACT-001"
+    assert verdict.reason.startswith("ACT-001, ACT-B2, ACT-M5, ACT-Z9, ACT-A0 are Pending:")
+    incident.retract("CLM-001", reason="disk errors", by="monitor")
+    denied = incident.check(MIGRATE_09)
+    assert not denied.allowed and denied.target == "ACT-001"
+    assert denied.reason.startswith("ACT-001 (and ACT-B2, ACT-M5, ACT-Z9, ACT-A0) denied:")
