@@ -211,20 +211,18 @@ def check_at(target: str | ToolCall, policy: Policy, *, as_of: TimeLike | None,
                    blockers=blockers, tool_call=call)
 
 
-def _unknown_at(call: ToolCall | None, found: str | list[str] | None, policy: Policy,
-                when: str) -> Verdict:
+def _unknown_at(call: ToolCall | None, found: str | None, policy: Policy, when: str) -> Verdict:
+    """The as-of verdict when nothing answered then: an action id Rippl had no record of
+    (`found`), or a tool call no declared action matches (several matches are judged together,
+    never here)."""
     allowed = policy.unknown == "allow"
     outcome = "allowed (policy unknown='allow')" if allowed else "denied (fail closed)"
-    if isinstance(found, list):
-        what = (f"tool call {call.name if call else ''} matches several actions "
-                f"({', '.join(found)}); pass action_id to say which")
-    elif found is None:
+    if found is None:
         what = (f"no action in the graph is executed by tool {call.name if call else ''!r} with "
                 "these args; add the action or pass action_id")
     else:
         what = f"Rippl has no record of {found} {when}; it was added later, or check the id"
-    target = found if isinstance(found, str) else None
-    return Verdict(allowed=allowed, target=target, reason=f"{outcome}: {what}", tool_call=call)
+    return Verdict(allowed=allowed, target=found, reason=f"{outcome}: {what}", tool_call=call)
 
 
 def blockers_at(node_id: str, view: View) -> Op[list[Blocker]]:
