@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -12,7 +13,7 @@ def percentile(sorted_samples: Sequence[float], q: float) -> float:
     """The q-th percentile (0..100) of already sorted samples, nearest-rank."""
     if not sorted_samples:
         return math.nan
-    rank = max(1, math.ceil(q / 100 * len(sorted_samples)))
+    rank = max(1, int(-(-q * len(sorted_samples) // 100)))  # ceil(q% of n), exact for an int q
     return sorted_samples[min(rank, len(sorted_samples)) - 1]
 
 
@@ -25,6 +26,20 @@ def summary(samples_s: Iterable[float]) -> dict[str, Any]:
     return {"n": len(ms), "p50_ms": percentile(ms, 50), "p90_ms": percentile(ms, 90),
             "p99_ms": percentile(ms, 99), "mean_ms": sum(ms) / len(ms), "min_ms": ms[0],
             "max_ms": ms[-1]}
+
+
+def summary_ms(samples_s: Iterable[float], quantiles: Sequence[int] = (50, 99), *,
+               mean: bool = True) -> dict[str, Any]:
+    """The sample count, the given percentiles (`p50_ms`, ...) and the mean, in milliseconds
+    rounded to 0.1 µs: the compact summary the standalone scripts record."""
+    ms = sorted(s * 1000 for s in samples_s)
+    if not ms:
+        return {"n": 0}
+    found: dict[str, Any] = {"n": len(ms)}
+    found.update({f"p{q}_ms": round(percentile(ms, q), 4) for q in quantiles})
+    if mean:
+        found["mean_ms"] = round(statistics.fmean(ms), 4)
+    return found
 
 
 def clock[T](fn: Callable[[], T]) -> tuple[float, T]:

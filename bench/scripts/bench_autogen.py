@@ -30,7 +30,6 @@ import json
 import os
 import platform
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -47,7 +46,7 @@ from autogen_core.models import CreateResult, ModelFamily, ModelInfo, RequestUsa
 from autogen_core.tools import FunctionTool, StaticWorkbench
 from autogen_ext.models.replay import ReplayChatCompletionClient
 from rippl_autogen import RipplWorkbench, register_rippl
-from rippl_bench.measure import after_work
+from rippl_bench.measure import after_work, summary_ms
 from rippl_bench.profiling import by_package, difference
 from rippl_bench.report import previous_run, previous_text, replace_section
 
@@ -67,16 +66,8 @@ CONVERSATION = 20  # calls per captured run in the overhead benchmark
 LENGTHS = (0, 100, 400)  # observations already in a run, for decide's growth
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    rank = max(1, -(-q * len(ordered) // 100))
-    return ordered[min(int(rank), len(ordered)) - 1]
-
-
 def summary(seconds: list[float]) -> dict[str, Any]:
-    ms = sorted(s * 1000 for s in seconds)
-    return {"n": len(ms), "p50_ms": round(percentile(ms, 50), 4), "p90_ms": round(percentile(ms, 90), 4),
-            "p95_ms": round(percentile(ms, 95), 4), "p99_ms": round(percentile(ms, 99), 4),
-            "mean_ms": round(statistics.fmean(ms), 4)}
+    return summary_ms(seconds, (50, 90, 95, 99))
 
 
 def migrate_tables(table: str, shard: str) -> str:

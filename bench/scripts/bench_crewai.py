@@ -30,7 +30,6 @@ import json
 import os
 import platform
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -53,7 +52,7 @@ from crewai import Agent, Crew, Task
 from crewai.events.event_listener import event_listener
 from crewai.tools import BaseTool
 from pydantic import BaseModel, Field
-from rippl_bench.measure import after_work
+from rippl_bench.measure import after_work, percentile, summary_ms
 from rippl_bench.profiling import by_package, difference
 from rippl_bench.report import previous_run, previous_text, replace_section
 from rippl_crewai import RipplHooks, rippl_guard
@@ -74,19 +73,8 @@ FLOORS = {"hooks (tool unguarded)": (), "hooks": ("check",), "capture": ("decide
 PATHS = ("react", "native")
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    rank = max(1, -(-q * len(ordered) // 100))
-    return ordered[min(int(rank), len(ordered)) - 1]
-
-
 def summary(seconds: list[float]) -> dict[str, Any]:
-    ms = sorted(s * 1000 for s in seconds)
-    if not ms:
-        return {"n": 0}
-    return {"n": len(ms), "p50_ms": round(percentile(ms, 50), 4),
-            "p90_ms": round(percentile(ms, 90), 4), "p95_ms": round(percentile(ms, 95), 4),
-            "p99_ms": round(percentile(ms, 99), 4),
-            "mean_ms": round(statistics.fmean(ms), 4)}
+    return summary_ms(seconds, (50, 90, 95, 99))
 
 
 # ------------------------------------------------------------------------------- the crew

@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from rippl_bench.measure import summary_ms
 from rippl_bench.report import replace_section
 
 from rippl_core import Rippl
@@ -46,15 +46,8 @@ SECTION = "## Durability and the embedded server"
 MODES = ("everysec", "always")
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    rank = max(1, -(-q * len(ordered) // 100))
-    return ordered[min(int(rank), len(ordered)) - 1]
-
-
 def summary(seconds: list[float]) -> dict[str, Any]:
-    ms = sorted(s * 1000 for s in seconds)
-    return {"n": len(ms), "p50_ms": round(percentile(ms, 50), 4),
-            "p99_ms": round(percentile(ms, 99), 4), "mean_ms": round(statistics.fmean(ms), 4)}
+    return summary_ms(seconds, (50, 99))
 
 
 def timed(fn: Callable[[], Any]) -> float:

@@ -32,7 +32,6 @@ import os
 import platform
 import random
 import sqlite3
-import statistics
 import sys
 import tempfile
 import time
@@ -55,7 +54,7 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Send
-from rippl_bench.measure import after_work
+from rippl_bench.measure import after_work, summary_ms
 from rippl_bench.profiling import by_package, difference
 from rippl_bench.report import previous_run, previous_text, replace_section
 from rippl_langgraph import (
@@ -87,16 +86,8 @@ class State(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    rank = max(1, -(-q * len(ordered) // 100))
-    return ordered[min(int(rank), len(ordered)) - 1]
-
-
 def summary(seconds: list[float]) -> dict[str, Any]:
-    ms = sorted(s * 1000 for s in seconds)
-    return {"n": len(ms), "p50_ms": round(percentile(ms, 50), 4), "p90_ms": round(percentile(ms, 90), 4),
-            "p95_ms": round(percentile(ms, 95), 4), "p99_ms": round(percentile(ms, 99), 4),
-            "mean_ms": round(statistics.fmean(ms), 4)}
+    return summary_ms(seconds, (50, 90, 95, 99))
 
 
 # ------------------------------------------------------------------------------- overhead

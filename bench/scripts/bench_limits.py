@@ -57,7 +57,7 @@ from bench_temporal import AGENTS, CHANGES_PER_PAIR, HOUR_MS, load_intervals
 from rippl_bench.generate import Generated, batches, causal_graph
 from rippl_bench.lab import Backend, backend
 from rippl_bench.machine import describe, load_average
-from rippl_bench.measure import percentile
+from rippl_bench.measure import percentile, summary_ms
 from rippl_bench.report import replace_section
 
 from rippl_core import Rippl, ToolCall
@@ -85,9 +85,7 @@ def p50_ms(seconds: Sequence[float]) -> float:
 
 
 def stats(seconds: Sequence[float]) -> dict[str, Any]:
-    ms = sorted(s * 1000 for s in seconds)
-    return {"n": len(ms), "p50_ms": round(percentile(ms, 50), 4),
-            "p99_ms": round(percentile(ms, 99), 4)}
+    return summary_ms(seconds, mean=False)
 
 
 def clocked(fn: Callable[[], Any]) -> float:

@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -39,6 +38,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from rippl_bench.measure import summary_ms
 from rippl_bench.report import replace_section
 
 from rippl_core import Rippl
@@ -56,15 +56,8 @@ AGENTS = 100
 CLAIMS = 1000
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    rank = max(1, -(-q * len(ordered) // 100))
-    return ordered[min(int(rank), len(ordered)) - 1]
-
-
 def summary(seconds: list[float]) -> dict[str, Any]:
-    ms = sorted(s * 1000 for s in seconds)
-    return {"n": len(ms), "p50_ms": round(percentile(ms, 50), 4),
-            "p99_ms": round(percentile(ms, 99), 4), "mean_ms": round(statistics.fmean(ms), 4)}
+    return summary_ms(seconds, (50, 99))
 
 
 def timed(fn: Callable[[], Any], runs: int) -> list[float]:
