@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from crewai import Agent, Crew, Memory
+from crewai.events.event_bus import crewai_event_bus
 from crewai.flow.flow import Flow, start
 from crewai.hooks import InterceptionPoint
 from crewai.hooks.dispatch import register, unregister
@@ -171,23 +172,30 @@ def test_trimmed_history_leaves_its_observations_out(rippl: Rippl) -> None:
 @pytest.mark.parametrize("path", PATHS)
 def test_a_resumed_crew_continues_its_run_and_records_nothing_twice(rippl: Rippl, path: str,
                                                                     tmp_path: Path) -> None:
-    # CrewAI writes its checkpoint from its event bus while the crew runs; its serialiser can race
-    # the run ("dictionary changed size during iteration" inside pydantic-core) and write nothing.
-    # That is CrewAI's own race, not Rippl's: such a kickoff is run again, on a folder of its own.
-    for attempt in range(3):
-        health, folder = HealthTool(), tmp_path / str(attempt)
-        crew = crew_of(model(path, H09), [health],
-                       checkpoint=CheckpointConfig(location=str(folder), on_events=["task_started"]))
+    # CrewAI's automatic checkpoints (CheckpointConfig(on_events=...)) are written by a pool thread
+    # of its event bus while the crew goes on emitting events; that serialiser races the run
+    # ("dictionary changed size during iteration" inside pydantic-core) and then writes nothing.
+    # So the checkpoint is written here on the crew's own thread, at its first model call (the
+    # task started, nothing executed yet), once the bus's pending handlers are done.
+    health, folder, written = HealthTool(), tmp_path / "checkpoints", []
+
+    def checkpoint(_: Any) -> None:
+        state = crewai_event_bus.runtime_state
+        if not written and state is not None:
+            assert crewai_event_bus.flush()
+            written.append(state.checkpoint(str(folder)))
+
+    register(InterceptionPoint.PRE_MODEL_CALL, checkpoint)
+    try:
         with rippl_guard(rippl) as first:
-            crew.kickoff()
-        written = glob.glob(f"{folder}/**/*.json", recursive=True)
-        if written:
-            break
+            crew_of(model(path, H09), [health]).kickoff()
+    finally:
+        unregister(InterceptionPoint.PRE_MODEL_CALL, checkpoint)
     recorded = rippl.stats()
-    [checkpoint] = written
+    [checkpoint_file] = glob.glob(f"{folder}/**/*.json", recursive=True)
 
     def resume() -> RipplHooks:  # as a new process would (restoring sets CrewAI's context)
-        resumed = Crew.from_checkpoint(CheckpointConfig(restore_from=checkpoint))
+        resumed = Crew.from_checkpoint(CheckpointConfig(restore_from=checkpoint_file))
         resumed.agents[0].llm = model(path, H09)
         resumed.agents[0].tools = resumed.tasks[0].tools = [health]
         with rippl_guard(rippl) as hooks:
