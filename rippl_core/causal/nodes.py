@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from rippl_core._runtime.op import Op
+from rippl_core._runtime.op import Batch, Op
 from rippl_core._runtime.timeutil import from_ms
 from rippl_core._runtime.validation import SequenceNotStr, check_id, check_ids, check_text, semantic_id
 from rippl_core.causal import cypher
@@ -32,6 +32,11 @@ def fetch_justifications(ids: Sequence[str]) -> Op[tuple[dict[str, list[list[str
     if not ids:
         return {}, {}
     rows = yield cypher.justifications(list(ids))
+    return _grouped(rows)
+
+
+def _grouped(rows: Sequence[tuple[Any, ...]]) -> tuple[dict[str, list[list[str]]], dict[str, str]]:
+    """Rows of `cypher.justifications` as (justifications per node, antecedent states)."""
     grouped: dict[str, dict[Any, list[str]]] = defaultdict(lambda: defaultdict(list))
     states: dict[str, str] = {}
     for node, j, antecedent, state in rows:
@@ -46,11 +51,13 @@ def require_nodes(ids: Sequence[str], *, what: str) -> Op[dict[str, dict[str, An
     found = yield from fetch_nodes(ids)
     missing = [i for i in ids if i not in found]
     if missing:
-        raise NotFoundError(
-            f"{what} not found: {', '.join(missing)}. Add them first (add_source/add_claim/"
-            "add_decision/add_action) or check the ids."
-        )
+        raise _not_found(what, missing)
     return found
+
+
+def _not_found(what: str, missing: Sequence[str]) -> NotFoundError:
+    return NotFoundError(f"{what} not found: {', '.join(missing)}. Add them first (add_source/"
+                         "add_claim/add_decision/add_action) or check the ids.")
 
 
 def node_model(props: dict[str, Any], justs: list[list[str]] | None = None) -> Node:
@@ -109,9 +116,11 @@ def backfill_text_keys() -> Op[None]:
 
 def get(node_id: str) -> Op[Node]:
     node_id = check_id(node_id)
-    found = yield from require_nodes([node_id], what="node")
-    justs, _ = yield from fetch_justifications([node_id])
-    return node_model(found[node_id], justs.get(node_id))
+    rows, support = yield Batch(cypher.get_nodes([node_id]), cypher.justifications([node_id]))
+    if not rows:
+        raise _not_found("node", [node_id])
+    justs, _ = _grouped(support)
+    return node_model(rows[0][0], justs.get(node_id))
 
 
 def reach(node_id: str, *, down: bool, max_depth: int | None) -> Op[list[Reached]]:

@@ -45,11 +45,20 @@ class Change:
     new_justifications: dict[str, list[list[str]]] = field(default_factory=dict)
     replace_support: set[str] = field(default_factory=set)  # existing nodes losing old support
     kinds: dict[str, Kind] = field(default_factory=dict)  # kind of every node referenced
+    # stored states already read by the operation planning the change (the same attempt, so the
+    # same graph: a commit whose reads went stale is retried from its start); not read again
+    states: dict[str, str] = field(default_factory=dict)
     executed: set[str] = field(default_factory=set)  # actions of the region that already ran
     # read with the region: the blockers stored on its nodes and on the antecedents around it
     # that are not IN (None: none stored), and why each retracted node of it was retracted
     stored_blockers: dict[str, str | None] = field(default_factory=dict)
     reasons: dict[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def over(cls, stored: Mapping[str, Mapping[str, Any]], **fields: Any) -> Change:
+        """A change planned on these stored nodes (id -> properties), read by the same attempt."""
+        return cls(kinds={node: Kind(props["kind"]) for node, props in stored.items()},
+                   states={node: props["state"] for node, props in stored.items()}, **fields)
 
 
 _FRESH = Premise()
@@ -88,10 +97,11 @@ def read_region(change: Change, touched: Iterable[str] = ()) -> Op[tuple[Region,
     for node, extra in change.new_justifications.items():
         region.justifications[node] = region.justifications.get(node, []) + extra
     needed = {a for js in region.justifications.values() for j in js for a in j}
-    unknown_outside = [a for a in needed if a not in region.nodes and a not in outside_states]
+    known = {**change.states, **outside_states}
+    unknown_outside = [a for a in needed if a not in region.nodes and a not in known]
     outside_props = yield from fetch_nodes(unknown_outside)
     for antecedent in needed - set(region.nodes):
-        state = outside_states.get(antecedent) or outside_props[antecedent]["state"]
+        state = known.get(antecedent) or outside_props[antecedent]["state"]
         region.outside[antecedent] = _STATE[state]
     # what the blockers of the region are computed from (see `rippl_core.causal.blockers`)
     shaky = [v.id for v in visits.values() if v.state != "IN" or v.retracted or v.pending]

@@ -50,7 +50,8 @@ def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int, cause: st
             _check_support(node, spec, kinds)
     stored_justs, _ = yield from fetch_justifications([node for node in by_id if node in stored])
 
-    change = Change(kinds=kinds)
+    change = Change.over(stored)
+    change.kinds.update(kinds)
     report: dict[str, list[str]] = {"created": [], "unchanged": [], "replaced": []}
     for node, spec in by_id.items():
         outcome = _plan_node(change, spec, stored.get(node), stored_justs.get(node, []),
@@ -162,7 +163,7 @@ def justify(node_id: str, antecedents: SequenceNotStr[str], *, now: int) -> Op[b
     justs, _ = yield from fetch_justifications([node_id])
     if frozenset(ants) in {frozenset(j) for j in justs.get(node_id, [])}:
         return False
-    change = Change(new_justifications={node_id: [ants]}, kinds=kinds)
+    change = Change.over(found, new_justifications={node_id: [ants]})
     commit = yield from plan_change(change, cause="justify", at=now, now=now)
     yield commit
     return True

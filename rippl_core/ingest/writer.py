@@ -166,7 +166,7 @@ def write_plan(p: Plan, *, extractor: str, model: str | None, now: int, dry_run:
     if problems:
         raise ExtractionRejected(problems, p.document)
 
-    change = Change(kinds={node_id: Kind(props["kind"]) for node_id, props in stored.items()})
+    change = Change.over(stored)
     change.kinds.update({node.id: node.kind for node in p.nodes.values()})
     for node_id in resolution.new:
         spec = p.nodes[node_id].spec().validated()

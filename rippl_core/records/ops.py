@@ -377,7 +377,7 @@ def _claims_change(store: str, prepared: Sequence[_Prepared], now: int) -> Op[Ch
         if node in found and found[node]["kind"] != Kind.SOURCE.value:
             raise ConflictError(f"{node} is a {found[node]['kind']}, not a source")
 
-    change = Change(kinds={n: Kind(p["kind"]) for n, p in found.items()})
+    change = Change.over(found)
     for node, title in titles.items():
         if node not in found:
             spec = NodeSpec(Kind.SOURCE, title, id=node, source_type="record-source").validated()

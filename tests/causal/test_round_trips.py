@@ -1,0 +1,72 @@
+"""What a small write and a node read cost in round trips to the server, counted on the wire (each
+request the client sends), and that reusing what a write has already read stays correct when the
+graph changes under it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from redis.connection import AbstractConnection
+
+from rippl_core import Rippl
+from rippl_core.causal import write
+from rippl_core.vocabulary import State
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes]]:
+    """The first word of every request sent to the server (a pipeline is one request)."""
+    requests: list[bytes] = []
+    send = AbstractConnection.send_packed_command
+
+    def counting(self: AbstractConnection, command: Any, check_health: bool = True) -> None:
+        first = command[0] if isinstance(command, list) else command
+        requests.append(bytes(first).split(b"\r\n")[2] if bytes(first).startswith(b"*") else b"?")
+        send(self, command, check_health)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counting)
+    return requests
+
+
+def test_adding_a_claim_is_four_round_trips(rippl: Rippl, sent: list[bytes]) -> None:
+    rippl.add_source("SRC", "a source")
+    rippl.add_claim("WARM", "warm the connection pool", sources=["SRC"])
+    sent.clear()
+    node = rippl.add_claim("C1", "a claim", sources=["SRC"])
+    # WATCH; one read of the claim and its source; the commit; the claim and its support read
+    # back together (the source's state is not read a second time to label the claim)
+    assert sent == [b"WATCH", b"GRAPH.RO_QUERY", b"MULTI", b"MULTI"]
+    assert node.state is State.IN and node.justifications == [["SRC"]]
+
+
+def test_reading_a_node_is_one_round_trip(rippl: Rippl, sent: list[bytes]) -> None:
+    rippl.add_source("SRC", "a source")
+    rippl.add_claim("C1", "a claim", sources=["SRC"])
+    sent.clear()
+    node = rippl.get("C1")
+    assert sent == [b"MULTI"]  # the node and its support in one transaction
+    assert node.justifications == [["SRC"]]
+
+
+def test_a_state_read_before_a_concurrent_retraction_is_not_used(
+        rippl: Rippl, open_rippl: Callable[..., Rippl], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The source's state read at the start of the write is reused to label the new claim; when
+    the source is retracted before the commit, the commit is refused and the write starts over, so
+    the claim is labelled from the state it really rests on."""
+    rippl.add_source("SRC", "a source")
+    other = open_rippl(graph=rippl.graph)
+    plan, calls = write.plan_change, []
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:  # between the write's reads and its commit
+            other.retract("SRC", reason="found false", by="test")
+        return (yield from plan(*args, **kwargs))
+
+    monkeypatch.setattr(write, "plan_change", racing)
+    node = rippl.add_claim("C1", "a claim", sources=["SRC"])
+    assert len(calls) == 2  # planned again after the refused commit
+    assert node.state is State.OUT
+    assert rippl.get("C1").state is State.OUT
