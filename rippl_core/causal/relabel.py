@@ -45,9 +45,10 @@ class Change:
     new_justifications: dict[str, list[list[str]]] = field(default_factory=dict)
     replace_support: set[str] = field(default_factory=set)  # existing nodes losing old support
     kinds: dict[str, Kind] = field(default_factory=dict)  # kind of every node referenced
-    # stored states already read by the operation planning the change (the same attempt, so the
-    # same graph: a commit whose reads went stale is retried from its start); not read again
-    states: dict[str, str] = field(default_factory=dict)
+    # stored properties of nodes already read by the operation planning the change (the same
+    # attempt, so the same graph: a commit whose reads went stale is retried from its start);
+    # not read again
+    stored: dict[str, dict[str, Any]] = field(default_factory=dict)
     executed: set[str] = field(default_factory=set)  # actions of the region that already ran
     # read with the region: the blockers stored on its nodes and on the antecedents around it
     # that are not IN (None: none stored), and why each retracted node of it was retracted
@@ -55,10 +56,10 @@ class Change:
     reasons: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
-    def over(cls, stored: Mapping[str, Mapping[str, Any]], **fields: Any) -> Change:
+    def over(cls, stored: Mapping[str, dict[str, Any]], **fields: Any) -> Change:
         """A change planned on these stored nodes (id -> properties), read by the same attempt."""
         return cls(kinds={node: Kind(props["kind"]) for node, props in stored.items()},
-                   states={node: props["state"] for node, props in stored.items()}, **fields)
+                   stored=dict(stored), **fields)
 
 
 _FRESH = Premise()
@@ -78,7 +79,8 @@ def read_region(change: Change, touched: Iterable[str] = ()) -> Op[tuple[Region,
     roots = set(touched) | set(change.set_props) | set(change.replace_support)
     roots |= {n for n in change.new_justifications if n not in change.new_nodes}
     visits = yield from walk(roots, down=True)
-    stored = yield from fetch_nodes(sorted(roots))
+    stored = {node: change.stored[node] for node in roots if node in change.stored}
+    stored |= yield from fetch_nodes(sorted(roots - stored.keys()))
     info: dict[str, dict[str, Any]] = {node: stored[node] for node in roots}
     info.update({v.id: {"kind": v.kind, "state": v.state, "retracted": v.retracted,
                         "pending": v.pending} for v in visits.values()})
@@ -97,7 +99,7 @@ def read_region(change: Change, touched: Iterable[str] = ()) -> Op[tuple[Region,
     for node, extra in change.new_justifications.items():
         region.justifications[node] = region.justifications.get(node, []) + extra
     needed = {a for js in region.justifications.values() for j in js for a in j}
-    known = {**change.states, **outside_states}
+    known = {**{node: props["state"] for node, props in change.stored.items()}, **outside_states}
     unknown_outside = [a for a in needed if a not in region.nodes and a not in known]
     outside_props = yield from fetch_nodes(unknown_outside)
     for antecedent in needed - set(region.nodes):

@@ -75,7 +75,7 @@ def set_retracted(claim_id: str, *, retracted: bool, reason: str, by: str, at: i
              if retracted else
              {"retracted": False, "reason": None, "retracted_by": None, "retracted_at": None})
     cause = "retract" if retracted else "reinstate"
-    change = Change(set_props={claim_id: flags}, kinds={claim_id: Kind(props["kind"])})
+    change = Change.over({claim_id: props}, set_props={claim_id: flags})
     commit = yield from plan_change(change, cause=cause, at=at, now=now)
     yield from _append_receipt(commit, kind="retraction" if retracted else "reinstatement",
                                claim=claim_id, actor=by, at=now, review=None,
@@ -93,7 +93,7 @@ def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: i
     if props.get("retracted"):
         raise ReviewError(f"{claim_id} is already retracted; reinstate it before proposing again")
     pending = int(props.get("pending") or 0) + 1
-    change = Change(set_props={claim_id: {"pending": pending}}, kinds={claim_id: Kind(props["kind"])})
+    change = Change.over({claim_id: props}, set_props={claim_id: {"pending": pending}})
     region, old = yield from read_region(change)
     at_risk = would_invalidate(region, old, claim_id)
     review_id = f"REV-{uuid.uuid4().hex[:12]}"
@@ -125,7 +125,7 @@ def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int
     flags: dict[str, Any] = {"pending": max(int(props.get("pending") or 0) - 1, 0)}
     if approve and not props.get("retracted"):  # a direct retraction meanwhile keeps its record
         flags |= {"retracted": True, "reason": item.reason, "retracted_by": by, "retracted_at": now}
-    change = Change(set_props={claim_id: flags}, kinds={claim_id: Kind(props["kind"])})
+    change = Change.over({claim_id: props}, set_props={claim_id: flags})
     cause = "approve" if approve else "reject"
     commit = yield from plan_change(change, cause=cause, at=now, now=now, review=review_id)
     status = "approved" if approve else "rejected"

@@ -15,16 +15,24 @@ from rippl_core.causal import write
 from rippl_core.vocabulary import State
 
 
+texts: list[bytes] = []
+
+
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes]]:
-    """The first word of every request sent to the server (a pipeline is one request)."""
+    """The first word of every request sent to the server (a pipeline is one request); the whole
+    requests are in `texts`."""
     requests: list[bytes] = []
     send = AbstractConnection.send_packed_command
 
     def counting(self: AbstractConnection, command: Any, check_health: bool = True) -> None:
-        first = command[0] if isinstance(command, list) else command
-        requests.append(bytes(first).split(b"\r\n")[2] if bytes(first).startswith(b"*") else b"?")
+        packed = b"".join(bytes(part) for part in command) if isinstance(command, list) \
+            else bytes(command)
+        requests.append(packed.split(b"\r\n")[2] if packed.startswith(b"*") else b"?")
+        texts.append(packed)
         send(self, command, check_health)
+
+    texts.clear()
 
     monkeypatch.setattr(AbstractConnection, "send_packed_command", counting)
     return requests
@@ -70,3 +78,18 @@ def test_a_state_read_before_a_concurrent_retraction_is_not_used(
     assert len(calls) == 2  # planned again after the refused commit
     assert node.state is State.OUT
     assert rippl.get("C1").state is State.OUT
+
+
+def test_a_retraction_reads_the_claim_once(rippl: Rippl, sent: list[bytes]) -> None:
+    rippl.add_source("SRC", "a source")
+    rippl.add_claim("C1", "a claim", sources=["SRC"])
+    rippl.add_decision("D1", "a decision", premises=["C1"])
+    rippl.add_action("A1", "an action", decisions=["D1"], tool="t", args={"a": 1})
+    sent.clear()
+    texts.clear()
+    rippl.retract("C1", reason="found false", by="test")
+    # WATCH; the claim; the walk down, a level a read; the region's support; the receipt chain's
+    # head; the commit
+    assert sent == [b"WATCH", *[b"GRAPH.RO_QUERY"] * 6, b"MULTI"]
+    assert sum(b"RETURN properties(n)" in text for text in texts) == 1
+    assert rippl.get("A1").state is State.OUT
