@@ -14,7 +14,6 @@ from rippl_core import Rippl
 from rippl_core.causal import write
 from rippl_core.vocabulary import State
 
-
 texts: list[bytes] = []
 
 
