@@ -94,8 +94,9 @@ type PathLike = str | os.PathLike[str]
 # Version 4: capture's indexes.
 GRAPH_SCHEMA = dataclasses.replace(
     causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA + capture_cypher.SCHEMA,
-    # 5: Claim.text_key, 6: own retraction records (:Retraction)
-    version="6", backfills=(nodes.backfill_text_keys, history.backfill_own_changes))
+    # 5: Claim.text_key, 6: own retraction records (:Retraction), 7: arguments re-canonicalised
+    version="7", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
+                            nodes.backfill_call_keys))
 
 
 def _policy(base: Policy, at_risk: AtRiskPolicy | None, unknown: UnknownPolicy | None,

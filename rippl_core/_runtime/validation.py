@@ -162,10 +162,36 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 
 
 def canonical_args(args: Mapping[str, Any] | None) -> str | None:
-    """Canonical JSON of tool arguments (sorted keys, no spaces), or None for no arguments."""
+    """Canonical JSON of tool arguments, or None for no arguments: the same call however it is
+    spelt. Keys sorted, no spaces, every string and key in Unicode NFC, and a number written as an
+    integer whenever it is one (9, 9.0 and 9e0 are the same argument; True stays true, never 1)."""
     if args is None:
         return None
+    if isinstance(args, Mapping):
+        _check_json_keys(args, "args", 0)
+        args = _normal(args, "args")
     return canonical_json(args, what="args", limit=MAX_ARGS_BYTES)
+
+
+def _normal(value: Any, where: str) -> Any:
+    """`value` with strings and keys in NFC and integral floats as integers (after
+    `_check_json_keys`: keys are strings, the depth is bounded)."""
+    if isinstance(value, str):
+        return unicodedata.normalize("NFC", value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            nfc = unicodedata.normalize("NFC", key)
+            if nfc in out:
+                raise InvalidInputError(f"{where} has two keys that are the same text ({nfc!r}) once "
+                                        "Unicode-normalised (NFC); give each key once")
+            out[nfc] = _normal(item, f"{where}[{nfc!r}]")
+        return out
+    if isinstance(value, list | tuple):
+        return [_normal(item, f"{where}[{index}]") for index, item in enumerate(value)]
+    return value
 
 
 MAX_DEPTH = 64

@@ -37,6 +37,20 @@ def set_text_keys(rows: Sequence[Mapping[str, str]]) -> Query:
                  {"rows": list(rows)})
 
 
+def actions_with_args(after: str, limit: int) -> Query:
+    """A page of actions that have arguments, by id (for re-canonicalising them)."""
+    return Query("MATCH (a:Action) WHERE a.id > $after AND a.args IS NOT NULL "
+                 "RETURN properties(a) ORDER BY a.id LIMIT $limit",
+                 {"after": after, "limit": limit}, read_only=True)
+
+
+def set_args(rows: Sequence[Mapping[str, Any]]) -> Query:
+    """Store re-canonicalised arguments (with their call key, when declared, and digest)."""
+    return Query("UNWIND $rows AS r MATCH (a:Action {id: r.id}) SET a.args = r.args, "
+                 "a.call_key = CASE WHEN a.call_key IS NULL THEN NULL ELSE r.call_key END, "
+                 "a.digest = r.digest", {"rows": list(rows)})
+
+
 def get_nodes(ids: Sequence[str]) -> Query:
     return Query("UNWIND $ids AS id MATCH (n:Node {id: id}) RETURN properties(n)", {"ids": ids},
                  read_only=True)

@@ -9,8 +9,17 @@ from typing import Any
 
 from rippl_core._runtime.op import Batch, Op
 from rippl_core._runtime.timeutil import from_ms
-from rippl_core._runtime.validation import SequenceNotStr, check_id, check_ids, check_text, semantic_id
+from rippl_core._runtime.validation import (
+    SequenceNotStr,
+    call_key,
+    canonical_args,
+    check_id,
+    check_ids,
+    check_text,
+    semantic_id,
+)
 from rippl_core.causal import cypher
+from rippl_core.causal.spec import action_digest
 from rippl_core.causal.walk import trail, walk
 from rippl_core.errors import InvalidInputError, NotFoundError
 from rippl_core.models import Node, Reached, Stats
@@ -112,6 +121,30 @@ def backfill_text_keys() -> Op[None]:
             return
         yield cypher.set_text_keys([{"id": node_id, "key": semantic_id(Kind.CLAIM, str(text))}
                                     for node_id, text in rows])
+
+
+def backfill_call_keys() -> Op[None]:
+    """Re-canonicalise the arguments of actions stored before arguments were Unicode-normalised
+    and spelt numbers one way (a schema upgrade): their call key, and so which calls match them,
+    is what `canonical_args` says today."""
+    after = ""
+    while True:
+        rows = yield cypher.actions_with_args(after, 2000)
+        if not rows:
+            return
+        changed = []
+        for (props,) in rows:
+            try:
+                args = canonical_args(json.loads(props["args"]))
+            except (InvalidInputError, ValueError):
+                continue  # kept as stored: it cannot be read as arguments today
+            if args != props["args"]:
+                changed.append({"id": props["id"], "args": args,
+                                "call_key": call_key(props.get("tool") or "", args),
+                                "digest": action_digest(props, args)})
+        if changed:
+            yield cypher.set_args(changed)
+        after = rows[-1][0]["id"]
 
 
 def get(node_id: str) -> Op[Node]:

@@ -103,11 +103,8 @@ class NodeSpec:
         props["retracted"], props["pending"], props["created_at"] = False, 0, now
         if self.provenance:
             props["provenance"] = json.dumps(self.provenance, sort_keys=True)
-        # Under a semantic id (derived from the normalised text) the normalised text is the content:
-        # re-adding the same statement written differently is a no-op, not a conflict.
-        if _may_be_semantic(self.id, self.kind) and self.id == semantic_id(self.kind, text):
-            text = normalise_text(text)
-        props["digest"] = _digest(args, kind, source_type, text, tool, uri)
+        props["digest"] = _digest(args, kind, source_type, digested_text(self.id, self.kind, text),
+                                  tool, uri)
         if self.kind is Kind.CLAIM:  # found by what it states, whatever its id
             props["text_key"] = semantic_id(Kind.CLAIM, self.text)
         return props
@@ -132,6 +129,22 @@ def validated_all(specs: Sequence[NodeSpec]) -> list[NodeSpec]:
             and plain_texts([spec.text for spec in specs]) and plain_texts(optional_texts)):
         return [spec._checked_copy() for spec in specs]
     return [spec.validated() for spec in specs]
+
+
+def digested_text(node_id: str | None, kind: Kind, text: str) -> str:
+    """The text a node's content digest covers: under a semantic id (derived from the normalised
+    text) the normalised text is the content, so re-adding the same statement written differently
+    is a no-op, not a conflict."""
+    if _may_be_semantic(node_id, kind) and node_id == semantic_id(kind, text):
+        return normalise_text(text)
+    return text
+
+
+def action_digest(props: Mapping[str, Any], args: str | None) -> str:
+    """The content digest of a stored action with these canonical args."""
+    text = digested_text(props["id"], Kind.ACTION, props["text"])
+    return _digest(args, props.get("kind"), props.get("source_type"), text, props.get("tool"),
+                   props.get("uri"))
 
 
 def _may_be_semantic(node_id: str | None, kind: Kind) -> bool:
