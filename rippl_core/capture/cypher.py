@@ -116,25 +116,53 @@ _ACTIONS = (
 )
 
 
+def _handed(carry: str, fs: str) -> str:
+    """Cypher turning `fs` (what carriers of other runs of the scope carry: {carrier, run, ref,
+    claim}) into hand-over claims, one per carrier and claim: "run A carried it (its message M):
+    <claim>", resting on the claim, so a trail, a blast radius and an explanation show the path
+    from the premise through the run that handed it over. Ends with `carry` and `hs`, the
+    hand-over claims."""
+    hid = "'HND-' + f.carrier + '-' + c.id"
+    return (
+        f"FOREACH (f IN {fs} | FOREACH (c IN [f.claim] | "
+        f"MERGE (h:Node:Claim {{id: {hid}}}) ON CREATE SET h.kind = 'Claim', h.state = c.state, "
+        "h.text = 'run ' + f.run + ' carried it (' + coalesce(f.ref, 'its messages') + '): ' "
+        "+ left(c.text, 400), h.retracted = false, h.pending = 0, h.created_at = $now, "
+        "h.run = f.run, h.handed_from = f.run, h.carrier = f.carrier, h.captured = true "
+        f"MERGE (c)-[:SUPPORTS {{j: {hid}}}]->(h))) "
+        f"WITH {carry}, {fs} UNWIND {fs} + [NULL] AS f "
+        f"OPTIONAL MATCH (h:Node {{id: 'HND-' + f.carrier + '-' + f.claim.id}}) "
+        f"WITH {carry}, collect(DISTINCT h) AS hs "
+    )
+
+
 def _context(carry: str) -> str:
     """Cypher computing a model input's context set by the rule of `capture.context`, from `known`
     (the nodes named by the vetoes the model read) and the parameters `$keys` (the keys of the
     input's messages and of the run's ref-less observations), `$refs` (each message's {ref, key,
     oid}) and `$every` (no input given: everything the run has carried). What the messages carry
-    is read by key (observations and turns of the scope); a message found nowhere is unaccounted:
-    it carries everything the run has carried, and is recorded so (as observation `oid`). Ends
-    with `carry` (the variables to keep) and `ctx`: the context set's claims, distinct."""
+    is read by key (observations and turns of the scope; what another run's message carries comes
+    through a hand-over claim, `_handed`); a message found nowhere is unaccounted: it carries
+    everything the run has carried, and is recorded so (as observation `oid`). Ends with `carry`
+    (the variables to keep) and `ctx`: the context set's claims, distinct."""
     return (
         f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys "
         f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
-        f"WITH {carry}, known, collect(DISTINCT o.key) AS okeys, collect(DISTINCT c) AS oc "
+        f"WITH {carry}, known, collect(DISTINCT o.key) AS okeys, "
+        "collect(DISTINCT CASE WHEN o.run = $run.id THEN c END) AS oc, "
+        "collect(DISTINCT CASE WHEN o.run <> $run.id AND c IS NOT NULL "
+        "THEN {carrier: o.id, run: o.run, ref: o.ref, claim: c} END) AS of "
         "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys "
         "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
-        f"WITH {carry}, known, okeys, oc, collect(DISTINCT m.key) AS mkeys, collect(DISTINCT mc) AS mcs "
-        f"WITH {carry}, known, oc + mcs AS carried, "
-        "[r IN $refs WHERE NOT r.key IN okeys + mkeys] AS missing "
+        f"WITH {carry}, known, okeys, oc, of, collect(DISTINCT m.key) AS mkeys, "
+        "collect(DISTINCT CASE WHEN m.run = $run.id THEN mc END) AS mcs, "
+        "collect(DISTINCT CASE WHEN m.run <> $run.id AND mc IS NOT NULL "
+        "THEN {carrier: m.id, run: m.run, ref: m.turn, claim: mc} END) AS mf "
+        f"WITH {carry}, known, oc + mcs AS own, of + mf AS foreign, "
+        "[r IN $refs WHERE NOT r.key IN (okeys + mkeys)] AS missing "
+        + _handed(f"{carry}, known, own, missing", "foreign")
+        + f"WITH {carry}, known, own + hs AS carried, missing, (size(missing) > 0 OR $every) AS wide "
         # everything the run has carried: read only when needed (an unaccounted message, or no input)
-        f"WITH {carry}, known, carried, missing, (size(missing) > 0 OR $every) AS wide "
         f"OPTIONAL MATCH (e:{OBSERVATION}) WHERE wide AND e.run = $run.id "
         f"OPTIONAL MATCH (e)-[:{SAW}]->(ec:Claim) "
         f"WITH {carry}, known, carried, missing, wide, collect(DISTINCT ec) AS seen "
@@ -231,6 +259,13 @@ def tell(action_id: str, told: Sequence[str], binds: Sequence[str],
                   "vtool": keys[1]})
 
 
+def hand_overs(ids: Sequence[str]) -> Query:
+    """The run each of these hand-over claims came from, and the carrier's ref."""
+    return Query(f"UNWIND $ids AS hid MATCH (h:Node {{id: hid}}) OPTIONAL MATCH (w {{id: h.carrier}}) "
+                 "RETURN DISTINCT h.handed_from, coalesce(w.ref, w.turn, 'its messages') "
+                 "ORDER BY h.handed_from", {"ids": list(ids)}, read_only=True)
+
+
 def take_override(override: str, action_id: str) -> Query:
     """Bind an approved override to the call it allows (once: returns no row when another call
     took it first)."""
@@ -281,14 +316,18 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         f"MERGE (o)-[:{SAW}]->(c) "
         # an output that is the text another run of the scope wrote (an agent used as a tool)
         # carries what that text carried there
-        f"WITH o, c, unlinked, shifts OPTIONAL MATCH (h:{OBSERVATION} {{key: $handed}}) "
-        "WHERE h.run <> $run "
-        f"OPTIONAL MATCH (h)-[:{SAW}]->(hc:Claim) "
-        "WITH o, c, unlinked, shifts, collect(DISTINCT hc) AS hcs "
-        "OPTIONAL MATCH (hm:Decision {key: $handed}) WHERE hm.run <> $run "
-        "OPTIONAL MATCH (hmc:Claim)-[:SUPPORTS]->(hm) "
-        "WITH o, c, unlinked, shifts, hcs, collect(DISTINCT hmc) AS hmcs "
-        f"FOREACH (h IN hcs + hmcs | MERGE (o)-[:{SAW}]->(h)) "
+        f"WITH o, c, unlinked, shifts OPTIONAL MATCH (w:{OBSERVATION} {{key: $handed}}) "
+        "WHERE w.run <> $run "
+        f"OPTIONAL MATCH (w)-[:{SAW}]->(wc:Claim) "
+        "WITH o, c, unlinked, shifts, collect(DISTINCT CASE WHEN wc IS NOT NULL "
+        "THEN {carrier: w.id, run: w.run, ref: w.ref, claim: wc} END) AS wf "
+        "OPTIONAL MATCH (wm:Decision {key: $handed}) WHERE wm.run <> $run "
+        "OPTIONAL MATCH (wmc:Claim)-[:SUPPORTS]->(wm) "
+        "WITH o, c, unlinked, shifts, wf, collect(DISTINCT CASE WHEN wmc IS NOT NULL "
+        "THEN {carrier: wm.id, run: wm.run, ref: wm.turn, claim: wmc} END) AS wmf "
+        "WITH o, c, unlinked, shifts, wf + wmf AS foreign "
+        + _handed("o, c, unlinked, shifts", "foreign")
+        + f"FOREACH (h IN hs | MERGE (o)-[:{SAW}]->(h)) "
         "RETURN c.state, NOT (unlinked AND shifts)",
         {"run": run, "action": action_id, "result": result, "obs": observation, "now": now,
          "handed": handed})

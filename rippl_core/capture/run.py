@@ -283,6 +283,12 @@ def _verdict(run: RunRef, named_call: ids.Call, own: Own, declared: list[ActionR
         yield Commit([cypher.tell(own.row[0], named, sorted(set(binds)), keys)], blind=True)
     if own.repeats and own.decision_state is State.IN:
         verdict = verdict.model_copy(update={"reason": _repeat_reason(verdict, own)})
+    handed = sorted({node for b in verdict.blockers for node in b.trail if node.startswith("HND-")})
+    if handed:
+        rows = yield cypher.hand_overs(handed)
+        froms = "; ".join(f"from run {r[0]} ({r[1]})" for r in rows)
+        verdict = verdict.model_copy(update={
+            "reason": f"{verdict.reason} The premise was handed over into run {run.id} {froms}."})
     return verdict
 
 
