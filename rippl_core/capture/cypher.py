@@ -122,16 +122,17 @@ def _handed(carry: str, fs: str) -> str:
     <claim>", resting on the claim, so a trail, a blast radius and an explanation show the path
     from the premise through the run that handed it over. Ends with `carry` and `hs`, the
     hand-over claims."""
-    hid = "'HND-' + f.carrier + '-' + c.id"
+    hid = "'HND-' + f.carrier + '-' + coalesce(c.origin, c.id)"  # bounded: never nested
     return (
         f"FOREACH (f IN {fs} | FOREACH (c IN [f.claim] | "
         f"MERGE (h:Node:Claim {{id: {hid}}}) ON CREATE SET h.kind = 'Claim', h.state = c.state, "
         "h.text = 'run ' + f.run + ' carried it (' + coalesce(f.ref, 'its messages') + '): ' "
         "+ left(c.text, 400), h.retracted = false, h.pending = 0, h.created_at = $now, "
-        "h.run = f.run, h.handed_from = f.run, h.carrier = f.carrier, h.captured = true "
+        "h.run = f.run, h.handed_from = f.run, h.carrier = f.carrier, h.captured = true, "
+        "h.origin = coalesce(c.origin, c.id) "
         f"MERGE (c)-[:SUPPORTS {{j: {hid}}}]->(h))) "
         f"WITH {carry}, {fs} UNWIND {fs} + [NULL] AS f "
-        f"OPTIONAL MATCH (h:Node {{id: 'HND-' + f.carrier + '-' + f.claim.id}}) "
+        "OPTIONAL MATCH (h:Node {id: 'HND-' + f.carrier + '-' + coalesce(f.claim.origin, f.claim.id)}) "
         f"WITH {carry}, collect(DISTINCT h) AS hs "
     )
 
