@@ -14,7 +14,12 @@ once, when Rippl first sees it:
   runs that hand messages to one another): found there, it carries what it carried in its own
   run (a hand-over);
 - a ref found nowhere is *unaccounted* (a rewrite of the history Rippl did not see written): it
-  carries everything the run has carried so far, and is recorded so (fail closed).
+  carries everything the run has carried so far, and is recorded so (fail closed); except a
+  message the adapter marks as possibly the user's (a human or system message: `inputs`) that
+  comes after every message Rippl knows in this input, and after at least one of them (or the run
+  has carried nothing yet): the new tail of the conversation, the user's own input, which carries
+  nothing (recorded so). A new message *before* a known one, or an input whose known messages are
+  all gone, is a rewrite of the history.
 
 A turn rests on what the messages in its input carry (`refs`; None when the adapter cannot tell:
 everything the run has carried), less every node named by a veto the model read (`told`: the call
@@ -32,7 +37,7 @@ to an independent reference of this rule on random runs.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rippl_core._runtime.validation import repeat_key
@@ -78,29 +83,38 @@ class Carried:
         self.everything |= found
 
 
-def context_set(run: Carried, refs: Collection[str] | None, told: Collection[str],
+def context_set(run: Carried, refs: Sequence[str] | None, told: Collection[str],
                 vetoes: Mapping[str, Collection[str]],
-                scope: Mapping[str, Collection[str]] | None = None
-                ) -> tuple[list[str], dict[str, frozenset[str]]]:
+                scope: Mapping[str, Collection[str]] | None = None,
+                inputs: Collection[str] = ()) -> tuple[list[str], dict[str, frozenset[str]]]:
     """The claims a turn rests on, sorted, and the carriers this turn records for the refs it
     looked up elsewhere (`scope`: what the refs carried in the other runs of the scope) or could
-    not account for. `vetoes` maps a vetoed call's id to the nodes its veto named."""
+    not account for (`inputs`: refs that may be the user's, see `user_input`). `vetoes` maps a
+    vetoed call's id to the nodes its veto named. `refs` is the input in order."""
     known_false = {node for call in told for node in vetoes.get(call, ())}
     if refs is None:
         return sorted(run.everything - known_false), {}
     claims = set(run.always)
     recorded: dict[str, frozenset[str]] = {}
-    for ref in refs:
-        if ref in told:
-            continue  # a veto message carries nothing
+    present = [r for r in refs if r not in told]  # a veto message carries nothing
+    known = [r in run.carriers or (scope is not None and r in scope) for r in present]
+    for position, ref in enumerate(present):
         if ref in run.carriers:
             claims |= run.carriers[ref]
-        elif scope is not None and ref in scope:
+        if scope is not None and ref in scope:
             recorded[ref] = frozenset(scope[ref])
-        else:
-            recorded[ref] = frozenset(run.everything)
+        elif ref not in run.carriers:
+            fresh = ref in inputs and user_input(known, position, not run.everything)
+            recorded[ref] = frozenset() if fresh else frozenset(run.everything)
     claims.update(*recorded.values())
     return sorted(claims - known_false), recorded
+
+
+def user_input(known: Sequence[bool], position: int, new_run: bool) -> bool:
+    """Whether an unknown message at `position` of an input (`known`: which of its messages Rippl
+    has a carrier for) is the user's new input rather than a rewrite: every message after it is
+    unknown too, and a known one comes before it (or the run has carried nothing yet)."""
+    return not any(known[position + 1:]) and (any(known[:position]) or new_run)
 
 
 def repeat_keys(run: str, tool: str, args: str, scope: RepeatScope) -> tuple[str, str | None]:

@@ -160,22 +160,30 @@ def _context(carry: str) -> str:
         "collect(DISTINCT CASE WHEN m.run <> $run.id AND mc IS NOT NULL "
         "THEN {carrier: m.id, run: m.run, ref: m.turn, claim: mc} END) AS mf "
         f"WITH {carry}, known, oc + mcs AS own, of + mf AS foreign, "
-        "[r IN $refs WHERE NOT r.key IN (okeys + mkeys)] AS missing "
-        + _handed(f"{carry}, known, own, missing", "foreign")
-        + f"WITH {carry}, known, own + hs AS carried, missing, (size(missing) > 0 OR $every) AS wide "
+        "[r IN $refs WHERE NOT r.key IN (okeys + mkeys)] AS missing, "
+        "[r IN $refs | r.key IN (okeys + mkeys)] AS knowns "
+        + _handed(f"{carry}, known, own, missing, knowns", "foreign")
+        + f"WITH {carry}, known, own + hs AS carried, missing, knowns, "
+        "(size(missing) > 0 OR $every) AS wide "
         # everything the run has carried: read only when needed (an unaccounted message, or no input)
         f"OPTIONAL MATCH (e:{OBSERVATION}) WHERE wide AND e.run = $run.id "
         f"OPTIONAL MATCH (e)-[:{SAW}]->(ec:Claim) "
-        f"WITH {carry}, known, carried, missing, wide, collect(DISTINCT ec) AS seen "
+        f"WITH {carry}, known, carried, missing, knowns, wide, collect(DISTINCT ec) AS seen "
         "OPTIONAL MATCH (t:Node) WHERE wide AND t.run = $run.id AND t:Decision "
         "OPTIONAL MATCH (tc:Claim)-[:SUPPORTS]->(t) "
-        f"WITH {carry}, known, missing, wide, carried, seen, collect(DISTINCT tc) AS tcs "
-        f"WITH {carry}, known, missing, wide, carried, seen + tcs AS everything "
-        "FOREACH (r IN missing | "
-        f"MERGE (u:{OBSERVATION} {{id: r.oid}}) ON CREATE SET u.run = $run.id, u.ref = r.ref, "
-        "u.key = r.key, u.kind = 'unaccounted', u.at = $now "
-        f"FOREACH (c IN everything | MERGE (u)-[:{SAW}]->(c))) "
-        f"WITH {carry}, known, CASE WHEN wide THEN carried + everything ELSE carried END AS all "
+        f"WITH {carry}, known, missing, knowns, carried, seen, collect(DISTINCT tc) AS tcs "
+        f"WITH {carry}, known, missing, knowns, carried, seen + tcs AS everything "
+        # the user's new input (`context.user_input`) carries nothing; any other unknown message
+        # is a rewrite and carries everything the run has carried
+        f"WITH {carry}, known, carried, everything, [r IN missing | {{r: r, fresh: r.input AND "
+        "none(k IN knowns[r.i + 1..] WHERE k) AND (any(k IN knowns[..r.i] WHERE k) "
+        "OR size(everything) = 0)}] AS judged "
+        "FOREACH (j IN judged | "
+        f"MERGE (u:{OBSERVATION} {{id: j.r.oid}}) ON CREATE SET u.run = $run.id, u.ref = j.r.ref, "
+        "u.key = j.r.key, u.at = $now, u.kind = CASE WHEN j.fresh THEN 'input' ELSE 'unaccounted' END "
+        f"FOREACH (c IN CASE WHEN j.fresh THEN [] ELSE everything END | MERGE (u)-[:{SAW}]->(c))) "
+        f"WITH {carry}, known, CASE WHEN $every OR any(j IN judged WHERE NOT j.fresh) "
+        "THEN carried + everything ELSE carried END AS all "
         f"UNWIND [c IN all WHERE NOT c.id IN known] + [NULL] AS a "
         f"WITH {carry}, collect(DISTINCT a) AS ctx "
     )
@@ -188,7 +196,7 @@ def _known(carry: str) -> str:
             f"WITH {carry}, reduce(acc = [], t IN named | acc + coalesce(t, [])) AS known ")
 
 
-def _input(run: Mapping[str, Any], refs: Sequence[Mapping[str, str]] | None,
+def _input(run: Mapping[str, Any], refs: Sequence[Mapping[str, Any]] | None,
            told: Sequence[str]) -> dict[str, Any]:
     """The parameters of `_known` and `_context` for a model input."""
     keys = [r["key"] for r in refs or ()] + [observation_key(run["id"], None)]
@@ -196,7 +204,7 @@ def _input(run: Mapping[str, Any], refs: Sequence[Mapping[str, str]] | None,
             "refs": list(refs or ())}
 
 
-def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[Mapping[str, str]] | None,
+def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[Mapping[str, Any]] | None,
            told: Sequence[str], actions: Sequence[Mapping[str, Any]], now: int) -> Query:
     """Record a turn in one query: the run's root if new; the decision, resting on the run's claim
     and the turn's context set (`_context`: what the messages of the model's input carry, `refs`
@@ -221,7 +229,7 @@ def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[M
 
 
 def wrote(run: Mapping[str, Any], carrier: Mapping[str, Any],
-          refs: Sequence[Mapping[str, str]] | None, told: Sequence[str], now: int) -> Query:
+          refs: Sequence[Mapping[str, Any]] | None, told: Sequence[str], now: int) -> Query:
     """Record a message the model wrote (a text reply, a summary) as a carrier of the run: an
     observation under its ref, seeing the context set of the input it was written from (once: a
     message recorded before keeps what it carries). Returns the claims it carries."""
@@ -262,8 +270,10 @@ def tell(action_id: str, told: Sequence[str], binds: Sequence[str],
 
 def hand_overs(ids: Sequence[str]) -> Query:
     """The run each of these hand-over claims came from, and the carrier's ref."""
-    return Query(f"UNWIND $ids AS hid MATCH (h:Node {{id: hid}}) OPTIONAL MATCH (w {{id: h.carrier}}) "
-                 "RETURN DISTINCT h.handed_from, coalesce(w.ref, w.turn, 'its messages') "
+    return Query(f"UNWIND $ids AS hid MATCH (h:Node {{id: hid}}) "
+                 f"OPTIONAL MATCH (w:{OBSERVATION} {{id: h.carrier}}) "
+                 "OPTIONAL MATCH (m:Decision {id: h.carrier}) "
+                 "RETURN DISTINCT h.handed_from, coalesce(w.ref, m.turn, 'its messages') "
                  "ORDER BY h.handed_from", {"ids": list(ids)}, read_only=True)
 
 

@@ -58,25 +58,30 @@ class Run(_RunHandle["SyncDriver"]):
 
     def decide(self, turn: str, calls: Sequence[ToolCall], *, context: SequenceNotStr[str] | None = None,
                told: SequenceNotStr[str] = (), policy: Policy | None = None,
-               repeat_scope: RepeatScopes | None = None) -> list[Verdict]:
+               repeat_scope: RepeatScopes | None = None,
+               inputs: SequenceNotStr[str] = ()) -> list[Verdict]:
         """Record a model turn emitting `calls` as a decision resting on what the messages in the
         model's input carry (`context`: the refs of those messages: tool results' call ids, memory
         handles, the model's own earlier messages and summaries; None: everything the run has
         carried) less what the vetoes it read (`told`: the call ids of veto messages in it) named.
-        A call that repeats a call vetoed in this run stays vetoed (`repeat_scope`: "args", or
-        "tool" for any call of a vetoed tool; per tool with a mapping). Returns the verdict on each
-        call, in order."""
+        A message of `inputs` (a human or system message) that Rippl has no record of carries
+        nothing when it is the new tail of the input (the user's own); anywhere else an unknown
+        message is a rewrite of the history and carries everything the run has carried. A call
+        that repeats a call vetoed in this run stays vetoed (`repeat_scope`: "args", or "tool" for
+        any call of a vetoed tool; per tool with a mapping). Returns the verdict on each call, in
+        order."""
         return self._driver.run(lambda: ops.decide(
             self.ref, turn, calls, context=context, told=told, policy=self._policy(policy),
-            repeat_scope=self._repeats(repeat_scope)))
+            repeat_scope=self._repeats(repeat_scope), inputs=inputs))
 
     def wrote(self, ref: str, *, context: SequenceNotStr[str] | None = None,
-              told: SequenceNotStr[str] = (), kind: str = "message") -> list[str]:
+              told: SequenceNotStr[str] = (), kind: str = "message",
+              inputs: SequenceNotStr[str] = ()) -> list[str]:
         """The model wrote the message `ref` (a text reply, a summary) from an input holding the
         messages `context` (as for `decide`): a later turn whose input holds it rests on what it
         carries. Returns the claims it carries."""
         return self._driver.run(lambda: ops.wrote(self.ref, ref, context=context, told=told,
-                                                  kind=kind))
+                                                  kind=kind, inputs=inputs))
 
     def judge(self, call: ToolCall, *, policy: Policy | None = None,
               repeat_scope: RepeatScopes | None = None) -> Verdict:
@@ -110,26 +115,30 @@ class AsyncRun(_RunHandle["AsyncDriver"]):
 
     async def decide(self, turn: str, calls: Sequence[ToolCall], *,
                      context: SequenceNotStr[str] | None = None, told: SequenceNotStr[str] = (),
-                     policy: Policy | None = None,
-                     repeat_scope: RepeatScopes | None = None) -> list[Verdict]:
+                     policy: Policy | None = None, repeat_scope: RepeatScopes | None = None,
+                     inputs: SequenceNotStr[str] = ()) -> list[Verdict]:
         """Record a model turn emitting `calls` as a decision resting on what the messages in the
         model's input carry (`context`: the refs of those messages: tool results' call ids, memory
         handles, the model's own earlier messages and summaries; None: everything the run has
         carried) less what the vetoes it read (`told`: the call ids of veto messages in it) named.
-        A call that repeats a call vetoed in this run stays vetoed (`repeat_scope`: "args", or
-        "tool" for any call of a vetoed tool; per tool with a mapping). Returns the verdict on each
-        call, in order."""
+        A message of `inputs` (a human or system message) that Rippl has no record of carries
+        nothing when it is the new tail of the input (the user's own); anywhere else an unknown
+        message is a rewrite of the history and carries everything the run has carried. A call
+        that repeats a call vetoed in this run stays vetoed (`repeat_scope`: "args", or "tool" for
+        any call of a vetoed tool; per tool with a mapping). Returns the verdict on each call, in
+        order."""
         return await self._driver.run(lambda: ops.decide(
             self.ref, turn, calls, context=context, told=told, policy=self._policy(policy),
-            repeat_scope=self._repeats(repeat_scope)))
+            repeat_scope=self._repeats(repeat_scope), inputs=inputs))
 
     async def wrote(self, ref: str, *, context: SequenceNotStr[str] | None = None,
-                    told: SequenceNotStr[str] = (), kind: str = "message") -> list[str]:
+                    told: SequenceNotStr[str] = (), kind: str = "message",
+                    inputs: SequenceNotStr[str] = ()) -> list[str]:
         """The model wrote the message `ref` (a text reply, a summary) from an input holding the
         messages `context` (as for `decide`): a later turn whose input holds it rests on what it
         carries. Returns the claims it carries."""
         return await self._driver.run(lambda: ops.wrote(self.ref, ref, context=context, told=told,
-                                                        kind=kind))
+                                                        kind=kind, inputs=inputs))
 
     async def judge(self, call: ToolCall, *, policy: Policy | None = None,
                     repeat_scope: RepeatScopes | None = None) -> Verdict:

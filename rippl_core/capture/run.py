@@ -118,8 +118,8 @@ def observe(run: RunRef, claims: SequenceNotStr[str], *, ref: str | None, kind: 
 
 
 def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: SequenceNotStr[str] | None,
-           told: SequenceNotStr[str], policy: Policy,
-           repeat_scope: RepeatScopes = "args") -> Op[list[Verdict]]:
+           told: SequenceNotStr[str], policy: Policy, repeat_scope: RepeatScopes = "args",
+           inputs: SequenceNotStr[str] = ()) -> Op[list[Verdict]]:
     """Record a model turn that emits `calls` and judge each call (see the module docstring)."""
     turn = check_id(turn, what="turn id")
     if isinstance(calls, ToolCall) or not calls:
@@ -128,7 +128,7 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     if len({c.ref for c in named}) != len(named):
         raise InvalidInputError("two calls of one turn share a call id; each call needs its own")
     told_ids = check_ids(told, what="told")
-    refs = _refs(run, context, told_ids)
+    refs = _refs(run, context, told_ids, inputs)
     now = now_ms()
     actions = [_action_props(run, c, now, repeat_scope) for c in named]
     decision = _captured_props(NodeSpec(Kind.DECISION, _decision_text(run, turn, named),
@@ -155,13 +155,13 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
 
 
 def wrote(run: RunRef, ref: str, *, context: SequenceNotStr[str] | None,
-          told: SequenceNotStr[str], kind: str) -> Op[list[str]]:
+          told: SequenceNotStr[str], kind: str, inputs: SequenceNotStr[str] = ()) -> Op[list[str]]:
     """Record that the model wrote the message `ref` (a text reply, a summary) from an input whose
     messages are `context`, less what the vetoes it read (`told`) named: later turns whose input
     holds it rest on what it carries. Its first recording stands. Returns the claims it carries."""
     ref = check_id(ref, what="ref")
     told_ids = check_ids(told, what="told")
-    refs = _refs(run, context, told_ids)
+    refs = _refs(run, context, told_ids, inputs)
     now = now_ms()
     carrier = {"id": ids.carrier(run.id, ref), "run": run.id, "ref": ref, "key": run.key(ref),
                "kind": kind, "at": now}
@@ -169,15 +169,18 @@ def wrote(run: RunRef, ref: str, *, context: SequenceNotStr[str] | None,
     return sorted({row[0] for row in replies[0] if row[0] is not None})
 
 
-def _refs(run: RunRef, context: SequenceNotStr[str] | None,
-          told: Sequence[str]) -> list[dict[str, str]] | None:
-    """The messages of a model input to look up: each ref with its key in the run's scope, and the
-    id it is recorded under if it is unaccounted. A veto message (in `told`) carries nothing."""
+def _refs(run: RunRef, context: SequenceNotStr[str] | None, told: Sequence[str],
+          inputs: SequenceNotStr[str]) -> list[dict[str, Any]] | None:
+    """The messages of a model input to look up, in order: each ref with its key in the run's
+    scope, its position, whether it may be the user's input (`inputs`), and the id it is recorded
+    under if no carrier has it. A veto message (in `told`) carries nothing."""
+    users = set(check_ids(inputs, what="inputs"))
     if context is None:
         return None
     vetoes = set(told)
-    return [{"ref": ref, "key": run.key(ref), "oid": ids.carrier(run.id, ref)}
-            for ref in dict.fromkeys(check_ids(context, what="context")) if ref not in vetoes]
+    present = [r for r in dict.fromkeys(check_ids(context, what="context")) if r not in vetoes]
+    return [{"ref": ref, "key": run.key(ref), "oid": ids.carrier(run.id, ref), "i": i,
+             "input": ref in users} for i, ref in enumerate(present)]
 
 
 @dataclass(frozen=True, slots=True)

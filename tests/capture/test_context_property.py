@@ -38,33 +38,37 @@ def test_an_observation_is_present_when_its_ref_is_or_it_has_none(ref: str | Non
                                 max_size=4),
        scope=st.dictionaries(st.sampled_from("cdef"), st.frozensets(st.sampled_from("XYZW")),
                              max_size=3),
-       refs=st.one_of(st.none(), st.lists(st.sampled_from("abcdefg"), max_size=5)),
-       told=st.sets(st.sampled_from("abv"), max_size=2))
+       refs=st.one_of(st.none(), st.lists(st.sampled_from("abcdefg"), max_size=5, unique=True)),
+       told=st.sets(st.sampled_from("abv"), max_size=2),
+       inputs=st.sets(st.sampled_from("efg"), max_size=3))
 def test_the_executable_rule_matches_its_statement(carriers: dict[str, frozenset[str]],
                                                    scope: dict[str, frozenset[str]],
-                                                   refs: list[str] | None, told: set[str]) -> None:
+                                                   refs: list[str] | None, told: set[str],
+                                                   inputs: set[str]) -> None:
     run = Carried()
     for ref, claims in carriers.items():
         run.observe(Observed(ref, tuple(claims)))
     vetoes = {"a": {"X"}, "v": {"Y"}}
-    got, recorded = context_set(run, refs, told, vetoes, scope)
+    got, recorded = context_set(run, refs, told, vetoes, scope, inputs)
     false = {n for t in told for n in vetoes.get(t, ())}
     everything = set().union(*carriers.values()) if carriers else set()
     if refs is None:
         assert set(got) == everything - false and recorded == {}
         return
     want: set[str] = set()
-    for ref in refs:
-        if ref in told:
-            continue
+    present = [r for r in refs if r not in told]
+    for i, ref in enumerate(present):
         if ref in carriers:
             want |= carriers[ref]
-        elif ref in scope:
+        if ref in scope:
             want |= scope[ref]
             assert recorded[ref] == scope[ref]
-        else:
-            want |= everything
-            assert recorded[ref] == everything
+        elif ref not in carriers:
+            later = [r in carriers or r in scope for r in present[i + 1:]]
+            earlier = [r in carriers or r in scope for r in present[:i]]
+            users = ref in inputs and not any(later) and (any(earlier) or not everything)
+            want |= set() if users else everything
+            assert recorded[ref] == (frozenset() if users else everything)
     assert set(got) == want - false
 
 
@@ -98,14 +102,14 @@ class Reference:
             return self.out(node.rsplit("-", 2)[-2] + "-" + node.rsplit("-", 1)[-1])
         return any(self.out(p) for p in self.decisions.get(node, ()))
 
-    def context(self, run: str, refs: list[str], told: list[str]) -> set[str]:
+    def context(self, run: str, refs: list[str], told: list[str], inputs: set[str]) -> set[str]:
         known = {n for t in told for n in self.named.get(t, ())}
         other = RUNS[1 - RUNS.index(run)]
+        present = [r for r in refs if r not in told]  # a veto message carries nothing
+        found = [r in self.carriers[run] or r in self.carriers[other] for r in present]
         nodes: set[str] = set()
-        unaccounted = []
-        for ref in refs:
-            if ref in told:
-                continue
+        unknown = []
+        for position, ref in enumerate(present):
             own, theirs = self.carriers[run].get(ref), self.carriers[other].get(ref)
             if own is not None:
                 nodes |= own[1]
@@ -113,11 +117,16 @@ class Reference:
                 carrier, carried = theirs
                 nodes |= {f"HND-{carrier}-{origin(n)}" for n in carried}
             if own is None and theirs is None:
-                unaccounted.append(ref)
-        for ref in unaccounted:
-            everything = set(self.everything[run])
-            self.carry(run, ref, ids.carrier(run, ref), everything)
-            nodes |= everything
+                # the user's new input: after every known message and after one of them (or in a
+                # run that has carried nothing); anything else unknown is a rewrite
+                users = ref in inputs and not any(found[position + 1:]) and (
+                    any(found[:position]) or not self.everything[run])
+                unknown.append((ref, users))
+        everything = set(self.everything[run])
+        for ref, users in unknown:
+            carried = set() if users else everything
+            self.carry(run, ref, ids.carrier(run, ref), carried)
+            nodes |= carried
         return nodes - known
 
 
@@ -148,16 +157,21 @@ def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..
     vetoes: dict[str, list[str]] = {r: [] for r in RUNS}  # call ids of vetoes each run received
     calls: list[tuple[str, str, str]] = []  # (run, call id, shard) of vetoed calls, for repeats
 
-    def pick(run: str, bits: int, n: int) -> list[str]:
+    def pick(run: str, bits: int, n: int) -> tuple[list[str], set[str]]:
         """A model input: a subset of what either run has shown, and maybe a message nobody
-        recorded (a summary or rewrite Rippl did not see written)."""
-        pool = [f"u{n}"] + shown[run] + shown[RUNS[1 - RUNS.index(run)]]
-        return [r for i, r in enumerate(pool) if bits >> (i % 12) & 1]
+        recorded, marked as possibly the user's or not, before or after the rest (the user's new
+        message, or a summary or rewrite Rippl did not see written)."""
+        pool = shown[run] + shown[RUNS[1 - RUNS.index(run)]]
+        chosen = [r for i, r in enumerate(pool) if bits >> (i % 10) & 1]
+        if bits >> 10 & 1:
+            chosen = [f"u{n}", *chosen] if bits >> 11 & 1 else [*chosen, f"u{n}"]
+        return chosen, ({f"u{n}"} if bits & 3 == 3 else set())
 
-    def turn(run: str, n: int, call: ToolCall, context: list[str], told: list[str]) -> bool:
+    def turn(run: str, n: int, call: ToolCall, context: list[str], told: list[str],
+             inputs: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
         handle = rippl.run(run, scope=SCOPE)
-        expected = ref.context(run, context, told) | {ids.run_claim(run)}
-        [verdict] = handle.decide(f"t{n}", [call], context=context, told=told)
+        expected = ref.context(run, context, told, inputs) | {ids.run_claim(run)}
+        [verdict] = handle.decide(f"t{n}", [call], context=context, told=told, inputs=sorted(inputs))
         decision = ids.decision(run, f"t{n}", [ids.Call.of(call, f"t{n}", 0)])
         assert set(rippl.get(decision).justifications[0]) == expected
         ref.decisions[decision] = expected
@@ -193,15 +207,15 @@ def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..
             ref.carry(run, f"c{n}", ids.observation(run, f"c{n}", [claim]), {claim})
             shown[run].append(f"c{n}")
         elif kind == "write":
-            context = pick(run, value, n)
+            context, inputs = pick(run, value, n)
             told = [t for t in vetoes[run] if t in context]
-            expected = ref.context(run, context, told)
-            carried = handle.wrote(f"m{n}", context=context, told=told)
+            expected = ref.context(run, context, told, inputs)
+            carried = handle.wrote(f"m{n}", context=context, told=told, inputs=sorted(inputs))
             assert set(carried) == expected
             ref.carry(run, f"m{n}", ids.carrier(run, f"m{n}"), expected)
             shown[run].append(f"m{n}")
         elif kind in ("turn", "veto"):
-            context = pick(run, value, n)
+            context, inputs = pick(run, value, n)
             told = [t for t in vetoes[run] if t in context]
             shard = "09" if kind == "veto" else f"x{n}"
             if kind == "veto" and results:
@@ -211,21 +225,21 @@ def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..
                     rippl.retract(victim, reason="found false", by="monitor")
                     ref.retracted.add(victim)
             call = ToolCall(name="migrate", args={"shard": shard}, id=f"c{n}")
-            if not turn(run, n, call, context, told):
+            if not turn(run, n, call, context, told, inputs):
                 calls.append((run, f"c{n}", shard))
         elif kind == "repeat" and any(r == run for r, _, _ in calls):
             _, _, shard = [c for c in calls if c[0] == run][value % len([c for c in calls
                                                                       if c[0] == run])]
-            context = pick(run, value, n)
+            context, inputs = pick(run, value, n)
             told = [t for t in vetoes[run] if t in context]
             spelt = {"shard": shard}  # the same call, whatever the model read
-            turn(run, n, ToolCall(name="migrate", args=spelt, id=f"c{n}"), context, told)
+            turn(run, n, ToolCall(name="migrate", args=spelt, id=f"c{n}"), context, told, inputs)
         elif kind == "reinstate" and ref.retracted:
             claim = sorted(ref.retracted)[value % len(ref.retracted)]
             rippl.reinstate(claim, reason="it was right", by="alice")
             ref.retracted.discard(claim)
         elif kind == "override" and any(r == run for r, _, _ in calls):
-            _, call_id, shard = [c for c in calls if c[0] == run][value % len([c for c in calls
+            _, _call_id, shard = [c for c in calls if c[0] == run][value % len([c for c in calls
                                                                             if c[0] == run])]
             key = (run, ids.Call.of(ToolCall(name="migrate", args={"shard": shard}), "x", 0).key)
             if not any(ref.out(d) for d in ref.vetoed.get(key, [])) or key in ref.overrides:

@@ -141,3 +141,28 @@ def test_wrote_records_once_and_returns_what_the_message_carries(rippl: Rippl,
     carried = run.wrote("m1", context=context)
     assert claim in carried and set(carried) <= {claim, ids.run_claim("r1")}
     assert run.wrote("m1", context=[]) == carried  # its first recording stands
+
+
+def test_the_users_new_input_carries_nothing_and_a_rewrite_carries_everything(rippl: Rippl) -> None:
+    run = rippl.run("r1")
+    # a fresh run: the system prompt and the user's first message carry nothing
+    [first] = run.decide("t1", [HEALTH.model_copy(update={"id": "r1-c1"})], context=["sys", "u1"],
+                         inputs=["sys", "u1"])
+    assert premises(rippl, first.target) == set()  # type: ignore[arg-type]
+    claim = run.executed(HEALTH.model_copy(update={"id": "r1-c1"}), "shard 09: healthy")
+    # the user's next message, at the tail after what Rippl knows: carries nothing either
+    other = ToolCall(name="notify", args={"to": "ops"}, id="c3")
+    [tail] = run.decide("t2", [other], context=["sys", "u1", "t1", "u2"], inputs=["sys", "u1", "u2"])
+    assert premises(rippl, tail.target) == set()  # type: ignore[arg-type]
+    # a new human message *before* known ones is a rewrite (a summary Rippl could not recognise)
+    [middle] = run.decide("t3", [other.model_copy(update={"id": "c4"})],
+                          context=["s1", "t2", "u2"], inputs=["s1", "u2"])
+    assert premises(rippl, middle.target) == {claim}  # type: ignore[arg-type]
+    # every known message gone, a new one in their place: the history was replaced
+    [replaced] = run.decide("t4", [other.model_copy(update={"id": "c5"})], context=["s2"],
+                            inputs=["s2"])
+    assert premises(rippl, replaced.target) == {claim}  # type: ignore[arg-type]
+    # once recorded, each carries what it was recorded with
+    [again] = run.decide("t5", [other.model_copy(update={"id": "c6"})], context=["u2", "u1"],
+                         inputs=["u1", "u2"])
+    assert premises(rippl, again.target) == set()  # type: ignore[arg-type]

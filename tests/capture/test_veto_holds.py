@@ -82,7 +82,7 @@ def test_a_repeat_without_the_veto_message_is_still_vetoed(rippl: Rippl) -> None
 
 
 def test_a_reinstatement_lifts_the_repeat_as_it_lifts_the_original(rippl: Rippl) -> None:
-    claim, veto = vetoed_once(rippl)
+    claim, _veto = vetoed_once(rippl)
     rippl.reinstate(claim, reason="the cache was right after all", by="alice")
     again = repeat(rippl, "t3", migrate("c3"))
     assert again.allowed, again.reason
@@ -186,7 +186,7 @@ def test_a_one_call_override_lets_exactly_one_call_run(rippl: Rippl) -> None:
 
 
 def test_an_override_does_not_cover_a_premise_retracted_after_it(rippl: Rippl) -> None:
-    claim, veto = vetoed_once(rippl)
+    _claim, veto = vetoed_once(rippl)
     run = rippl.run("r1")
     run.decide("t3", [ToolCall(name="get_load", args={}, id="c3")], context=[])
     load = run.executed(ToolCall(name="get_load", args={}, id="c3"), "load is low")
@@ -200,7 +200,7 @@ def test_an_override_does_not_cover_a_premise_retracted_after_it(rippl: Rippl) -
 def test_an_override_needs_a_veto_and_a_distinct_approver_when_asked(
         open_rippl: Callable[..., Rippl]) -> None:
     rippl = open_rippl(distinct_approver=True)
-    _, veto = vetoed_once(rippl)
+    _, _veto = vetoed_once(rippl)
     with pytest.raises(ReviewError, match="no veto to override"):
         rippl.override(ToolCall(name="migrate", args={"shard": "07"}), run="r1", reason="x", by="bob")
     proposal = rippl.override(ToolCall(name="migrate", args={"table": "billing", "shard": "09"}),
