@@ -304,6 +304,19 @@ class WhatIfRetracted(_Model):
 
 
 
+class ToolSettings(_Model):
+    """How Rippl treats one tool's calls, set where a framework's tools are configured: per tool in
+    each adapter (`tools={"migrate": ToolSettings(repeat_scope="tool")}`), or under the key
+    `"rippl"` of a tool's own metadata (`{"rippl": {"repeat_scope": "tool"}}`).
+
+    `repeat_scope`: what repeats a call of this tool vetoed earlier in its run ("args": the same
+    arguments; "tool": any arguments), so it stays vetoed."""
+
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True, extra="forbid")
+
+    repeat_scope: RepeatScope = "args"
+
+
 class Override(_Model):
     """An approved one-call override of a veto: the call it lets run once in its run despite the
     retracted premises it names, who proposed and approved it, its receipt, and the call that took

@@ -18,8 +18,11 @@ Modules: `toolguard` (mapping and fail-closed verdicts), `guard` (bound to a gra
 - **Framework state**: `StateGraph`/`AsyncStateGraph`, a companion graph of the tenant's graph
   (e.g. LangGraph checkpoints) with its own schema, running operations written as generators of
   `Query` and `Commit` (the same protocol as the core's).
-- **Capture**: `Capture` records one run of a framework's agent (its turns, calls, executions)
-  and judges its calls, failing closed.
+- **Capture**: `Capture` records one run of a framework's agent (its turns, calls, executions,
+  the messages its model wrote) and judges its calls, failing closed.
+- **Per-tool settings**: `ToolSettings` (in `rippl_core`) given per tool name to a guard
+  (`tools=`), or read from a tool's own metadata under `METADATA_KEY` ("rippl") with
+  `ToolGuard.learn`.
 - Input helpers the adapters validate with: `check_id`, `check_text`, `normalise_text`,
   `semantic_id`, `to_ms`, `from_ms`, `now_ms`.
 """
@@ -46,12 +49,15 @@ from rippl_core.adapters.handles import (
 from rippl_core.adapters.search import content_words, rank, score
 from rippl_core.adapters.state import AsyncStateGraph, StateGraph
 from rippl_core.adapters.toolguard import (
+    METADATA_KEY,
     VETO_PREFIX,
     Arguments,
     Resolver,
     ResolverResult,
     ToolGuard,
+    ToolSettingsMap,
     arguments,
+    tool_settings,
     unanswered,
     unmappable,
     veto_text,
@@ -59,6 +65,7 @@ from rippl_core.adapters.toolguard import (
 from rippl_core.capture.run import capture_policy
 
 __all__ = [
+    "METADATA_KEY",
     "VETO_PREFIX",
     "Arguments",
     "AsyncStateGraph",
@@ -81,6 +88,7 @@ __all__ = [
     "ThreadedRippl",
     "Tick",
     "ToolGuard",
+    "ToolSettingsMap",
     "acall",
     "arguments",
     "arun_calls",
@@ -98,6 +106,7 @@ __all__ = [
     "semantic_id",
     "sync_handle",
     "to_ms",
+    "tool_settings",
     "unanswered",
     "unmappable",
     "veto_text",

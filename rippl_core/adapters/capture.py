@@ -44,10 +44,11 @@ class Capture:
     framework: str | None
 
     def __init__(self, guard: Guard, run: str, *, agent: str | None = None,
-                 framework: str | None = None) -> None:
+                 framework: str | None = None, scope: str | None = None) -> None:
         self.guard = guard
         self.run_id = check_id(run, what="run id")
         self.agent, self.framework = agent, framework
+        self.scope = None if scope is None else check_id(scope, what="scope")
         self._unrecorded: list[tuple[ToolCall, Any, bool]] = []
         self._lock = threading.Lock()
 
@@ -57,12 +58,22 @@ class Capture:
 
     # -- sync ---------------------------------------------------------------------------------
     def decide(self, turn: str, calls: Sequence[FrameworkCall], *,
-               context: SequenceNotStr[str] | None = None,
-               told: SequenceNotStr[str] = ()) -> list[Verdict | None]:
-        """Record a model turn and judge each of its calls (None: an unguarded tool, allowed)."""
+               context: SequenceNotStr[str] | None = None, told: SequenceNotStr[str] = (),
+               inputs: SequenceNotStr[str] = ()) -> list[Verdict | None]:
+        """Record a model turn and judge each of its calls (None: an unguarded tool, allowed).
+        `context`: the refs of the messages in the model's input, in order; `told`: those that
+        are vetoes; `inputs`: those that may be the user's (human or system messages)."""
         mapped = [self._map(call, self.guard.to_call) for call in calls]
-        return self._drive_sync(self._decide(turn, calls, mapped, context, told),
+        return self._drive_sync(self._decide(turn, calls, mapped, context, told, inputs),
                                 lambda exc: [self._failed(c, exc) for c in calls])
+
+    def wrote(self, ref: str, *, context: SequenceNotStr[str] | None = None,
+              told: SequenceNotStr[str] = (), inputs: SequenceNotStr[str] = (),
+              kind: str = "message") -> bool:
+        """Record that the model wrote the message `ref` (a text reply, a summary, an output handed
+        to another run) from the input `context`. False if it could not be recorded: the message
+        then counts as one Rippl cannot account for (it carries everything the run carried)."""
+        return self._drive_sync(self._wrote(ref, context, told, inputs, kind), lambda exc: False)
 
     def judge(self, call: FrameworkCall) -> Verdict | None:
         """Re-check one call just before it executes."""
@@ -86,12 +97,19 @@ class Capture:
 
     # -- asyncio ------------------------------------------------------------------------------
     async def adecide(self, turn: str, calls: Sequence[FrameworkCall], *,
-                      context: SequenceNotStr[str] | None = None,
-                      told: SequenceNotStr[str] = ()) -> list[Verdict | None]:
+                      context: SequenceNotStr[str] | None = None, told: SequenceNotStr[str] = (),
+                      inputs: SequenceNotStr[str] = ()) -> list[Verdict | None]:
         """The asyncio twin of `decide` (the resolver may be async)."""
         mapped = [await self._amap(call) for call in calls]
-        return await self._drive_async(self._decide(turn, calls, mapped, context, told),
+        return await self._drive_async(self._decide(turn, calls, mapped, context, told, inputs),
                                        lambda exc: [self._failed(c, exc) for c in calls])
+
+    async def awrote(self, ref: str, *, context: SequenceNotStr[str] | None = None,
+                     told: SequenceNotStr[str] = (), inputs: SequenceNotStr[str] = (),
+                     kind: str = "message") -> bool:
+        """The asyncio twin of `wrote`."""
+        return await self._drive_async(self._wrote(ref, context, told, inputs, kind),
+                                       lambda exc: False)
 
     async def ajudge(self, call: FrameworkCall) -> Verdict | None:
         """The asyncio twin of `judge`."""
@@ -105,13 +123,14 @@ class Capture:
     # -- the logic, once ----------------------------------------------------------------------
     def _decide(self, turn: str, calls: Sequence[FrameworkCall],
                 mapped: Sequence[ToolCall | Verdict], context: SequenceNotStr[str] | None,
-                told: SequenceNotStr[str]) -> Calls[list[Verdict | None]]:
+                told: SequenceNotStr[str], inputs: SequenceNotStr[str]) -> Calls[list[Verdict | None]]:
         yield from self._flush()
         recorded = [m for m in mapped if isinstance(m, ToolCall)]
         verdicts: list[Verdict] = []
         if recorded:
-            verdicts = yield Call("decide", (turn, recorded),
-                                  {"context": context, "told": told, "policy": self.policy})
+            verdicts = yield Call("decide", (turn, recorded), {
+                "context": context, "told": told, "inputs": inputs, "policy": self.policy,
+                "repeat_scope": self.guard.repeat_scopes(c.name for c in recorded)})
         answers = iter(verdicts)
         return [self._shown(call, m if isinstance(m, Verdict) else next(answers))
                 for call, m in zip(calls, mapped, strict=True)]
@@ -120,8 +139,16 @@ class Capture:
         yield from self._flush()
         if isinstance(mapped, Verdict):
             return self._shown(call, mapped)
-        verdict = yield Call("judge", (mapped,), {"policy": self.policy})
+        verdict = yield Call("judge", (mapped,), {
+            "policy": self.policy, "repeat_scope": self.guard.repeat_scopes([mapped.name])})
         return self._shown(call, verdict)
+
+    def _wrote(self, ref: str, context: SequenceNotStr[str] | None, told: SequenceNotStr[str],
+               inputs: SequenceNotStr[str], kind: str) -> Calls[bool]:
+        yield from self._flush()
+        yield Call("wrote", (ref,), {"context": context, "told": told, "inputs": inputs,
+                                     "kind": kind})
+        return True
 
     def _executed(self, call: FrameworkCall, output: Any, ok: bool) -> Calls[str | None]:
         name, args, call_id = call
@@ -180,12 +207,12 @@ class Capture:
             raise TypeError("this capture's graph is asyncio-only (an AsyncRippl, or a lazily "
                             "opened source); use the async methods")
         return handle.run(self.run_id, agent=self.agent, framework=self.framework,
-                          policy=self.guard.policy)
+                          scope=self.scope, policy=self.guard.policy)
 
     async def _async_run(self) -> Run | AsyncRun:
         handle = await self.guard.ahandle()
         return handle.run(self.run_id, agent=self.agent, framework=self.framework,
-                          policy=self.guard.policy)
+                          scope=self.scope, policy=self.guard.policy)
 
     def _drive_sync[R](self, steps: Calls[R], failed: Callable[[Exception], R]) -> R:
         try:

@@ -6,7 +6,7 @@ from typing import Protocol
 
 from rippl_core._runtime.validation import CollectionNotStr
 from rippl_core.adapters.handles import Handle, acall, require_handle, sync_handle
-from rippl_core.adapters.toolguard import Arguments, Resolver, ToolGuard
+from rippl_core.adapters.toolguard import Arguments, Resolver, ToolGuard, ToolSettingsMap
 from rippl_core.client import AsyncRippl, Rippl
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import Policy, ToolCall, Verdict
@@ -30,8 +30,10 @@ class Guard(ToolGuard):
 
     def __init__(self, handle: Handle | HandleSource, *, policy: Policy | None = None,
                  resolver: Resolver | None = None, unguarded: CollectionNotStr[str] = (),
-                 only: CollectionNotStr[str] | None = None) -> None:
-        super().__init__(policy=policy, resolver=resolver, unguarded=unguarded, only=only)
+                 only: CollectionNotStr[str] | None = None,
+                 tools: ToolSettingsMap | None = None) -> None:
+        super().__init__(policy=policy, resolver=resolver, unguarded=unguarded, only=only,
+                         tools=tools)
         if not isinstance(handle, Rippl | AsyncRippl) and not callable(getattr(handle, "handle", None)):
             require_handle(handle, who="a tool guard")
         self.source = handle

@@ -9,9 +9,11 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from rippl_core._runtime.validation import CollectionNotStr
+from pydantic import ValidationError
+
+from rippl_core._runtime.validation import CollectionNotStr, plain_errors
 from rippl_core.errors import InvalidInputError
-from rippl_core.models import Policy, ToolCall, Verdict
+from rippl_core.models import Policy, RepeatScope, ToolCall, ToolSettings, Verdict
 
 logger: logging.Logger = logging.getLogger("rippl")
 logger.addHandler(logging.NullHandler())  # a library: the application decides where logs go
@@ -38,10 +40,12 @@ class ToolGuard:
 
     unguarded: frozenset[str]
     only: frozenset[str] | None
+    tools: dict[str, ToolSettings]
 
     def __init__(self, *, policy: Policy | None = None, resolver: Resolver | None = None,
                  unguarded: CollectionNotStr[str] = (),
-                 only: CollectionNotStr[str] | None = None) -> None:
+                 only: CollectionNotStr[str] | None = None,
+                 tools: ToolSettingsMap | None = None) -> None:
         if policy is not None and not isinstance(policy, Policy):
             raise InvalidInputError(f"policy must be a rippl_core.Policy, got {type(policy).__name__}")
         if resolver is not None and not (isinstance(resolver, Mapping) or callable(resolver)):
@@ -51,6 +55,24 @@ class ToolGuard:
         self.resolver = resolver
         self.unguarded = _names(unguarded, "unguarded") or frozenset()
         self.only = _names(only, "only")
+        self.tools = tool_settings(tools)
+        self._learnt: dict[str, ToolSettings] = {}
+
+    def settings(self, name: str) -> ToolSettings:
+        """How this guard treats tool `name`: what the adapter was given for it, else what the
+        tool's own metadata says (`learn`), else the defaults."""
+        return self.tools.get(name) or self._learnt.get(name) or _DEFAULT_SETTINGS
+
+    def learn(self, name: str, metadata: Mapping[str, Any] | None) -> None:
+        """Take a tool's settings from its metadata (the key "rippl"), unless the adapter was given
+        settings for it. Refuses metadata that does not describe ToolSettings."""
+        found = (metadata or {}).get(METADATA_KEY) if isinstance(metadata, Mapping) else None
+        if found is not None and name not in self.tools:
+            self._learnt[name] = _settings(name, found)
+
+    def repeat_scopes(self, names: Iterable[str]) -> dict[str, RepeatScope]:
+        """The repeat scope of each of these tools."""
+        return {name: self.settings(name).repeat_scope for name in names}
 
     def guards(self, name: str) -> bool:
         """Whether calls to tool `name` are checked at all."""
@@ -115,6 +137,31 @@ class ToolGuard:
         except Exception as exc:
             verdict = unanswered(call, exc, policy)
         return logged(verdict, name, args)
+
+
+type ToolSettingsMap = Mapping[str, ToolSettings | Mapping[str, Any]]
+METADATA_KEY = "rippl"  # where a framework tool's own metadata carries its ToolSettings
+_DEFAULT_SETTINGS = ToolSettings()
+
+
+def tool_settings(tools: ToolSettingsMap | None) -> dict[str, ToolSettings]:
+    """Per-tool settings as given to an adapter (ToolSettings or plain dicts), checked."""
+    if tools is None:
+        return {}
+    if not isinstance(tools, Mapping):
+        raise InvalidInputError("tools must map tool names to ToolSettings (or dicts of them), e.g. "
+                                "{'migrate': {'repeat_scope': 'tool'}}")
+    return {str(name): _settings(str(name), value) for name, value in tools.items()}
+
+
+def _settings(name: str, value: object) -> ToolSettings:
+    if isinstance(value, ToolSettings):
+        return value
+    try:
+        return ToolSettings.model_validate(value)
+    except ValidationError as exc:
+        raise InvalidInputError(f"the settings of tool {name!r} are not valid:\n"
+                                f"{plain_errors(exc.errors())}") from None
 
 
 def arguments(name: str, args: Arguments) -> dict[str, Any]:

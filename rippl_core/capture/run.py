@@ -231,7 +231,7 @@ def scope_of(scope: RepeatScopes, tool: str) -> RepeatScope:
 def check_repeat_scope(scope: object) -> RepeatScopes:
     """`repeat_scope` as given: "args" or "tool", or a mapping of tool names to either."""
     if isinstance(scope, str) and scope in REPEAT_SCOPES:
-        return scope  # type: ignore[return-value]
+        return scope
     if isinstance(scope, Mapping) and all(isinstance(k, str) and v in REPEAT_SCOPES
                                           for k, v in scope.items()):
         return dict(scope)
@@ -298,7 +298,7 @@ def _verdict(run: RunRef, named_call: ids.Call, own: Own, declared: list[ActionR
 def _repeat_reason(verdict: Verdict, own: Own) -> str:
     """The reason of a call denied because it repeats a vetoed call: the original veto named."""
     turns = sorted({turn for turn, _ in own.repeats if turn is not None})
-    declared = sorted({node for turn, node in own.repeats if turn is None})
+    declared = sorted({node for turn, node in own.repeats if turn is None and node is not None})
     where = " and ".join([*([f"at turn {', '.join(turns)}"] if turns else []),
                           *([f"by {', '.join(declared)}"] if declared else [])])
     names = ", ".join(f"{b.premise} ({b.status})" for b in verdict.blockers) or "unknown premises"
