@@ -24,7 +24,8 @@ Modules: `toolguard` (mapping and fail-closed verdicts), `guard` (bound to a gra
   (`tools=`), or read from a tool's own metadata under `METADATA_KEY` ("rippl") with
   `ToolGuard.learn`.
 - Input helpers the adapters validate with: `check_id`, `check_text`, `normalise_text`,
-  `semantic_id`, `to_ms`, `from_ms`, `now_ms`.
+  `semantic_id`, `to_ms`, `from_ms`, `now_ms`; `text_ref`, the ref of a message known only by its
+  text (frameworks that give messages no ids).
 """
 
 from rippl_core._runtime.op import Batch, Commit, Op
@@ -62,6 +63,7 @@ from rippl_core.adapters.toolguard import (
     unmappable,
     veto_text,
 )
+from rippl_core.capture.ids import text_ref
 from rippl_core.capture.run import capture_policy
 
 __all__ = [
@@ -105,6 +107,7 @@ __all__ = [
     "score",
     "semantic_id",
     "sync_handle",
+    "text_ref",
     "to_ms",
     "tool_settings",
     "unanswered",
