@@ -8,12 +8,20 @@ retraction of anything the run read vetoes every later call resting on it, even 
   graph run without a `thread_id` has no run to record into: its calls are denied, saying so.
 - **Turn**: an `AIMessage` with tool calls; its id is the turn id (checkpointed, so a node that
   re-runs on resume sees the same turn, and recording it again records nothing new).
-- **Context**: the `tool_call_id`s of the ToolMessages before that AIMessage (a message removed
-  from the state, e.g. by `RemoveMessage` or summarization, leaves the context); at the model call
-  (`RipplMiddleware.wrap_model_call`) those of the exact `request.messages`, less the results
-  `ContextEditingMiddleware` cleared. **Told**: those of them that
-  are Rippl vetoes (their artifact carries `rippl_verdict`): the model read why, so what the veto
-  named leaves the context of its later turns.
+- **Scope**: the thread. A subgraph's messages returned to its parent carry into the parent's run
+  what they carried in the subgraph's (a hand-over).
+- **Context**: every message before that AIMessage (at the model call,
+  `RipplMiddleware.wrap_model_call`, the exact `request.messages`), each by its ref: a ToolMessage
+  by its `tool_call_id` (less the results `ContextEditingMiddleware` cleared), an AIMessage by its
+  id (a turn with tool calls carries what it rested on; a text reply what its input carried, as
+  the middleware records it), a human or system message by its id. Premises flow with the text
+  that carries them: a tool result trimmed away (`RemoveMessage`, summarization) leaves only once
+  every message that read it is gone too. A human or system message Rippl has not seen is the
+  user's input when it is the new tail of the conversation (it carries nothing); anywhere else it
+  is a rewrite (LangChain's `SummarizationMiddleware` marks its summary; an unmarked one is caught
+  by position) and carries everything the run had carried. **Told**: the ToolMessages that are
+  Rippl vetoes (their artifact carries `rippl_verdict`): the model read why, so what the veto
+  named leaves the context of its later turns (a call that repeats the vetoed one stays vetoed).
 - **Execution**: each call is judged again just before it runs (an `interrupt_before=["tools"]`
   pause, a human-in-the-loop approval or edit may lie between the turn and the call), and once it
   ran (an error ToolMessage too: it may have had effects), its output is recorded as an
@@ -33,13 +41,13 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, S
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.types import Command
 
 from rippl_core import InvalidInputError, Policy, ToolCall, Verdict
-from rippl_core.adapters import Call, Capture, FrameworkCall, check_id, run_calls, sync_handle
+from rippl_core.adapters import Call, Capture, FrameworkCall, check_id, run_calls, sync_handle, text_ref
 from rippl_langgraph.guard import Guard
 
 NS_SEP, NS_END = "|", ":"  # LangGraph's checkpoint namespace separators
@@ -72,6 +80,15 @@ def run_id(config: RunnableConfig | Mapping[str, Any], *, node: bool = True) -> 
         return f"lg-{hashlib.sha256(found.encode('utf-8', 'replace')).hexdigest()[:32]}"
 
 
+def thread_of(config: RunnableConfig | Mapping[str, Any]) -> str:
+    """The scope of a graph's runs: its thread (a subgraph hands its messages to its parent)."""
+    thread = str((config.get("configurable") or {}).get("thread_id"))
+    try:
+        return check_id(thread, what="thread id")
+    except InvalidInputError:
+        return f"lg-{hashlib.sha256(thread.encode('utf-8', 'replace')).hexdigest()[:32]}"
+
+
 def current_config() -> RunnableConfig | None:
     """The config of the graph step running now, or None outside a graph."""
     try:
@@ -84,18 +101,26 @@ def current_config() -> RunnableConfig | None:
 
 
 @dataclass(frozen=True)
+class Seen:
+    """What a model input holds, for capture: the ref of each of its messages in order (see the
+    module docstring), those that are Rippl vetoes, and those that may be the user's."""
+
+    context: tuple[str, ...]
+    told: tuple[str, ...]
+    inputs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Turn:
     """A model turn with tool calls, and what was in the model's input when it was made."""
 
     id: str
     calls: tuple[dict[str, Any], ...]
-    context: tuple[str, ...]  # tool_call_ids of the tool results in the model's input
-    told: tuple[str, ...]  # those of them that are Rippl vetoes
+    seen: Seen
 
     @classmethod
     def of(cls, message: AIMessage, before: Sequence[BaseMessage]) -> Turn:
-        context, told = visible(before)
-        return cls(turn_id(message), tuple(dict(c) for c in message.tool_calls), context, told)
+        return cls(turn_id(message), tuple(dict(c) for c in message.tool_calls), visible(before))
 
 
 def turn_id(message: AIMessage) -> str:
@@ -106,17 +131,46 @@ def turn_id(message: AIMessage) -> str:
     return f"calls-{hashlib.sha256(joined.encode()).hexdigest()[:24]}"
 
 
-def visible(messages: Iterable[BaseMessage]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(context, told) of a model input: the call ids of its tool results, and of its vetoes. A
-    result whose content was cleared from the input (`ContextEditingMiddleware`) is not in it."""
+def visible(messages: Iterable[BaseMessage]) -> Seen:
+    """What a model input holds: the ref of every message, in order, the vetoes among them, and
+    the human and system messages that may be the user's (a marked summary is not). A result whose
+    content was cleared from the input (`ContextEditingMiddleware`) is not in it."""
     context: list[str] = []
     told: list[str] = []
+    inputs: list[str] = []
     for message in messages:
-        if isinstance(message, ToolMessage) and message.tool_call_id and not cleared(message):
-            context.append(message.tool_call_id)
-            if is_veto(message):
-                told.append(message.tool_call_id)
-    return tuple(context), tuple(told)
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id and not cleared(message):
+                context.append(message.tool_call_id)
+                if is_veto(message):
+                    told.append(message.tool_call_id)
+        elif isinstance(message, AIMessage):
+            context.append(turn_id(message) if message.tool_calls else message_ref(message))
+        else:
+            ref = message_ref(message)
+            context.append(ref)
+            if isinstance(message, HumanMessage | SystemMessage) and not summary(message):
+                inputs.append(ref)
+    return Seen(tuple(dict.fromkeys(context)), tuple(told), tuple(inputs))
+
+
+def message_ref(message: BaseMessage) -> str:
+    """A message's ref: its id, or a digest of its text when it has none."""
+    return check_id(message.id, what="message id") if _usable(message.id) else \
+        text_ref(str(message.content))
+
+
+def _usable(value: object) -> bool:
+    try:
+        check_id(value)
+    except InvalidInputError:
+        return False
+    return True
+
+
+def summary(message: BaseMessage) -> bool:
+    """Whether a message is a summary LangChain's `SummarizationMiddleware` wrote."""
+    return message.additional_kwargs.get("lc_source") == "summarization"
 
 
 def cleared(message: ToolMessage) -> bool:
@@ -209,7 +263,7 @@ class GraphCapture:
             found = self._runs.get(rid)
             if found is None:
                 found = self._runs[rid] = Capture(self.guard, rid, agent=self.agent,
-                                                  framework="langgraph")
+                                                  framework="langgraph", scope=thread_of(config))
             self._runs.move_to_end(rid)
             while len(self._runs) > MAX_TRACKED:
                 self._runs.popitem(last=False)
@@ -229,8 +283,9 @@ class GraphCapture:
     def decide_steps(self, run: str, turn: Turn) -> Steps[dict[str | None, Verdict | None]]:
         """Record a turn and judge its calls: {call id: verdict}."""
         calls = [framework_call(c) for c in turn.calls]
-        verdicts = yield Call("decide", (turn.id, calls),
-                              {"context": list(turn.context), "told": list(turn.told)})
+        verdicts = yield Call("decide", (turn.id, calls), {
+            "context": list(turn.seen.context), "told": list(turn.seen.told),
+            "inputs": list(turn.seen.inputs)})
         if not any(v is not None and not v.allowed and v.target is None for v in verdicts):
             self._remember(run, turn.id)  # recorded: the calls are judged from now on
         judged: dict[str | None, Verdict | None] = {}
@@ -265,6 +320,28 @@ class GraphCapture:
         self._require_sync()
         return self._sync(config, lambda run: self.execution_steps(run, call, messages),
                           lambda why: self._no_run(call, why))
+
+    def wrote(self, config: RunnableConfig | None, message: AIMessage,
+              before: Sequence[BaseMessage]) -> None:
+        """Record a text reply the model wrote from `before` (sync; never raises: a reply that
+        cannot be recorded is later taken to carry everything the run carried)."""
+        try:
+            capture = self.run(config or {})
+        except InvalidInputError:
+            return
+        seen = visible(before)
+        capture.wrote(message_ref(message), context=seen.context, told=seen.told, inputs=seen.inputs)
+
+    async def awrote(self, config: RunnableConfig | None, message: AIMessage,
+                     before: Sequence[BaseMessage]) -> None:
+        """The asyncio twin of `wrote`."""
+        try:
+            capture = self.run(config or {})
+        except InvalidInputError:
+            return
+        seen = visible(before)
+        await capture.awrote(message_ref(message), context=seen.context, told=seen.told,
+                             inputs=seen.inputs)
 
     def executed(self, config: RunnableConfig | None, call: Mapping[str, Any], output: Any, *,
                  ok: bool) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 
 from rippl_core import AsyncRippl, CollectionNotStr, Policy, Rippl, Verdict
-from rippl_core.adapters import VETO_PREFIX, Resolver, veto_text
+from rippl_core.adapters import VETO_PREFIX, Resolver, ToolSettingsMap, veto_text
 from rippl_core.adapters import Guard as KitGuard
 
 type Memory = Rippl | AsyncRippl
@@ -41,8 +41,10 @@ class Guard(KitGuard):
     guarded ToolNode and the `create_agent` middleware."""
 
     def __init__(self, memory: Memory, *, policy: Policy | None = None,
-                 resolver: Resolver | None = None, unguarded: CollectionNotStr[str] = ()) -> None:
-        super().__init__(memory, policy=policy, resolver=resolver, unguarded=unguarded)
+                 resolver: Resolver | None = None, unguarded: CollectionNotStr[str] = (),
+                 tools: ToolSettingsMap | None = None) -> None:
+        super().__init__(memory, policy=policy, resolver=resolver, unguarded=unguarded,
+                         tools=tools)
 
     sync_hint = "pass a Rippl handle, or run the graph with ainvoke/astream"
 

@@ -35,7 +35,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from rippl_core import CollectionNotStr, DatabaseError, Policy, Verdict
-from rippl_core.adapters import sync_handle
+from rippl_core.adapters import ToolSettingsMap, sync_handle
 from rippl_langgraph import review as hitl
 from rippl_langgraph.capture import GraphCapture, Turn, current_config, fresh_id, visible
 from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver
@@ -52,7 +52,7 @@ class RipplMiddleware(AgentMiddleware):
 
     Args:
         memory: a `Rippl` handle (sync and async agents) or an `AsyncRippl` (async only).
-        policy, resolver, unguarded, capture, agent: as for `preflight_node`.
+        policy, resolver, unguarded, capture, agent, tool_settings: as for `preflight_node`.
         review: pause with `interrupt()` on a call blocked by a pending retraction review, and
             approve/reject it from `Command(resume=...)`.
         reviewer: who decides when the resume value does not say.
@@ -71,9 +71,10 @@ class RipplMiddleware(AgentMiddleware):
     def __init__(self, memory: Memory, *, policy: Policy | None = None,
                  resolver: Resolver | None = None, unguarded: CollectionNotStr[str] = (),
                  review: bool = False, reviewer: str = "human", capture: bool = True,
-                 agent: str | None = None) -> None:
+                 agent: str | None = None, tool_settings: ToolSettingsMap | None = None) -> None:
         super().__init__()
-        self.guard = Guard(memory, policy=policy, resolver=resolver, unguarded=unguarded)
+        self.guard = Guard(memory, policy=policy, resolver=resolver, unguarded=unguarded,
+                           tools=tool_settings)
         self.capture = GraphCapture(self.guard, agent=agent) if capture else None
         self.review = review
         self.reviewer = hitl.check_reviewer(reviewer)
@@ -85,27 +86,43 @@ class RipplMiddleware(AgentMiddleware):
     # -- model turns ------------------------------------------------------------------------
     def wrap_model_call(self, request: ModelRequest,
                         handler: Callable[[ModelRequest], ModelResponse]) -> ModelReply:
+        self._learn(request)
         turn, reply = self._turn(request, handler(request))
-        if turn is not None and self.capture is not None:
-            self.capture.decide(current_config(), turn)  # judged again when each call runs
+        if self.capture is not None:
+            if isinstance(turn, Turn):
+                self.capture.decide(current_config(), turn)  # judged again when each call runs
+            elif turn is not None:  # a text reply: it carries what its input carried
+                self.capture.wrote(current_config(), turn, request.messages)
         return reply
 
     async def awrap_model_call(self, request: ModelRequest,
                                handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> ModelReply:
+        self._learn(request)
         turn, reply = self._turn(request, await handler(request))
-        if turn is not None and self.capture is not None:
-            await self.capture.adecide(current_config(), turn)
+        if self.capture is not None:
+            if isinstance(turn, Turn):
+                await self.capture.adecide(current_config(), turn)
+            elif turn is not None:
+                await self.capture.awrote(current_config(), turn, request.messages)
         return reply
+
+    def _learn(self, request: ModelRequest) -> None:
+        """Take each tool's settings from its metadata (the key "rippl")."""
+        for found in request.tools:
+            if isinstance(found, BaseTool):
+                self.guard.learn(found.name, found.metadata)
 
     @overload
     def _turn(self, request: ModelRequest,
-              response: ModelResponse[Any]) -> tuple[Turn | None, ModelResponse[Any]]: ...
+              response: ModelResponse[Any]) -> tuple[Turn | AIMessage | None, ModelResponse[Any]]: ...
     @overload
     def _turn(self, request: ModelRequest, response: AIMessage | ExtendedModelResponse[Any]
-              ) -> tuple[Turn | None, ModelReply]: ...
-    def _turn(self, request: ModelRequest, response: ModelReply) -> tuple[Turn | None, ModelReply]:
+              ) -> tuple[Turn | AIMessage | None, ModelReply]: ...
+    def _turn(self, request: ModelRequest,
+              response: ModelReply) -> tuple[Turn | AIMessage | None, ModelReply]:
         """The turn the model's reply makes (with an id the state will keep), from the messages it
-        was sent; and the reply (a ModelResponse, an AIMessage, or an ExtendedModelResponse)."""
+        was sent, or the text reply it makes; and the reply (a ModelResponse, an AIMessage, or an
+        ExtendedModelResponse)."""
         if self.capture is None:
             return None, response
         if isinstance(response, ExtendedModelResponse):
@@ -119,13 +136,15 @@ class RipplMiddleware(AgentMiddleware):
             return None, response
         for index in range(len(replies) - 1, -1, -1):
             reply = replies[index]
-            if isinstance(reply, AIMessage) and reply.tool_calls:
+            if isinstance(reply, AIMessage):
                 replies[index] = reply = fresh_id(reply)
-                context, told = visible(request.messages)
-                turn = Turn(reply.id or "", tuple(dict(c) for c in reply.tool_calls), context, told)
+                made: Turn | AIMessage = reply
+                if reply.tool_calls:
+                    made = Turn(reply.id or "", tuple(dict(c) for c in reply.tool_calls),
+                                visible(request.messages))
                 if isinstance(response, AIMessage):
-                    return turn, reply
-                return turn, replace(response, result=replies)
+                    return made, reply
+                return made, replace(response, result=replies)
         return None, response
 
     # -- tool calls -------------------------------------------------------------------------

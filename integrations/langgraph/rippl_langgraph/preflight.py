@@ -31,7 +31,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Send
 
 from rippl_core import CollectionNotStr, DatabaseError, InvalidInputError, Policy
-from rippl_core.adapters import sync_handle
+from rippl_core.adapters import ToolSettingsMap, sync_handle
 from rippl_langgraph import review as hitl
 from rippl_langgraph.capture import GraphCapture, latest_turn
 from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver, veto_message
@@ -166,7 +166,8 @@ def preflight_node(memory: Memory, *, tools: str = "tools", model: str | None = 
                    policy: Policy | None = None, resolver: Resolver | None = None,
                    unguarded: CollectionNotStr[str] = (), review: bool = False, reviewer: str = "human",
                    messages_key: str = "messages", name: str = DEFAULT_NAME, capture: bool = True,
-                   agent: str | None = None) -> Runnable[Any, Command[str]]:
+                   agent: str | None = None,
+                   tool_settings: ToolSettingsMap | None = None) -> Runnable[Any, Command[str]]:
     """A graph node that checks the pending tool calls of the latest AI message.
 
     Args:
@@ -184,19 +185,23 @@ def preflight_node(memory: Memory, *, tools: str = "tools", model: str | None = 
             each call by what it rests on (default); the ToolNode should capture executions too
             (`guarded_tool_node`, or `add_preflight`, which wraps it). False: declared actions only.
         agent: the agent's name on the recorded runs.
+        tool_settings: per tool name, how Rippl treats its calls (`ToolSettings`, or a dict of
+            its fields, e.g. `{"migrate": {"repeat_scope": "tool"}}`); a tool's own metadata
+            can say the same under the key "rippl".
 
     With capture the default policy is the handle's with unknown='record' (a call no declared
     action matches is judged by its captured premises); `Policy(unknown='deny')` keeps a strict
     allow-list (a call must also match a declared action).
     """
-    return _node(_capture_guard(memory, policy, resolver, unguarded, capture, agent), tools=tools,
+    return _node(_capture_guard(memory, policy, resolver, unguarded, capture, agent, tool_settings),
+                 tools=tools,
                  model=model, review=review, reviewer=reviewer, messages_key=messages_key, name=name)
 
 
 def _capture_guard(memory: Memory, policy: Policy | None, resolver: Resolver | None,
-                   unguarded: CollectionNotStr[str], capture: bool,
-                   agent: str | None) -> tuple[Guard, GraphCapture | None]:
-    guard = Guard(memory, policy=policy, resolver=resolver, unguarded=unguarded)
+                   unguarded: CollectionNotStr[str], capture: bool, agent: str | None,
+                   tool_settings: ToolSettingsMap | None) -> tuple[Guard, GraphCapture | None]:
+    guard = Guard(memory, policy=policy, resolver=resolver, unguarded=unguarded, tools=tool_settings)
     return guard, GraphCapture(guard, agent=agent) if capture else None
 
 
@@ -214,7 +219,8 @@ def add_preflight(builder: StateGraph[Any, Any, Any, Any], *, memory: Memory, be
                   name: str = DEFAULT_NAME, model: str | None = None, policy: Policy | None = None,
                   resolver: Resolver | None = None, unguarded: CollectionNotStr[str] = (),
                   review: bool = False, reviewer: str = "human", messages_key: str = "messages",
-                  capture: bool = True, agent: str | None = None) -> StateGraph[Any, Any, Any, Any]:
+                  capture: bool = True, agent: str | None = None,
+                  tool_settings: ToolSettingsMap | None = None) -> StateGraph[Any, Any, Any, Any]:
     """Insert a preflight node in front of the tool node `before` of an uncompiled StateGraph.
 
     Every edge and conditional edge leading to `before` is redirected to the preflight node, which
@@ -243,7 +249,10 @@ def add_preflight(builder: StateGraph[Any, Any, Any, Any], *, memory: Memory, be
             raise InvalidInputError(f"several nodes lead to {before!r} ({', '.join(sorted(sources))}); "
                                     "pass model= the node to return to after a veto")
         model = next(iter(sources))
-    guarded = _capture_guard(memory, policy, resolver, unguarded, capture, agent)
+    guarded = _capture_guard(memory, policy, resolver, unguarded, capture, agent, tool_settings)
+    if isinstance(tool_node, ToolNode):
+        for name_, found in tool_node.tools_by_name.items():
+            guarded[0].learn(name_, found.metadata)
     node = _node(guarded, tools=before, model=model, review=review, reviewer=reviewer,
                  messages_key=messages_key, name=name)
     if guarded[1] is not None and isinstance(tool_node, ToolNode):  # capture: checked above

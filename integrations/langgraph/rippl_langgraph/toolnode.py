@@ -23,6 +23,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from rippl_core import CollectionNotStr, Policy, Verdict
+from rippl_core.adapters import ToolSettingsMap
 from rippl_langgraph.capture import GraphCapture, current_config, messages_in, output_of
 from rippl_langgraph.guard import Guard, Memory, Resolver, veto_message
 
@@ -129,15 +130,20 @@ def wrap_tool_node(node: ToolNode, capture: GraphCapture, *, messages_key: str =
 def guarded_tool_node(tools: Sequence[BaseTool | Callable[..., Any]], memory: Memory, *,
                       policy: Policy | None = None, resolver: Resolver | None = None,
                       unguarded: CollectionNotStr[str] = (), name: str = "tools", capture: bool = True,
-                      agent: str | None = None, **tool_node_options: Any) -> ToolNode:
+                      agent: str | None = None, tool_settings: ToolSettingsMap | None = None,
+                      **tool_node_options: Any) -> ToolNode:
     """A `ToolNode` over `tools` that checks each call against the premise graph before running it.
 
     `memory` is a `Rippl` handle (sync and async graphs) or an `AsyncRippl` (async graphs only);
-    `policy`, `resolver`, `unguarded`, `capture` and `agent` are as for `preflight_node`; other
+    `policy`, `resolver`, `unguarded`, `capture`, `agent` and `tool_settings` are as for
+    `preflight_node` (a tool's own metadata may carry its settings under the key "rippl"); other
     keyword arguments go to `ToolNode` (handle_tool_errors, messages_key, tags).
     """
-    guard = Guard(memory, policy=policy, resolver=resolver, unguarded=unguarded)
+    guard = Guard(memory, policy=policy, resolver=resolver, unguarded=unguarded, tools=tool_settings)
     recorder = GraphCapture(guard, agent=agent) if capture else None
     wrap, awrap = tool_call_wrappers(guard, capture=recorder,
                                      messages_key=tool_node_options.get("messages_key", "messages"))
-    return ToolNode(tools, name=name, wrap_tool_call=wrap, awrap_tool_call=awrap, **tool_node_options)
+    node = ToolNode(tools, name=name, wrap_tool_call=wrap, awrap_tool_call=awrap, **tool_node_options)
+    for tool_name, found in node.tools_by_name.items():
+        guard.learn(tool_name, found.metadata)
+    return node

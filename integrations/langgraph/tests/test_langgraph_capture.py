@@ -337,15 +337,19 @@ def test_a_replayed_turn_records_nothing_twice(rippl: Rippl, saver: FalkorDBSave
     assert rippl.stats() == before  # the same turn, call, execution and output: nothing new
 
 
-@pytest.mark.parametrize("trimmed", [True, False])
+@pytest.mark.parametrize("trimmed", ["nothing", "the read", "every carrier"])
 def test_trimmed_history_leaves_observations_out(rippl: Rippl, saver: FalkorDBSaver,
-                                                 trimmed: bool) -> None:
+                                                 trimmed: str) -> None:
+    """An observation leaves the context only once every message carrying it is gone: trimming
+    the health read (its AI and tool messages) leaves it carried by the announce turn, which read
+    it; trimming that turn too takes it out."""
     def trim(messages: list[BaseMessage]) -> list[RemoveMessage]:
-        """Before the migration turn, drop the health read's messages from the state."""
-        if not trimmed or not any(m.tool_call_id == "announce-09" for m in messages
-                                  if isinstance(m, ToolMessage)):
+        """Before the migration turn, drop messages from the state."""
+        if trimmed == "nothing" or not any(m.tool_call_id == "announce-09" for m in messages
+                                           if isinstance(m, ToolMessage)):
             return []
-        return [RemoveMessage(id=m.id) for m in messages[1:3]]  # the read's AI and tool messages
+        upto = 3 if trimmed == "the read" else 4  # ... and the announce turn that read it
+        return [RemoveMessage(id=m.id) for m in messages[1:upto]]
 
     ops = Ops()
     model = ScriptedChatModel(script=[calls(HEALTH_09), calls(ANNOUNCE), calls(MIGRATE_09), "done"])
@@ -355,7 +359,7 @@ def test_trimmed_history_leaves_observations_out(rippl: Rippl, saver: FalkorDBSa
     app.invoke({"messages": [HumanMessage("move billing")]}, thread("T1"))
     assert ops.names() == ["get_shard_health", "announce_window", "migrate_tables"]
     retract(rippl, health_claim(store, app, thread("T1")))
-    expected = [("T1", "announce-09")] + ([] if trimmed else [("T1", "migrate-09")])
+    expected = [("T1", "announce-09")] + ([] if trimmed == "every carrier" else [("T1", "migrate-09")])
     assert owed(rippl) == expected
 
 
