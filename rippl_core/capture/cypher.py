@@ -23,7 +23,7 @@ SCHEMA = Schema("3", unique_ids=(RUN, OBSERVATION, OVERRIDE), indexes=(
     Index("Action", "call_ref"), Index("Action", "executed_at"), Index(OBSERVATION, "key"),
     Index(OBSERVATION, "run"), Index("Node", "run"), Index(RUN, "last_active"),
     Index("Decision", "key"), Index("Action", "vkey"), Index("Action", "vtool"),
-    Index(OVERRIDE, "vkey")))
+    Index(OVERRIDE, "vkey"), Index(RUN, "scope")))
 
 
 def call_ref(run: str, call_id: str) -> str:
@@ -74,7 +74,8 @@ def _run_root(run: Mapping[str, Any]) -> str:
     """Cypher creating a run's node and root (source and claim, IN) the first time it is seen."""
     return (
         f"MERGE (r:{RUN} {{id: $run.id}}) ON CREATE SET r.agent = $run.agent, "
-        "r.framework = $run.framework, r.started_at = $now, r.last_active = $now "
+        "r.framework = $run.framework, r.scope = $run.scope, r.started_at = $now, "
+        "r.last_active = $now "
         "WITH r OPTIONAL MATCH (s0:Node {id: $run.source.id}) "
         "WITH r, s0 IS NULL AS new_run "
         "FOREACH (_ IN CASE WHEN new_run THEN [1] ELSE [] END | "
@@ -171,8 +172,24 @@ def _context(carry: str) -> str:
         f"WITH {carry}, known, carried, missing, knowns, wide, collect(DISTINCT ec) AS seen "
         "OPTIONAL MATCH (t:Node) WHERE wide AND t.run = $run.id AND t:Decision "
         "OPTIONAL MATCH (tc:Claim)-[:SUPPORTS]->(t) "
-        f"WITH {carry}, known, missing, knowns, carried, seen, collect(DISTINCT tc) AS tcs "
-        f"WITH {carry}, known, missing, knowns, carried, seen + tcs AS everything "
+        f"WITH {carry}, known, missing, knowns, carried, wide, seen, collect(DISTINCT tc) AS tcs "
+        # and what the other runs of the scope carried (a message of theirs Rippl did not see
+        # written may have reached this run): through hand-over claims
+        f"OPTIONAL MATCH (sr:{RUN}) WHERE wide AND sr.scope = $run.scope AND sr.id <> $run.id "
+        f"WITH {carry}, known, missing, knowns, carried, wide, seen, tcs, collect(sr.id) AS others "
+        f"OPTIONAL MATCH (fe:{OBSERVATION}) WHERE size(others) > 0 AND fe.run IN others "
+        f"OPTIONAL MATCH (fe)-[:{SAW}]->(fc:Claim) "
+        f"WITH {carry}, known, missing, knowns, carried, wide, seen, tcs, others, "
+        "collect(DISTINCT CASE WHEN fc IS NOT NULL "
+        "THEN {carrier: fe.id, run: fe.run, ref: fe.ref, claim: fc} END) AS fo "
+        "OPTIONAL MATCH (ft:Node) WHERE size(others) > 0 AND ft.run IN others AND ft:Decision "
+        "OPTIONAL MATCH (ftc:Claim)-[:SUPPORTS]->(ft) "
+        f"WITH {carry}, known, missing, knowns, carried, seen, tcs, fo, "
+        "collect(DISTINCT CASE WHEN ftc IS NOT NULL "
+        "THEN {carrier: ft.id, run: ft.run, ref: ft.turn, claim: ftc} END) AS ft "
+        f"WITH {carry}, known, missing, knowns, carried, seen, tcs, fo + ft AS scoped "
+        + _handed(f"{carry}, known, missing, knowns, carried, seen, tcs", "scoped")
+        + f"WITH {carry}, known, missing, knowns, carried, seen + tcs + hs AS everything "
         # the user's new input (`context.user_input`) carries nothing; any other unknown message
         # is a rewrite and carries everything the run has carried
         f"WITH {carry}, known, carried, everything, [r IN missing | {{r: r, fresh: r.input AND "

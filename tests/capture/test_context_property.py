@@ -119,11 +119,17 @@ class Reference:
             if own is None and theirs is None:
                 # the user's new input: after every known message and after one of them (or in a
                 # run that has carried nothing); anything else unknown is a rewrite
-                users = ref in inputs and not any(found[position + 1:]) and (
-                    any(found[:position]) or not self.everything[run])
-                unknown.append((ref, users))
-        everything = set(self.everything[run])
-        for ref, users in unknown:
+                unknown.append((ref, position))
+        # a message Rippl cannot account for may come from any run of the scope: it carries
+        # everything this run carried, and what the other runs carried, through hand-overs
+        everything = set(self.everything[run]) | {
+            f"HND-{carrier}-{origin(n)}" for carrier, carried in self.carriers[other].values()
+            for n in carried}
+        for ref, position in unknown:
+            # the user's new input: after every known message and after one of them (or in a
+            # scope that has carried nothing); anything else unknown is a rewrite
+            users = ref in inputs and not any(found[position + 1:]) and (
+                any(found[:position]) or not everything)
             carried = set() if users else everything
             self.carry(run, ref, ids.carrier(run, ref), carried)
             nodes |= carried
