@@ -5,15 +5,17 @@ it re-plan, and lists what already ran for compensation. Nothing is declared in 
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
 from helpers_mcp import Client, readme_stdio_params, stdio_client_for
 
-from rippl_core import Rippl
+from rippl_core import Rippl, Run
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -105,3 +107,68 @@ async def test_sessions_are_separate_runs(db: Path, direct: Rippl, tmp_path: Pat
             assert other["safe"] is True  # the second session never read it
             own = await first.call("check_premises", tool="act", args={"t": tag})
             assert own["safe"] is False  # the first one did
+
+
+# ------------------------------------------------------------------------------ a veto holds
+
+# The repeat rule is the core's (issue 30: `Run.decide(..., repeat_scope=...)`); check_premises
+# passes its `repeat_scope` through. These tests need that core.
+core_repeat_rule = pytest.mark.skipif(
+    "repeat_scope" not in inspect.signature(Run.decide).parameters,
+    reason="needs the core's repeat rule (issue 30): Run.decide(..., repeat_scope=...)")
+
+
+async def vetoed_migration(client: Client, direct: Rippl, tag: str) -> tuple[dict[str, Any], str]:
+    """The agent read get_health(tag), the reading was retracted, and migrate was vetoed: the
+    original veto, and the retracted observation."""
+    await client.call("check_premises", tool="get_health", args={"shard": tag})
+    seen = await client.call("record_execution", tool="get_health", args={"shard": tag},
+                             output=f"shard {tag}: healthy")
+    direct.retract(seen["result_claim"], reason="served from a stale cache", by="monitor")
+    original = await client.call("check_premises", tool="migrate", args={"table": tag, "shard": 9})
+    assert original["safe"] is False and original["blockers"][0]["premise"] == seen["result_claim"]
+    return original, seen["result_claim"]
+
+
+def repeats(verdict: dict[str, Any], original: dict[str, Any], premise: str) -> bool:
+    """Whether a verdict is a veto that names the original veto and its retracted premise."""
+    return (verdict["safe"] is False and original["call_id"] in verdict["explanation"]
+            and premise in {b["premise"] for b in verdict["blockers"]})
+
+
+@core_repeat_rule
+async def test_a_repeated_call_stays_vetoed(client: Client, direct: Rippl) -> None:
+    tag = uuid.uuid4().hex[:6]
+    original, premise = await vetoed_migration(client, direct, tag)
+    for args in ({"table": tag, "shard": 9},  # identical, under a new call id
+                 {"shard": 9, "table": tag},  # keys reordered
+                 {"table": tag, "shard": 9.0}):  # a float for the int
+        again = await client.call("check_premises", tool="migrate", args=args)
+        assert again["call_id"] != original["call_id"] and repeats(again, original, premise), args
+    same_id = await client.call("check_premises", tool="migrate", args={"table": tag, "shard": 9},
+                                call_id=original["call_id"])
+    assert same_id["safe"] is False
+    other = await client.call("check_premises", tool="migrate", args={"table": tag, "shard": 7})
+    assert other["safe"] is True  # another shard: a new plan, without the premise it was told of
+    direct.reinstate(premise, reason="the cache was fine", by="dba")
+    assert (await client.call("check_premises", tool="migrate",
+                              args={"table": tag, "shard": 9}))["safe"] is True
+
+
+@core_repeat_rule
+async def test_repeat_scope_tool_holds_every_call_of_the_vetoed_tool(client: Client,
+                                                                     direct: Rippl) -> None:
+    tag = uuid.uuid4().hex[:6]
+    original, premise = await vetoed_migration(client, direct, tag)
+    wider = await client.call("check_premises", tool="migrate", args={"table": tag, "shard": 7},
+                              repeat_scope="tool")
+    assert repeats(wider, original, premise)
+    assert (await client.call("check_premises", tool="announce", args={"table": tag},
+                              repeat_scope="tool"))["safe"] is True  # another tool
+
+
+async def test_repeat_scope_is_checked(client: Client) -> None:
+    message = await client.fail("check_premises", tool="migrate", args={}, repeat_scope="call")
+    assert "validation error" in message and "repeat_scope" in message
+    message = await client.fail("check_premises", target="ACT-001", repeat_scope="tool")
+    assert "InvalidInputError" in message and "go with a tool call" in message
