@@ -57,8 +57,8 @@ TOKEN_PREFIX = "rt1:"
 MAC_CHARS = 32  # hex: 128 bits
 KEY_ENV = "RIPPL_MCP_RUN_KEY"
 MIN_KEY_LENGTH = 32
-MAX_TOLD = 1000  # per client and run: the oldest leave first (their premises come back: fail closed)
-MAX_CALLS = 1000  # (tool, args) -> last call id, for record_execution without a call_id
+MAX_TOLD = 256  # per client and run: the oldest leave first (their premises come back: fail closed)
+MAX_CALLS = 256  # (tool, args) -> last call id, for record_execution without a call_id
 MAX_LABEL = 48
 
 type RepeatScope = Literal["args", "tool"]
@@ -73,7 +73,8 @@ NOT_A_TOKEN = (f"_meta.{RUN_META} is not a run token: a run is named only by the
                f"start_run; to continue one, {HOW_TO_NAME}. Nothing was recorded.")
 NOT_SIGNED = (f"_meta.{RUN_META} is not a token this server issued (its signature does not match; a "
               f"server restarted without {KEY_ENV} issues new ones). Call start_run to begin a new "
-              f"run. Nothing was recorded.")
+              f"run, then read again (or cite_claims) what your next calls rely on: the new run has "
+              f"observed nothing yet. Nothing was recorded.")
 
 
 def run_key(environ: dict[str, str] | None = None) -> bytes:

@@ -10,18 +10,22 @@ one that left memory continues from the graph."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
+import textwrap
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import pytest_asyncio
 from helpers_mcp import (
+    REPO,
     Client,
     StatelessClient,
     free_port,
@@ -311,3 +315,32 @@ async def test_concurrent_stateless_clients_stay_apart(endpoint: str) -> None:
                                     for c in clients))
     assert len({c["run_id"] for c in checks}) == 6 and all(c["safe"] for c in checks)
     assert [c["run"] for c in checks] == [c.run for c in clients]
+
+
+def documented_requests() -> list[tuple[dict[str, str], str]]:
+    """The HTTP requests docs/mcp.md shows client authors: (headers, body)."""
+    text = (REPO / "docs" / "mcp.md").read_text()
+    requests = []
+    for block in re.findall(r"```http\n(.*?)```", text, re.S):
+        head, body = textwrap.dedent(block).split("\n\n", 1)
+        lines = head.splitlines()
+        assert lines[0] == "POST /mcp HTTP/1.1"
+        requests.append((dict(line.split(": ", 1) for line in lines[1:]), body))
+    return requests
+
+
+@stateless_only
+async def test_the_documented_stateless_requests_work(endpoint: str) -> None:
+    start, check = documented_requests()
+    async with httpx.AsyncClient(timeout=60) as http:
+        started = (await http.post(endpoint, content=start[1], headers=start[0])).json()
+        run = started["result"]["structuredContent"]["run"]
+        assert started["result"]["structuredContent"]["run_id"].startswith("mcp:ticket-4711:")
+        body = check[1].replace("<the run token>", run)
+        checked = (await http.post(endpoint, content=body, headers=check[0])).json()
+        assert checked["result"]["structuredContent"]["run"] == run
+        assert checked["result"]["structuredContent"]["safe"] is True
+        bare = check[1].replace(',\n    "rippl_run": "<the run token>"', "")
+        assert json.loads(bare)["params"]["_meta"].keys() == json.loads(start[1])["params"]["_meta"].keys()
+        refused = (await http.post(endpoint, content=bare, headers=check[0])).json()
+        assert refused["result"]["isError"] and "names no run" in refused["result"]["content"][0]["text"]
