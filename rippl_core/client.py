@@ -67,10 +67,12 @@ from rippl_core.models import (
     LoadReport,
     Node,
     OnErrorPolicy,
+    Override,
     Policy,
     Reached,
     Receipt,
     ReceiptCheck,
+    RepeatScopes,
     ReviewItem,
     ReviewStatus,
     Stats,
@@ -365,11 +367,16 @@ class Rippl:
 
     # -- provenance capture ------------------------------------------------------------------
     def run(self, run_id: str, *, agent: str | None = None, framework: str | None = None,
-            policy: Policy | None = None) -> Run:
+            scope: str | None = None, policy: Policy | None = None,
+            repeat_scope: RepeatScopes = "args") -> Run:
         """A captured run (no I/O until it records something): what the agent observes, each
         model turn with tool calls, each call and its execution. The same id continues the same
-        trace (a resumed run)."""
-        return Run(self._driver, RunRef(run_id, agent, framework), policy or self.policy)
+        trace (a resumed run). `scope` names the runs that hand messages to one another (a thread
+        and its subgraphs, a crew's tasks): a message one of them wrote carries into another
+        what it carried in its own run. `repeat_scope`: what counts as repeating a vetoed call
+        ("args": the same tool and arguments; "tool": any call of the tool; per tool by mapping)."""
+        return Run(self._driver, RunRef(run_id, agent, framework, scope), policy or self.policy,
+                     repeat_scope)
 
     def mark_executed(self, action_id: str, *, at: TimeLike | None = None,
                       output: Any | None = None) -> None:
@@ -410,6 +417,20 @@ class Rippl:
         return self._driver.run(lambda: gate.decide(
             review_id, approve=False, by=by, note=note, now=now_ms(), signing_key=signing_key,
             distinct_approver=self.distinct_approver), write=True)
+
+    def override(self, target: str | ToolCall, *, reason: str, by: str,
+                 run: str | None = None) -> ReviewItem:
+        """Propose a one-call override of a veto (`target`: the vetoed action, or the call with its
+        `run`): once a reviewer approves it, the next call of that run with that tool and
+        arguments runs despite the retracted premises it names, once. An agent may propose it;
+        only a reviewer approves (`approve`)."""
+        return self._driver.run(lambda: gate.propose_override(target, run=run, reason=reason, by=by,
+                                                              now=now_ms()), write=True)
+
+    def overrides(self) -> list[Override]:
+        """Every approved override: the call it let run, who proposed and approved it, its receipt,
+        and whether a call took it."""
+        return self._driver.run(gate.list_overrides)
 
     def review(self, review_id: str) -> ReviewItem:
         """One review item, pending or decided."""
@@ -710,11 +731,16 @@ class AsyncRippl:
 
     # -- provenance capture ------------------------------------------------------------------
     def run(self, run_id: str, *, agent: str | None = None, framework: str | None = None,
-            policy: Policy | None = None) -> AsyncRun:
+            scope: str | None = None, policy: Policy | None = None,
+            repeat_scope: RepeatScopes = "args") -> AsyncRun:
         """A captured run (no I/O until it records something): what the agent observes, each
         model turn with tool calls, each call and its execution. The same id continues the same
-        trace (a resumed run)."""
-        return AsyncRun(self._driver, RunRef(run_id, agent, framework), policy or self.policy)
+        trace (a resumed run). `scope` names the runs that hand messages to one another (a thread
+        and its subgraphs, a crew's tasks): a message one of them wrote carries into another
+        what it carried in its own run. `repeat_scope`: what counts as repeating a vetoed call
+        ("args": the same tool and arguments; "tool": any call of the tool; per tool by mapping)."""
+        return AsyncRun(self._driver, RunRef(run_id, agent, framework, scope), policy or self.policy,
+                     repeat_scope)
 
     async def mark_executed(self, action_id: str, *, at: TimeLike | None = None,
                             output: Any | None = None) -> None:
@@ -756,6 +782,20 @@ class AsyncRippl:
         return await self._driver.run(lambda: gate.decide(
             review_id, approve=False, by=by, note=note, now=now_ms(), signing_key=signing_key,
             distinct_approver=self.distinct_approver), write=True)
+
+    async def override(self, target: str | ToolCall, *, reason: str, by: str,
+                       run: str | None = None) -> ReviewItem:
+        """Propose a one-call override of a veto (`target`: the vetoed action, or the call with its
+        `run`): once a reviewer approves it, the next call of that run with that tool and
+        arguments runs despite the retracted premises it names, once. An agent may propose it;
+        only a reviewer approves (`approve`)."""
+        return await self._driver.run(lambda: gate.propose_override(
+            target, run=run, reason=reason, by=by, now=now_ms()), write=True)
+
+    async def overrides(self) -> list[Override]:
+        """Every approved override: the call it let run, who proposed and approved it, its receipt,
+        and whether a call took it."""
+        return await self._driver.run(gate.list_overrides)
 
     async def review(self, review_id: str) -> ReviewItem:
         """One review item, pending or decided."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
@@ -17,6 +18,13 @@ type OnErrorPolicy = Literal["deny", "allow"]
 """What it does when the graph cannot be read."""
 type ReviewStatus = Literal["pending", "approved", "rejected"]
 """Where a proposed retraction stands."""
+type ReviewKind = Literal["retraction", "override"]
+"""What a review decides: a retraction, or a one-call override of a veto."""
+type RepeatScope = Literal["args", "tool"]
+"""What repeats a vetoed call: the same tool with the same canonical arguments ("args"), or any
+later call of the tool in the run ("tool")."""
+type RepeatScopes = RepeatScope | Mapping[str, RepeatScope]
+"""A repeat scope for every tool, or per tool name ("args" for a tool not named)."""
 
 
 class _Model(BaseModel):
@@ -166,7 +174,9 @@ class Stats(_Model):
 
 
 class ReviewItem(_Model):
-    """A proposed retraction awaiting (or past) human review."""
+    """A proposal awaiting (or past) human review: a retraction (of `claims`; `claim` is the
+    first), or a one-call override of a veto (`kind="override"`: the call it lets run once, in its
+    run, despite the retracted premises `claims`)."""
 
     id: str
     claim: str
@@ -179,6 +189,11 @@ class ReviewItem(_Model):
     decided_by: str | None = None
     decided_at: datetime | None = None
     note: str | None = None
+    kind: ReviewKind = "retraction"
+    claims: list[str] = Field(default_factory=list)
+    action: str | None = None
+    run: str | None = None
+    call: ToolCall | None = None
 
 
 class Receipt(_Model):
@@ -287,6 +302,25 @@ class WhatIfRetracted(_Model):
     def changed(self, after: State | None = None) -> list[str]:
         return [t.id for t in self.transitions if after is None or t.after is after]
 
+
+
+class Override(_Model):
+    """An approved one-call override of a veto: the call it lets run once in its run despite the
+    retracted premises it names, who proposed and approved it, its receipt, and the call that took
+    it (None while unused)."""
+
+    id: str
+    run: str | None
+    call: ToolCall | None
+    action: str | None
+    premises: list[str]
+    reason: str
+    proposed_by: str
+    approved_by: str
+    approved_at: datetime
+    receipt: str | None = None
+    used_by: str | None = None
+    executed_at: datetime | None = None
 
 
 class Compensation(_Model):

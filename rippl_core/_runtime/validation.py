@@ -238,6 +238,12 @@ def call_key(tool: str, args_json: str | None) -> str:
     return f"{tool}\x1f{'*' if args_json is None else args_json}"
 
 
+def repeat_key(run: str, tool: str, args_json: str) -> str:
+    """The key a captured call is found by as the repeat of a vetoed call: its run, tool and
+    canonical args (`canonical_args`)."""
+    return f"{run}\x1f{tool}\x1f{args_json}"
+
+
 def normalise_text(text: str) -> str:
     """Normalised text for semantic ids: NFKC, case-folded, single-spaced, no trailing period."""
     folded = unicodedata.normalize("NFKC", text).casefold()

@@ -1,24 +1,44 @@
-"""What a captured decision rests on: the context set of a run at a model turn (pure, no I/O).
+"""What a captured decision rests on (pure, no I/O): the rule's executable specification.
 
-A run's observations each carry a reference: the id of the tool call whose result it is, a handle
-of the message that carried a memory read into the model's context, or none (a read whose message
-the adapter cannot see: it stays in context for the rest of the run). At a turn, the adapter says
-which references are still in the model's input (`refs`; None when it cannot tell: every
-observation of the run), and which vetoes the model has read (`told`: the call ids of veto
-messages in its input). The turn rests on the claims of the observations still present, minus
-every node a veto it read named (the retracted premise and the trail from it): the model now
-knows those are false, and re-plans without them.
+**Premises flow with the text that carries them.** Every message of a run that can carry
+observations into a model's input has a reference (`ref`) and carries a set of claims, recorded
+once, when Rippl first sees it:
 
-This module is the rule's executable specification. The decide query (`capture.cypher.decide`)
-computes the same set inside the one round trip that records the turn; the property test
-(tests/capture/test_context_property.py) holds the decisions it writes to a reference of this
-rule on random runs of observations, vetoes and trims.
+- a tool result (its call id) carries its result claim; a memory read (its handle) the claims it
+  returned; an observation with no ref (a citation, a read whose message the adapter cannot see)
+  is in context for the rest of the run;
+- a model turn with tool calls (its turn id) carries what the turn rested on;
+- a message the model wrote without tool calls, or a summary a model wrote (`Run.wrote`), carries
+  what its input carried;
+- a ref that no carrier of the run has is looked up among the carriers of the run's scope (the
+  runs that hand messages to one another): found there, it carries what it carried in its own
+  run (a hand-over);
+- a ref found nowhere is *unaccounted* (a rewrite of the history Rippl did not see written): it
+  carries everything the run has carried so far, and is recorded so (fail closed).
+
+A turn rests on what the messages in its input carry (`refs`; None when the adapter cannot tell:
+everything the run has carried), less every node named by a veto the model read (`told`: the call
+ids of veto messages in its input; a veto message itself carries nothing).
+
+**A veto binds the action.** A call that repeats a call vetoed in its run (the same repeat key:
+tool and canonical arguments, or the tool alone under `repeat_scope="tool"`) is also driven by the
+vetoed call's decision: whatever the model was told, it stays vetoed while that decision's
+premises do not hold.
+
+The decide query (`capture.cypher.decide`) computes the same thing inside the one round trip that
+records the turn; the property test (tests/capture/test_context_property.py) holds what it writes
+to an independent reference of this rule on random runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from rippl_core._runtime.validation import repeat_key
+from rippl_core.models import RepeatScope
+
+REPEAT_SCOPES: tuple[RepeatScope, ...] = ("args", "tool")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,15 +50,76 @@ class Observed:
 
 
 def present(observation: Observed, refs: Collection[str] | None) -> bool:
-    """Whether an observation is still in the model's input."""
+    """Whether an observation is in the model's input (always, for one without a ref)."""
     return refs is None or observation.ref is None or observation.ref in refs
 
 
-def context_set(observations: Iterable[Observed], refs: Collection[str] | None,
-                told: Collection[str], vetoes: Mapping[str, Collection[str]]) -> list[str]:
-    """The claims a turn rests on, sorted: those of the observations present (see `present`),
-    less the nodes named by the vetoes the model read (`vetoes` maps a vetoed call's id to the
-    premises and trail nodes its veto named; `told` lists the call ids whose veto is present)."""
+@dataclass
+class Carried:
+    """What one run has recorded, as the rule sees it: its carriers by ref, the claims in context
+    for the whole run (observations with no ref), and everything it has carried so far."""
+
+    carriers: dict[str, frozenset[str]] = field(default_factory=dict)
+    always: set[str] = field(default_factory=set)
+    everything: set[str] = field(default_factory=set)
+
+    def observe(self, observation: Observed) -> None:
+        claims = frozenset(observation.claims)
+        if observation.ref is None:
+            self.always |= claims
+        else:
+            self.carriers[observation.ref] = self.carriers.get(observation.ref, frozenset()) | claims
+        self.everything |= claims
+
+    def record(self, ref: str, claims: Iterable[str]) -> None:
+        """A message recorded as carrying `claims` (its first recording stands)."""
+        found = frozenset(claims)
+        self.carriers.setdefault(ref, found)
+        self.everything |= found
+
+
+def context_set(run: Carried, refs: Collection[str] | None, told: Collection[str],
+                vetoes: Mapping[str, Collection[str]],
+                scope: Mapping[str, Collection[str]] | None = None
+                ) -> tuple[list[str], dict[str, frozenset[str]]]:
+    """The claims a turn rests on, sorted, and the carriers this turn records for the refs it
+    looked up elsewhere (`scope`: what the refs carried in the other runs of the scope) or could
+    not account for. `vetoes` maps a vetoed call's id to the nodes its veto named."""
     known_false = {node for call in told for node in vetoes.get(call, ())}
-    claims = {claim for o in observations if present(o, refs) for claim in o.claims}
-    return sorted(claims - known_false)
+    if refs is None:
+        return sorted(run.everything - known_false), {}
+    claims = set(run.always)
+    recorded: dict[str, frozenset[str]] = {}
+    for ref in refs:
+        if ref in told:
+            continue  # a veto message carries nothing
+        if ref in run.carriers:
+            claims |= run.carriers[ref]
+        elif scope is not None and ref in scope:
+            recorded[ref] = frozenset(scope[ref])
+        else:
+            recorded[ref] = frozenset(run.everything)
+    claims.update(*recorded.values())
+    return sorted(claims - known_false), recorded
+
+
+def repeat_keys(run: str, tool: str, args: str, scope: RepeatScope) -> tuple[str, str | None]:
+    """The keys a call is found by as a repeat: its run, tool and canonical arguments; and, under
+    `repeat_scope="tool"`, its run and tool (None otherwise)."""
+    return repeat_key(run, tool, args), (tool_key(run, tool) if scope == "tool" else None)
+
+
+def tool_key(run: str, tool: str) -> str:
+    """The key every vetoed call of `tool` in `run` is found by (for `repeat_scope="tool"`)."""
+    return f"{run}\x1f{tool}"
+
+
+def bound(keys: tuple[str, str | None], vetoed: Mapping[str, Collection[str]],
+          by_tool: Mapping[str, Collection[str]]) -> set[str]:
+    """The decisions of the calls vetoed earlier in the run that a call with these repeat keys
+    repeats (`vetoed`: exact key -> decisions; `by_tool`: run and tool -> decisions)."""
+    exact, tool = keys
+    found = set(vetoed.get(exact, ()))
+    if tool is not None:
+        found |= set(by_tool.get(tool, ()))
+    return found

@@ -17,9 +17,13 @@ from rippl_core._runtime.wire import Query
 
 RUN, OBSERVATION, SAW = "Run", "Observation", "SAW"
 
-SCHEMA = Schema("3", unique_ids=(RUN, OBSERVATION), indexes=(
+OVERRIDE = "Override"
+
+SCHEMA = Schema("3", unique_ids=(RUN, OBSERVATION, OVERRIDE), indexes=(
     Index("Action", "call_ref"), Index("Action", "executed_at"), Index(OBSERVATION, "key"),
-    Index(OBSERVATION, "run"), Index("Node", "run"), Index(RUN, "last_active")))
+    Index(OBSERVATION, "run"), Index("Node", "run"), Index(RUN, "last_active"),
+    Index("Decision", "key"), Index("Action", "vkey"), Index("Action", "vtool"),
+    Index(OVERRIDE, "vkey")))
 
 
 def call_ref(run: str, call_id: str) -> str:
@@ -27,25 +31,32 @@ def call_ref(run: str, call_id: str) -> str:
     return f"{run}\x1f{call_id}"
 
 
-def observation_key(run: str, ref: str | None) -> str:
-    """The lookup key of an observation: its run and its ref ("*" for none: always in context)."""
-    return f"{run}\x1f{ref if ref is not None else '*'}"
+def observation_key(run: str, ref: str | None, scope: str | None = None) -> str:
+    """The lookup key of a carrier (an observation, or a turn's decision): its scope (the run's,
+    which is the run itself unless it was given one) and its ref; an observation with no ref is
+    keyed by its run and "*" (in context for the whole run, and only for it)."""
+    return f"{run}\x1f*" if ref is None else f"{scope or run}\x1f{ref}"
 
 # The state of a node with one justification, from its antecedents' states.
-_STATE = ("CASE WHEN 'OUT' IN {states} THEN 'OUT' WHEN 'AT_RISK' IN {states} THEN 'AT_RISK' "
-          "ELSE 'IN' END")
+_STATE = ("CASE WHEN 'OUT' IN ({states}) THEN 'OUT' WHEN 'AT_RISK' IN ({states}) THEN 'AT_RISK' "
+          "ELSE 'IN' END")  # parenthesised: FalkorDB binds IN tighter than +
 _CREATED = ("CREATE (:Change {{node: {id}, kind: {kind}, after: {after}, valid_from: $now, "
             "recorded_at: $now, cause: 'capture'}})")
 
 
 def captured(run: str, refs: Sequence[str]) -> Query:
     """The captured actions of these calls of the run: (call id, action id, args, kind, state,
-    executed_at, decision id)."""
+    executed_at, its turn's decision id and state, [turn of each decision it repeats], unused
+    override id, override premises)."""
     return Query("MATCH (a:Action) WHERE a.call_ref IN $keys "
-                 "OPTIONAL MATCH (d:Decision)-[:DRIVES]->(a) "
-                 "RETURN a.call_id, a.id, a.args, a.kind, a.state, a.executed_at, d.id "
-                 "ORDER BY a.created_at DESC", {"keys": [call_ref(run, r) for r in refs]},
-                 read_only=True)
+                 "OPTIONAL MATCH (d:Decision)-[e:DRIVES]->(a) WHERE e.repeat IS NULL "
+                 "OPTIONAL MATCH (rb)-[r:DRIVES|TRIGGERS]->(a) WHERE r.repeat = true "
+                 "WITH a, d, collect(CASE WHEN rb IS NULL THEN NULL ELSE [rb.turn, rb.id] END) AS repeats "
+                 f"OPTIONAL MATCH (ov:{OVERRIDE}) WHERE ov.vkey = a.rkey "
+                 "AND (ov.used_by IS NULL OR ov.used_by = a.id) "
+                 "RETURN a.call_id, a.id, a.args, a.kind, a.state, a.executed_at, d.id, d.state, "
+                 "repeats, ov.id, ov.premises ORDER BY a.created_at DESC",
+                 {"keys": [call_ref(run, r) for r in refs]}, read_only=True)
 
 
 def declared(keys: Sequence[str], pinned: Sequence[str] = ()) -> Query:
@@ -75,64 +86,192 @@ def _run_root(run: Mapping[str, Any]) -> str:
     )
 
 
-def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[str] | None,
+# The actions of a turn (or an edited call), each driven by the turn's decision `d` and, when it
+# repeats a call vetoed earlier in the run (found by its repeat keys), by what that veto bound it
+# to (the vetoed call's decision, or the declared actions that vetoed it): labelled from all of
+# them. Also the unused override approved for the call, if any. Returns, per action: (id, state,
+# executed_at, created, own decision state, [[turn, id] of each node it is bound to], override
+# id, override premises).
+_ACTIONS = (
+    "UNWIND $actions AS act "
+    "OPTIONAL MATCH (x0:Node {id: act.id}) WITH d, act, x0 IS NULL AS created "
+    "OPTIONAL MATCH (v1:Action {vkey: act.rkey}) "
+    "OPTIONAL MATCH (v2:Action {vtool: act.rtool}) "
+    "WITH d, act, created, collect(v1.binds) AS l1, collect(v2.binds) AS l2 "
+    "WITH d, act, created, reduce(acc = [], l IN l1 + l2 | acc + coalesce(l, [])) AS binds "
+    "OPTIONAL MATCH (b:Node) WHERE b.id IN binds AND b.id <> act.id "
+    "WITH d, act, created, collect(DISTINCT b) AS bs "
+    "MERGE (x:Node:Action {id: act.id}) ON CREATE SET x += act, "
+    "x.state = " + _STATE.format(states="[d.state] + [b IN bs | b.state]") + " "
+    "FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END | "
+    "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
+    "FOREACH (b IN [b IN bs WHERE b:Decision] | CREATE (b)-[:DRIVES {j: act.id, repeat: true}]->(x)) "
+    "FOREACH (b IN [b IN bs WHERE b:Action] | CREATE (b)-[:TRIGGERS {j: act.id, repeat: true}]->(x)) "
+    + _CREATED.format(id="act.id", kind="'Action'", after="x.state") + ") "
+    f"WITH d, x, created OPTIONAL MATCH (ov:{OVERRIDE}) WHERE ov.vkey = x.rkey "
+    "AND (ov.used_by IS NULL OR ov.used_by = x.id) "
+    "OPTIONAL MATCH (rb)-[rr:DRIVES|TRIGGERS]->(x) WHERE rr.repeat = true "
+    "WITH d, x, created, ov, collect(CASE WHEN rb IS NULL THEN NULL ELSE [rb.turn, rb.id] END) AS repeats "
+    "RETURN x.id, x.state, x.executed_at, created, d.state, repeats, ov.id, ov.premises"
+)
+
+
+def _handed(carry: str, fs: str) -> str:
+    """Cypher turning `fs` (what carriers of other runs of the scope carry: {carrier, run, ref,
+    claim}) into hand-over claims, one per carrier and claim: "run A carried it (its message M):
+    <claim>", resting on the claim, so a trail, a blast radius and an explanation show the path
+    from the premise through the run that handed it over. Ends with `carry` and `hs`, the
+    hand-over claims."""
+    hid = "'HND-' + f.carrier + '-' + c.id"
+    return (
+        f"FOREACH (f IN {fs} | FOREACH (c IN [f.claim] | "
+        f"MERGE (h:Node:Claim {{id: {hid}}}) ON CREATE SET h.kind = 'Claim', h.state = c.state, "
+        "h.text = 'run ' + f.run + ' carried it (' + coalesce(f.ref, 'its messages') + '): ' "
+        "+ left(c.text, 400), h.retracted = false, h.pending = 0, h.created_at = $now, "
+        "h.run = f.run, h.handed_from = f.run, h.carrier = f.carrier, h.captured = true "
+        f"MERGE (c)-[:SUPPORTS {{j: {hid}}}]->(h))) "
+        f"WITH {carry}, {fs} UNWIND {fs} + [NULL] AS f "
+        f"OPTIONAL MATCH (h:Node {{id: 'HND-' + f.carrier + '-' + f.claim.id}}) "
+        f"WITH {carry}, collect(DISTINCT h) AS hs "
+    )
+
+
+def _context(carry: str) -> str:
+    """Cypher computing a model input's context set by the rule of `capture.context`, from `known`
+    (the nodes named by the vetoes the model read) and the parameters `$keys` (the keys of the
+    input's messages and of the run's ref-less observations), `$refs` (each message's {ref, key,
+    oid}) and `$every` (no input given: everything the run has carried). What the messages carry
+    is read by key (observations and turns of the scope; what another run's message carries comes
+    through a hand-over claim, `_handed`); a message found nowhere is unaccounted: it carries
+    everything the run has carried, and is recorded so (as observation `oid`). Ends with `carry`
+    (the variables to keep) and `ctx`: the context set's claims, distinct."""
+    return (
+        f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys "
+        f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
+        f"WITH {carry}, known, collect(DISTINCT o.key) AS okeys, "
+        "collect(DISTINCT CASE WHEN o.run = $run.id THEN c END) AS oc, "
+        "collect(DISTINCT CASE WHEN o.run <> $run.id AND c IS NOT NULL "
+        "THEN {carrier: o.id, run: o.run, ref: o.ref, claim: c} END) AS of "
+        "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys "
+        "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
+        f"WITH {carry}, known, okeys, oc, of, collect(DISTINCT m.key) AS mkeys, "
+        "collect(DISTINCT CASE WHEN m.run = $run.id THEN mc END) AS mcs, "
+        "collect(DISTINCT CASE WHEN m.run <> $run.id AND mc IS NOT NULL "
+        "THEN {carrier: m.id, run: m.run, ref: m.turn, claim: mc} END) AS mf "
+        f"WITH {carry}, known, oc + mcs AS own, of + mf AS foreign, "
+        "[r IN $refs WHERE NOT r.key IN (okeys + mkeys)] AS missing "
+        + _handed(f"{carry}, known, own, missing", "foreign")
+        + f"WITH {carry}, known, own + hs AS carried, missing, (size(missing) > 0 OR $every) AS wide "
+        # everything the run has carried: read only when needed (an unaccounted message, or no input)
+        f"OPTIONAL MATCH (e:{OBSERVATION}) WHERE wide AND e.run = $run.id "
+        f"OPTIONAL MATCH (e)-[:{SAW}]->(ec:Claim) "
+        f"WITH {carry}, known, carried, missing, wide, collect(DISTINCT ec) AS seen "
+        "OPTIONAL MATCH (t:Node) WHERE wide AND t.run = $run.id AND t:Decision "
+        "OPTIONAL MATCH (tc:Claim)-[:SUPPORTS]->(t) "
+        f"WITH {carry}, known, missing, wide, carried, seen, collect(DISTINCT tc) AS tcs "
+        f"WITH {carry}, known, missing, wide, carried, seen + tcs AS everything "
+        "FOREACH (r IN missing | "
+        f"MERGE (u:{OBSERVATION} {{id: r.oid}}) ON CREATE SET u.run = $run.id, u.ref = r.ref, "
+        "u.key = r.key, u.kind = 'unaccounted', u.at = $now "
+        f"FOREACH (c IN everything | MERGE (u)-[:{SAW}]->(c))) "
+        f"WITH {carry}, known, CASE WHEN wide THEN carried + everything ELSE carried END AS all "
+        f"UNWIND [c IN all WHERE NOT c.id IN known] + [NULL] AS a "
+        f"WITH {carry}, collect(DISTINCT a) AS ctx "
+    )
+
+
+def _known(carry: str) -> str:
+    """Cypher reading the nodes named by the vetoes whose call refs are `$told` (as `known`)."""
+    return ("OPTIONAL MATCH (v:Action) WHERE v.call_ref IN $told "
+            f"WITH {carry}, collect(v.told) AS named "
+            f"WITH {carry}, reduce(acc = [], t IN named | acc + coalesce(t, [])) AS known ")
+
+
+def _input(run: Mapping[str, Any], refs: Sequence[Mapping[str, str]] | None,
+           told: Sequence[str]) -> dict[str, Any]:
+    """The parameters of `_known` and `_context` for a model input."""
+    keys = [r["key"] for r in refs or ()] + [observation_key(run["id"], None)]
+    return {"told": [call_ref(run["id"], t) for t in told], "keys": keys, "every": refs is None,
+            "refs": list(refs or ())}
+
+
+def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[Mapping[str, str]] | None,
            told: Sequence[str], actions: Sequence[Mapping[str, Any]], now: int) -> Query:
     """Record a turn in one query: the run's root if new; the decision, resting on the run's claim
-    and the turn's context set, computed here by the rule of `capture.context` (the claims the
-    run's observations still in the model's input saw — `refs` None: all of them, an observation
-    without a ref: always — less the nodes named by the vetoes whose call ids are in `told`); and
-    an action per call driven by it. A replayed turn finds its decision and actions and changes
-    nothing. Returns (action id, state, executed_at, created) per call."""
+    and the turn's context set (`_context`: what the messages of the model's input carry, `refs`
+    None: everything the run has carried, less the nodes named by the vetoes whose call ids are in
+    `told`); and an action per call (`_ACTIONS`). A replayed turn finds its decision and actions and
+    changes nothing. Returns `_ACTIONS`' rows."""
     return Query(
         _run_root(run)
         + "WITH 1 AS one MATCH (root:Node {id: $run.claim.id}) "
         "OPTIONAL MATCH (d0:Node {id: $decision.id}) WITH root, d0 IS NULL AS fresh "
-        "OPTIONAL MATCH (v:Action) WHERE v.call_ref IN $told "
-        "WITH root, fresh, collect(v.told) AS named "
-        "WITH root, fresh, reduce(acc = [], t IN named | acc + coalesce(t, [])) AS known "
-        f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE "
-        + ("o.run = $run.id " if refs is None else "o.key IN $seen ")  # all, or by ref: indexed
-        + f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
-        "WITH root, fresh, known, collect(DISTINCT c) AS seen "
-        "WITH fresh, [c IN seen WHERE NOT c.id IN known] + [root] AS ants "
+        + _known("root, fresh") + _context("root, fresh")
+        + "WITH fresh, CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
         "WITH fresh, ants, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
         "MERGE (d:Node:Decision {id: $decision.id}) ON CREATE SET d += $decision, d.state = computed "
         "FOREACH (a IN CASE WHEN fresh THEN ants ELSE [] END | "
         "CREATE (a)-[:SUPPORTS {j: $decision.id}]->(d)) "
         "FOREACH (_ IN CASE WHEN fresh THEN [1] ELSE [] END | "
         + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + ") "
-        "WITH d UNWIND $actions AS act "
-        "OPTIONAL MATCH (x0:Node {id: act.id}) WITH d, act, x0 IS NULL AS created "
-        "MERGE (x:Node:Action {id: act.id}) ON CREATE SET x += act, x.state = d.state "
-        "FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END | "
-        "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
-        + _CREATED.format(id="act.id", kind="'Action'", after="d.state") + ") "
-        "RETURN x.id, x.state, x.executed_at, created",
+        "WITH d " + _ACTIONS,
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
-         "told": [call_ref(run["id"], t) for t in told],
-         "seen": [] if refs is None else
-         [observation_key(run["id"], r) for r in refs] + [observation_key(run["id"], None)]})
+         **_input(run, refs, told)})
+
+
+def wrote(run: Mapping[str, Any], carrier: Mapping[str, Any],
+          refs: Sequence[Mapping[str, str]] | None, told: Sequence[str], now: int) -> Query:
+    """Record a message the model wrote (a text reply, a summary) as a carrier of the run: an
+    observation under its ref, seeing the context set of the input it was written from (once: a
+    message recorded before keeps what it carries). Returns the claims it carries."""
+    return Query(
+        _run_root(run)
+        + f"WITH 1 AS one OPTIONAL MATCH (w0:{OBSERVATION} {{key: $carrier.key, run: $run.id}}) "
+        "WITH w0 IS NULL AS fresh "
+        + _known("fresh") + _context("fresh")
+        + f"MERGE (w:{OBSERVATION} {{id: $carrier.id}}) ON CREATE SET w += $carrier "
+        "FOREACH (c IN CASE WHEN fresh THEN ctx ELSE [] END | "
+        f"MERGE (w)-[:{SAW}]->(c)) "
+        f"WITH w OPTIONAL MATCH (w)-[:{SAW}]->(c:Claim) RETURN c.id",
+        {"run": run, "carrier": carrier, "now": now, **_input(run, refs, told)})
 
 
 def drive(run: Mapping[str, Any], decision: str, actions: Sequence[Mapping[str, Any]],
           now: int) -> Query:
     """Add actions to an existing decision (a call edited after its turn was decided), labelled
-    from the decision's state. Returns (action id, state, executed_at, created)."""
+    from the decision's state and what they repeat (`_ACTIONS`)."""
     return Query(
-        "MATCH (d:Decision {id: $decision}) WITH d UNWIND $actions AS act "
-        "OPTIONAL MATCH (x0:Node {id: act.id}) WITH d, act, x0 IS NULL AS created "
-        "MERGE (x:Node:Action {id: act.id}) ON CREATE SET x += act, x.state = d.state "
-        "FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END | "
-        "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
-        + _CREATED.format(id="act.id", kind="'Action'", after="d.state") + ") "
-        f"WITH x, created OPTIONAL MATCH (r:{RUN} {{id: $run}}) SET r.last_active = $now "
-        "RETURN x.id, x.state, x.executed_at, created",
+        f"OPTIONAL MATCH (r:{RUN} {{id: $run}}) SET r.last_active = $now "
+        "WITH 1 AS one MATCH (d:Decision {id: $decision}) WITH d " + _ACTIONS,
         {"run": run["id"], "decision": decision, "actions": list(actions), "now": now})
 
 
-def tell(action_id: str, told: Sequence[str]) -> Query:
-    """Record what a veto of this captured action named (the model read it)."""
-    return Query("MATCH (a:Action {id: $id}) SET a.told = $told", {"id": action_id, "told": list(told)})
+def tell(action_id: str, told: Sequence[str], binds: Sequence[str],
+         keys: tuple[str, str]) -> Query:
+    """Record what a veto of this captured action named (the model read it), and, when premises
+    denied it (`binds`: the nodes not holding that vetoed it), make it findable as a vetoed call by
+    its repeat keys (tool and arguments; tool), so a call repeating it rests on `binds` too."""
+    return Query("MATCH (a:Action {id: $id}) SET a.told = $told, "
+                 "a.binds = CASE WHEN size($binds) > 0 THEN $binds ELSE a.binds END, "
+                 "a.vkey = CASE WHEN size($binds) > 0 THEN $vkey ELSE a.vkey END, "
+                 "a.vtool = CASE WHEN size($binds) > 0 THEN $vtool ELSE a.vtool END",
+                 {"id": action_id, "told": list(told), "binds": list(binds), "vkey": keys[0],
+                  "vtool": keys[1]})
+
+
+def hand_overs(ids: Sequence[str]) -> Query:
+    """The run each of these hand-over claims came from, and the carrier's ref."""
+    return Query(f"UNWIND $ids AS hid MATCH (h:Node {{id: hid}}) OPTIONAL MATCH (w {{id: h.carrier}}) "
+                 "RETURN DISTINCT h.handed_from, coalesce(w.ref, w.turn, 'its messages') "
+                 "ORDER BY h.handed_from", {"ids": list(ids)}, read_only=True)
+
+
+def take_override(override: str, action_id: str) -> Query:
+    """Bind an approved override to the call it allows (once: returns no row when another call
+    took it first)."""
+    return Query(f"MATCH (o:{OVERRIDE} {{id: $o}}) WHERE o.used_by IS NULL OR o.used_by = $a "
+                 "SET o.used_by = $a WITH o MATCH (a:Action {id: $a}) SET a.override = $o "
+                 "RETURN o.id", {"o": override, "a": action_id})
 
 
 def observe(run: Mapping[str, Any], observation: Mapping[str, Any], claims: Sequence[str],
@@ -147,7 +286,7 @@ def observe(run: Mapping[str, Any], observation: Mapping[str, Any], claims: Sequ
 
 
 def executed(run: str, action_id: str, result: Mapping[str, Any], observation: Mapping[str, Any],
-             now: int) -> Query:
+             now: int, handed: str | None = None) -> Query:
     """Mark a captured action executed and record its output as an observation of the run: the
     result's source (new, IN) and claim (new, IN; or existing). An existing claim whose state the
     new source would change (OUT or at risk through its support alone) is not linked here: the
@@ -175,8 +314,23 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         "CREATE (s)-[:SUPPORTS {j: $result.source.id}]->(c)) "
         f"MERGE (o:{OBSERVATION} {{id: $obs.id}}) ON CREATE SET o += $obs "
         f"MERGE (o)-[:{SAW}]->(c) "
+        # an output that is the text another run of the scope wrote (an agent used as a tool)
+        # carries what that text carried there
+        f"WITH o, c, unlinked, shifts OPTIONAL MATCH (w:{OBSERVATION} {{key: $handed}}) "
+        "WHERE w.run <> $run "
+        f"OPTIONAL MATCH (w)-[:{SAW}]->(wc:Claim) "
+        "WITH o, c, unlinked, shifts, collect(DISTINCT CASE WHEN wc IS NOT NULL "
+        "THEN {carrier: w.id, run: w.run, ref: w.ref, claim: wc} END) AS wf "
+        "OPTIONAL MATCH (wm:Decision {key: $handed}) WHERE wm.run <> $run "
+        "OPTIONAL MATCH (wmc:Claim)-[:SUPPORTS]->(wm) "
+        "WITH o, c, unlinked, shifts, wf, collect(DISTINCT CASE WHEN wmc IS NOT NULL "
+        "THEN {carrier: wm.id, run: wm.run, ref: wm.turn, claim: wmc} END) AS wmf "
+        "WITH o, c, unlinked, shifts, wf + wmf AS foreign "
+        + _handed("o, c, unlinked, shifts", "foreign")
+        + f"FOREACH (h IN hs | MERGE (o)-[:{SAW}]->(h)) "
         "RETURN c.state, NOT (unlinked AND shifts)",
-        {"run": run, "action": action_id, "result": result, "obs": observation, "now": now})
+        {"run": run, "action": action_id, "result": result, "obs": observation, "now": now,
+         "handed": handed})
 
 
 def mark_executed(action_id: str, at: int, digest: str | None) -> Query:
@@ -191,9 +345,11 @@ def close(run: str, now: int) -> Query:
                  "RETURN r.id", {"run": run, "now": now})
 
 
+# (an action that ran under an approved override is listed with the override, not here)
 EXECUTED_OUT = Query("MATCH (a:Action) WHERE a.executed_at IS NOT NULL AND a.state = 'OUT' "
+                     "AND a.override IS NULL "
                      "RETURN properties(a) ORDER BY a.executed_at, a.id", read_only=True)
-EXECUTED = Query("MATCH (a:Action) WHERE a.executed_at IS NOT NULL "
+EXECUTED = Query("MATCH (a:Action) WHERE a.executed_at IS NOT NULL AND a.override IS NULL "
                  "RETURN properties(a) ORDER BY a.executed_at, a.id", read_only=True)
 
 

@@ -9,21 +9,25 @@ from typing import TYPE_CHECKING, Any
 from rippl_core._runtime.validation import SequenceNotStr
 from rippl_core.capture import run as ops
 from rippl_core.capture.run import RunRef
-from rippl_core.models import Policy, ToolCall, Verdict
+from rippl_core.models import Policy, RepeatScopes, ToolCall, Verdict
 
 if TYPE_CHECKING:
     from rippl_core._runtime.driver import AsyncDriver, SyncDriver
 
 
 class _RunHandle[D: (SyncDriver, AsyncDriver)]:
-    """What `Run` and `AsyncRun` share: the run, its policy and the driver that does the I/O."""
+    """What `Run` and `AsyncRun` share: the run, its policy, its repeat scope and the driver that
+    does the I/O."""
 
     ref: RunRef
     policy: Policy
+    repeat_scope: RepeatScopes
     _driver: D
 
-    def __init__(self, driver: D, run: RunRef, policy: Policy) -> None:
+    def __init__(self, driver: D, run: RunRef, policy: Policy,
+                 repeat_scope: RepeatScopes = "args") -> None:
         self._driver, self.ref, self.policy = driver, run, ops.capture_policy(policy)
+        self.repeat_scope = ops.check_repeat_scope(repeat_scope)
 
     @property
     def id(self) -> str:
@@ -33,11 +37,15 @@ class _RunHandle[D: (SyncDriver, AsyncDriver)]:
     def _policy(self, policy: Policy | None) -> Policy:
         return ops.capture_policy(policy) if policy is not None else self.policy
 
+    def _repeats(self, scope: RepeatScopes | None) -> RepeatScopes:
+        return self.repeat_scope if scope is None else ops.check_repeat_scope(scope)
+
 
 class Run(_RunHandle["SyncDriver"]):
     """One run of an agent whose provenance is captured: what it observed, each model turn with
-    tool calls (a decision), each call (an action) and its execution. Cheap to create (no I/O
-    until the first record); the same run id continues the same trace."""
+    tool calls (a decision), each call (an action) and its execution, and what each message the
+    model reads carries. Cheap to create (no I/O until the first record); the same run id continues
+    the same trace."""
 
     def observe(self, claims: SequenceNotStr[str], *, ref: str | None = None) -> list[str]:
         """The run saw these claims (e.g. a memory read), carried by the message `ref` (None: they
@@ -49,18 +57,33 @@ class Run(_RunHandle["SyncDriver"]):
         return self._driver.run(lambda: ops.observe(self.ref, claims, ref=None, kind="citation"))
 
     def decide(self, turn: str, calls: Sequence[ToolCall], *, context: SequenceNotStr[str] | None = None,
-               told: SequenceNotStr[str] = (), policy: Policy | None = None) -> list[Verdict]:
-        """Record a model turn emitting `calls` as a decision resting on the observations in the
-        model's input (`context`: the call ids of tool results and the handles of memory messages
-        it holds; None: everything the run observed) less those a veto it read (`told`: the call
-        ids of veto messages in it) named. Returns the verdict on each call, in order."""
-        return self._driver.run(lambda: ops.decide(self.ref, turn, calls, context=context,
-                                                   told=told, policy=self._policy(policy)))
+               told: SequenceNotStr[str] = (), policy: Policy | None = None,
+               repeat_scope: RepeatScopes | None = None) -> list[Verdict]:
+        """Record a model turn emitting `calls` as a decision resting on what the messages in the
+        model's input carry (`context`: the refs of those messages: tool results' call ids, memory
+        handles, the model's own earlier messages and summaries; None: everything the run has
+        carried) less what the vetoes it read (`told`: the call ids of veto messages in it) named.
+        A call that repeats a call vetoed in this run stays vetoed (`repeat_scope`: "args", or
+        "tool" for any call of a vetoed tool; per tool with a mapping). Returns the verdict on each
+        call, in order."""
+        return self._driver.run(lambda: ops.decide(
+            self.ref, turn, calls, context=context, told=told, policy=self._policy(policy),
+            repeat_scope=self._repeats(repeat_scope)))
 
-    def judge(self, call: ToolCall, *, policy: Policy | None = None) -> Verdict:
+    def wrote(self, ref: str, *, context: SequenceNotStr[str] | None = None,
+              told: SequenceNotStr[str] = (), kind: str = "message") -> list[str]:
+        """The model wrote the message `ref` (a text reply, a summary) from an input holding the
+        messages `context` (as for `decide`): a later turn whose input holds it rests on what it
+        carries. Returns the claims it carries."""
+        return self._driver.run(lambda: ops.wrote(self.ref, ref, context=context, told=told,
+                                                  kind=kind))
+
+    def judge(self, call: ToolCall, *, policy: Policy | None = None,
+              repeat_scope: RepeatScopes | None = None) -> Verdict:
         """Re-check a call (with its call id) just before it executes: after a pause, the premises
         of its turn may have been retracted."""
-        return self._driver.run(lambda: ops.judge(self.ref, call, policy=self._policy(policy)))
+        return self._driver.run(lambda: ops.judge(self.ref, call, policy=self._policy(policy),
+                                                  repeat_scope=self._repeats(repeat_scope)))
 
     def executed(self, call: ToolCall, output: Any, *, ok: bool = True) -> str:
         """The call ran (ok=False: it ran and failed): mark its action executed, and record its
@@ -87,19 +110,33 @@ class AsyncRun(_RunHandle["AsyncDriver"]):
 
     async def decide(self, turn: str, calls: Sequence[ToolCall], *,
                      context: SequenceNotStr[str] | None = None, told: SequenceNotStr[str] = (),
-                     policy: Policy | None = None) -> list[Verdict]:
-        """Record a model turn emitting `calls` as a decision resting on the observations in the
-        model's input (`context`: the call ids of tool results and the handles of memory messages
-        it holds; None: everything the run observed) less those a veto it read (`told`: the call
-        ids of veto messages in it) named. Returns the verdict on each call, in order."""
-        return await self._driver.run(lambda: ops.decide(self.ref, turn, calls, context=context,
-                                                         told=told, policy=self._policy(policy)))
+                     policy: Policy | None = None,
+                     repeat_scope: RepeatScopes | None = None) -> list[Verdict]:
+        """Record a model turn emitting `calls` as a decision resting on what the messages in the
+        model's input carry (`context`: the refs of those messages: tool results' call ids, memory
+        handles, the model's own earlier messages and summaries; None: everything the run has
+        carried) less what the vetoes it read (`told`: the call ids of veto messages in it) named.
+        A call that repeats a call vetoed in this run stays vetoed (`repeat_scope`: "args", or
+        "tool" for any call of a vetoed tool; per tool with a mapping). Returns the verdict on each
+        call, in order."""
+        return await self._driver.run(lambda: ops.decide(
+            self.ref, turn, calls, context=context, told=told, policy=self._policy(policy),
+            repeat_scope=self._repeats(repeat_scope)))
 
-    async def judge(self, call: ToolCall, *, policy: Policy | None = None) -> Verdict:
+    async def wrote(self, ref: str, *, context: SequenceNotStr[str] | None = None,
+                    told: SequenceNotStr[str] = (), kind: str = "message") -> list[str]:
+        """The model wrote the message `ref` (a text reply, a summary) from an input holding the
+        messages `context` (as for `decide`): a later turn whose input holds it rests on what it
+        carries. Returns the claims it carries."""
+        return await self._driver.run(lambda: ops.wrote(self.ref, ref, context=context, told=told,
+                                                        kind=kind))
+
+    async def judge(self, call: ToolCall, *, policy: Policy | None = None,
+                    repeat_scope: RepeatScopes | None = None) -> Verdict:
         """Re-check a call (with its call id) just before it executes: after a pause, the premises
         of its turn may have been retracted."""
-        return await self._driver.run(lambda: ops.judge(self.ref, call,
-                                                        policy=self._policy(policy)))
+        return await self._driver.run(lambda: ops.judge(
+            self.ref, call, policy=self._policy(policy), repeat_scope=self._repeats(repeat_scope)))
 
     async def executed(self, call: ToolCall, output: Any, *, ok: bool = True) -> str:
         """The call ran (ok=False: it ran and failed): mark its action executed, and record its

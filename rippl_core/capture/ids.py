@@ -81,6 +81,18 @@ def observation(run: str, ref: str | None, claims: Sequence[str]) -> str:
     return f"SAW-{_hash('saw', run, ref or '', *sorted(claims))[:16]}"
 
 
+def carrier(run: str, ref: str) -> str:
+    """A message of the run recorded as carrying what its input carried (a model's text reply, a
+    summary, a message Rippl could not account for)."""
+    return f"SAW-{_hash('carries', run, ref)[:16]}"
+
+
+def text_ref(text: str) -> str:
+    """The ref of a message known only by its text (a framework that gives its messages no ids): a
+    digest of the text with its white space collapsed."""
+    return f"text:{_hash('text', ' '.join(text.split()))[:32]}"
+
+
 def output_text(output: Any) -> str:
     """A tool's output as text (strings as they are, anything else as JSON or its repr)."""
     if isinstance(output, str):

@@ -13,21 +13,22 @@ is denied by the adapters' guard.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
-from rippl_core._runtime.validation import SequenceNotStr, call_key, check_id, check_ids
+from rippl_core._runtime.validation import SequenceNotStr, call_key, check_id, check_ids, repeat_key
 from rippl_core.capture import cypher, ids
+from rippl_core.capture.context import REPEAT_SCOPES, repeat_keys, tool_key
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal import history, preflight
 from rippl_core.causal.preflight import ActionRow
 from rippl_core.causal.spec import NodeSpec
 from rippl_core.causal.write import justify
 from rippl_core.errors import ConflictError, InvalidInputError, NotFoundError
-from rippl_core.models import Compensation, Policy, ToolCall, Verdict
+from rippl_core.models import Compensation, Policy, RepeatScope, RepeatScopes, ToolCall, Verdict
 from rippl_core.vocabulary import Kind, State
 
 
@@ -39,12 +40,18 @@ class RunRef:
     id: str
     agent: str | None = None
     framework: str | None = None
+    scope: str | None = None  # the runs that hand messages to one another (default: this run alone)
 
     def __post_init__(self) -> None:
         check_id(self.id, what="run id")
-        for value, what in ((self.agent, "agent"), (self.framework, "framework")):
+        for value, what in ((self.agent, "agent"), (self.framework, "framework"),
+                            (self.scope, "scope")):
             if value is not None:
                 check_id(value, what=what)
+
+    def key(self, ref: str | None) -> str:
+        """The lookup key of a carrier of this run (`cypher.observation_key`)."""
+        return cypher.observation_key(self.id, ref, self.scope)
 
     def props(self, now: int) -> dict[str, Any]:
         """The run node's identity and its root source and claim (created on first use)."""
@@ -55,7 +62,8 @@ class RunRef:
         claim = NodeSpec(Kind.CLAIM, f"the instructions of run {self.id} hold",
                          ids.run_claim(self.id)).validated().props(now)
         return {"id": self.id, "agent": self.agent, "framework": self.framework,
-                "source": {**source, "run": self.id}, "claim": {**claim, "run": self.id}}
+                "scope": self.scope, "source": {**source, "run": self.id},
+                "claim": {**claim, "run": self.id}}
 
 
 def capture_policy(policy: Policy) -> Policy:
@@ -100,7 +108,7 @@ def observe(run: RunRef, claims: SequenceNotStr[str], *, ref: str | None, kind: 
                                 "claim; a run observes claims")
     now = now_ms()
     observation = {"id": ids.observation(run.id, ref, claim_ids), "run": run.id, "ref": ref,
-                   "key": cypher.observation_key(run.id, ref), "kind": kind, "at": now}
+                   "key": run.key(ref), "kind": kind, "at": now}
     rows = yield Commit([cypher.observe(run.props(now), _dropped(observation), claim_ids, now)],
                         blind=True)
     return sorted({row[0] for row in rows[0]})
@@ -110,7 +118,8 @@ def observe(run: RunRef, claims: SequenceNotStr[str], *, ref: str | None, kind: 
 
 
 def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: SequenceNotStr[str] | None,
-           told: SequenceNotStr[str], policy: Policy) -> Op[list[Verdict]]:
+           told: SequenceNotStr[str], policy: Policy,
+           repeat_scope: RepeatScopes = "args") -> Op[list[Verdict]]:
     """Record a model turn that emits `calls` and judge each call (see the module docstring)."""
     turn = check_id(turn, what="turn id")
     if isinstance(calls, ToolCall) or not calls:
@@ -118,12 +127,13 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     named = [ids.Call.of(call, turn, i) for i, call in enumerate(calls)]
     if len({c.ref for c in named}) != len(named):
         raise InvalidInputError("two calls of one turn share a call id; each call needs its own")
-    refs = None if context is None else check_ids(context, what="context")
     told_ids = check_ids(told, what="told")
+    refs = _refs(run, context, told_ids)
     now = now_ms()
-    actions = [_action_props(run, c, now) for c in named]
+    actions = [_action_props(run, c, now, repeat_scope) for c in named]
     decision = _captured_props(NodeSpec(Kind.DECISION, _decision_text(run, turn, named),
-                                        ids.decision(run.id, turn, named)), run.id, now, turn=turn)
+                                        ids.decision(run.id, turn, named)), run.id, now, turn=turn,
+                               key=run.key(turn))
     keys = sorted({k for c in named for k in (c.key, call_key(c.tool, None))})
     commit = Commit([cypher.decide(run.props(now), decision, refs, told_ids, actions, now),
                      cypher.declared(keys, _pinned(calls))], blind=True)
@@ -131,15 +141,57 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
         replies = yield commit
     except ConflictError:  # the same turn recorded concurrently: this time it finds it
         replies = yield commit
-    states = {row[0]: (State(row[1]), row[2] is not None) for row in replies[0]}
+    rows = {row[0]: row for row in replies[0]}
     declared = replies[1]
     verdicts = []
     for call, named_call, props in zip(calls, named, actions, strict=True):
-        own = (props["id"], Kind.ACTION, *states[props["id"]])
-        verdict = yield from _verdict(own, _matching(declared, call, named_call, own[0]), call,
-                                      policy)
+        row = rows[props["id"]]
+        own = Own((props["id"], Kind.ACTION, State(row[1]), row[2] is not None), decision["id"],
+                  State(row[4]), row[5], row[6], row[7])
+        verdict = yield from _verdict(run, named_call, own, _matching(declared, call, named_call,
+                                                                      own.row[0]), call, policy)
         verdicts.append(verdict)
     return verdicts
+
+
+def wrote(run: RunRef, ref: str, *, context: SequenceNotStr[str] | None,
+          told: SequenceNotStr[str], kind: str) -> Op[list[str]]:
+    """Record that the model wrote the message `ref` (a text reply, a summary) from an input whose
+    messages are `context`, less what the vetoes it read (`told`) named: later turns whose input
+    holds it rest on what it carries. Its first recording stands. Returns the claims it carries."""
+    ref = check_id(ref, what="ref")
+    told_ids = check_ids(told, what="told")
+    refs = _refs(run, context, told_ids)
+    now = now_ms()
+    carrier = {"id": ids.carrier(run.id, ref), "run": run.id, "ref": ref, "key": run.key(ref),
+               "kind": kind, "at": now}
+    replies = yield Commit([cypher.wrote(run.props(now), carrier, refs, told_ids, now)], blind=True)
+    return sorted({row[0] for row in replies[0] if row[0] is not None})
+
+
+def _refs(run: RunRef, context: SequenceNotStr[str] | None,
+          told: Sequence[str]) -> list[dict[str, str]] | None:
+    """The messages of a model input to look up: each ref with its key in the run's scope, and the
+    id it is recorded under if it is unaccounted. A veto message (in `told`) carries nothing."""
+    if context is None:
+        return None
+    vetoes = set(told)
+    return [{"ref": ref, "key": run.key(ref), "oid": ids.carrier(run.id, ref)}
+            for ref in dict.fromkeys(check_ids(context, what="context")) if ref not in vetoes]
+
+
+@dataclass(frozen=True, slots=True)
+class Own:
+    """A captured call's own action as its turn recorded it: the row the verdict judges, its
+    turn's decision and that decision's state, the turns of the vetoed calls it repeats, and an
+    override approved for it (id and premises) that it may take."""
+
+    row: ActionRow
+    decision: str | None
+    decision_state: State | None
+    repeats: Sequence[Sequence[str | None]]  # [turn, node id] of each vetoed call it repeats
+    override: str | None
+    overridden: Sequence[str] | None
 
 
 def _pinned(calls: Sequence[ToolCall]) -> list[str]:
@@ -158,11 +210,30 @@ def _matching(declared: Sequence[tuple[Any, ...]], call: ToolCall, named: ids.Ca
     return _rows(rows)
 
 
-def _action_props(run: RunRef, call: ids.Call, now: int) -> dict[str, Any]:
+def _action_props(run: RunRef, call: ids.Call, now: int, scope: RepeatScopes) -> dict[str, Any]:
     spec = NodeSpec(Kind.ACTION, call.title(), ids.action(run.id, call), tool=call.tool,
                     args=json.loads(call.args))
+    rkey, rtool = repeat_keys(run.id, call.tool, call.args, scope_of(scope, call.tool))
     return _captured_props(spec, run.id, now, call_id=call.ref,
-                           call_ref=cypher.call_ref(run.id, call.ref))
+                           call_ref=cypher.call_ref(run.id, call.ref), rkey=rkey, rtool=rtool)
+
+
+def scope_of(scope: RepeatScopes, tool: str) -> RepeatScope:
+    """The repeat scope of a tool: one for every tool, or per tool ("args" for one not named)."""
+    if isinstance(scope, str):
+        return scope
+    return scope.get(tool, "args")
+
+
+def check_repeat_scope(scope: object) -> RepeatScopes:
+    """`repeat_scope` as given: "args" or "tool", or a mapping of tool names to either."""
+    if isinstance(scope, str) and scope in REPEAT_SCOPES:
+        return scope  # type: ignore[return-value]
+    if isinstance(scope, Mapping) and all(isinstance(k, str) and v in REPEAT_SCOPES
+                                          for k, v in scope.items()):
+        return dict(scope)
+    raise InvalidInputError(f"repeat_scope must be 'args' or 'tool', or a mapping of tool names to "
+                            f"either (e.g. {{'migrate': 'tool'}}), got {scope!r}")
 
 
 def _decision_text(run: RunRef, turn: str, calls: Sequence[ids.Call]) -> str:
@@ -170,35 +241,75 @@ def _decision_text(run: RunRef, turn: str, calls: Sequence[ids.Call]) -> str:
     return f"{who} calls {', '.join(c.tool for c in calls)} (turn {turn} of run {run.id})"
 
 
-def _verdict(own: ActionRow, declared: list[ActionRow] | None, call: ToolCall,
-             policy: Policy) -> Op[Verdict]:
+def _verdict(run: RunRef, named_call: ids.Call, own: Own, declared: list[ActionRow] | None,
+             call: ToolCall, policy: Policy) -> Op[Verdict]:
     """The verdict on a captured call: its own action and every declared match must allow it
-    (None: the action it was mapped to explicitly is not in the graph). A denial records what it
-    named on the captured action, for the turns after it."""
+    (None: the action it was mapped to explicitly is not in the graph). A denial by premises
+    records what it named on the captured action (for the turns after it) and makes the call
+    findable as vetoed (a repeat of it rests on what denied it); an approved override the call may
+    take turns a denial its premises cover into an allowance, once."""
     if declared is None:
         return Verdict(allowed=False, target=call.action_id, tool_call=call, reason=(
             f"denied (fail closed): {call.action_id}, the action {call.name} is mapped to, is not "
             "in the graph; add it or check the id"))
     if not declared and policy.unknown in ("deny", "allow"):  # no declared match: the policy says
         allowed = policy.unknown == "allow"
-        return Verdict(allowed=allowed, target=own[0], kind=own[1], state=own[2], tool_call=call,
+        return Verdict(allowed=allowed, target=own.row[0], kind=own.row[1], state=own.row[2],
+                       tool_call=call,
                        reason=f"{'allowed' if allowed else 'denied'} (policy unknown="
                               f"'{policy.unknown}'): no declared action matches {call.name}; the "
                               "call is recorded" + ("" if allowed else
                                                     " (a strict allow-list: declare the action)"))
-    verdict = yield from preflight.judge([*declared, own], policy, call)
+    verdict = yield from preflight.judge([*declared, own.row], policy, call)
+    if verdict.allowed:
+        return verdict
+    if own.override is not None and verdict.blockers and \
+            {b.premise for b in verdict.blockers} <= set(own.overridden or ()):
+        taken = yield Commit([cypher.take_override(own.override, own.row[0])], blind=True)
+        if taken[0]:
+            premises = ", ".join(sorted({b.premise for b in verdict.blockers}))
+            return verdict.model_copy(update={"allowed": True, "reason": (
+                f"{own.row[0]} allowed by override {own.override}, approved by a reviewer for this "
+                f"one call: it rests on {premises}, retracted")})
     # What the veto tells the model is false leaves its later turns: retracted premises only (a
     # premise under review may yet be rejected; later turns keep resting on it meanwhile).
     named = sorted({node for b in verdict.blockers if b.state is State.OUT for node in b.trail})
-    if not verdict.allowed and named:
-        yield Commit([cypher.tell(own[0], named)], blind=True)
+    binds = [row[0] for row in declared if row[2] is not State.IN]
+    if own.decision is not None and own.decision_state not in (None, State.IN):
+        binds.append(own.decision)
+    if named or binds:
+        keys = (repeat_key(run.id, named_call.tool, named_call.args),
+                tool_key(run.id, named_call.tool))
+        yield Commit([cypher.tell(own.row[0], named, sorted(set(binds)), keys)], blind=True)
+    if own.repeats and own.decision_state is State.IN:
+        verdict = verdict.model_copy(update={"reason": _repeat_reason(verdict, own)})
+    handed = sorted({node for b in verdict.blockers for node in b.trail if node.startswith("HND-")})
+    if handed:
+        rows = yield cypher.hand_overs(handed)
+        froms = "; ".join(f"from run {r[0]} ({r[1]})" for r in rows)
+        verdict = verdict.model_copy(update={
+            "reason": f"{verdict.reason} The premise was handed over into run {run.id} {froms}."})
     return verdict
+
+
+def _repeat_reason(verdict: Verdict, own: Own) -> str:
+    """The reason of a call denied because it repeats a vetoed call: the original veto named."""
+    turns = sorted({turn for turn, _ in own.repeats if turn is not None})
+    declared = sorted({node for turn, node in own.repeats if turn is None})
+    where = " and ".join([*([f"at turn {', '.join(turns)}"] if turns else []),
+                          *([f"by {', '.join(declared)}"] if declared else [])])
+    names = ", ".join(f"{b.premise} ({b.status})" for b in verdict.blockers) or "unknown premises"
+    return (f"{verdict.target} denied: it repeats the call vetoed {where}, and repeating a "
+            f"vetoed call does not lift the veto; premise {names}. Only a person lifts it: "
+            "reinstate the premise if it was wrong, or ask a reviewer to approve a one-call "
+            f"override (rippl override {own.row[0]}). Or choose an action that does not rest on it.")
 
 
 # ------------------------------------------------------------------------------------ judging
 
 
-def judge(run: RunRef, call: ToolCall, *, policy: Policy) -> Op[Verdict]:
+def judge(run: RunRef, call: ToolCall, *, policy: Policy,
+          repeat_scope: RepeatScopes = "args") -> Op[Verdict]:
     """Re-check a call about to execute. Its captured action (by the run and the call id) and
     every declared match must allow it. A call whose arguments changed since its turn was
     decided (a human edit) is a new action of the same decision; a call of no decided turn is
@@ -213,27 +324,33 @@ def judge(run: RunRef, call: ToolCall, *, policy: Policy) -> Op[Verdict]:
     same = [r for r in found if r[2] == named.args]
     if not found:
         verdicts = yield from decide(run, f"call:{named.ref}", [call], context=None, told=(),
-                                     policy=policy)
+                                     policy=policy, repeat_scope=repeat_scope)
         return verdicts[0]
     if not same:  # edited since its turn: the same decision drives the edited call
-        edited = yield from _edited(run, call, named, decision=found[0][6], policy=policy)
+        edited = yield from _edited(run, call, named, decision=found[0][6], policy=policy,
+                                    repeat_scope=repeat_scope)
         return edited
-    own = (same[0][1], Kind(same[0][3]), State(same[0][4]), same[0][5] is not None)
-    verdict = yield from _verdict(own, _matching(declared, call, named, own[0]), call, policy)
+    row = same[0]
+    own = Own((row[1], Kind(row[3]), State(row[4]), row[5] is not None), row[6],
+              State(row[7]) if row[7] is not None else None, row[8], row[9], row[10])
+    verdict = yield from _verdict(run, named, own, _matching(declared, call, named, own.row[0]),
+                                  call, policy)
     return verdict
 
 
 def _edited(run: RunRef, call: ToolCall, named: ids.Call, *, decision: str | None,
-            policy: Policy) -> Op[Verdict]:
+            policy: Policy, repeat_scope: RepeatScopes) -> Op[Verdict]:
     if decision is None:
         raise NotFoundError(f"the captured action of call {named.ref} has lost its decision")
     now = now_ms()
-    action = _action_props(run, named, now)
+    action = _action_props(run, named, now, repeat_scope)
     replies = yield Commit([cypher.drive(run.props(now), decision, [action], now)], blind=True)
     row = replies[0][0]
     found = yield cypher.declared([named.key, call_key(named.tool, None)], _pinned([call]))
-    verdict = yield from _verdict((row[0], Kind.ACTION, State(row[1]), row[2] is not None),
-                                  _matching(found, call, named, row[0]), call, policy)
+    own = Own((row[0], Kind.ACTION, State(row[1]), row[2] is not None), decision, State(row[4]),
+              row[5], row[6], row[7])
+    verdict = yield from _verdict(run, named, own, _matching(found, call, named, row[0]), call,
+                                  policy)
     return verdict
 
 
@@ -259,13 +376,13 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool) -> Op[str]:
                                            output=digest), "args": named.args},
               "claim": {**claim.validated().props(now), "captured": True}}
     observation = {"id": ids.observation(run.id, named.ref, [claim_id]), "run": run.id,
-                   "ref": named.ref, "key": cypher.observation_key(run.id, named.ref),
-                   "kind": "tool_result", "at": now}
+                   "ref": named.ref, "key": run.key(named.ref), "kind": "tool_result", "at": now}
 
     def record(action_id: str) -> Commit:
         event = {"type": "action_executed", "node": action_id, "kind": Kind.ACTION.value,
                  "cause": "capture", "at": iso(now)}
-        return Commit([cypher.executed(run.id, action_id, result, observation, now)], [event],
+        return Commit([cypher.executed(run.id, action_id, result, observation, now,
+                                       run.key(ids.text_ref(ids.output_text(output))))], [event],
                       blind=True)
 
     replies = yield record(ids.action(run.id, named))  # the action its turn recorded: one round trip

@@ -18,6 +18,28 @@ def create_review(props: Mapping[str, Any]) -> Query:
                  {"claim": props["claim"], "props": props})
 
 
+def create_reviews_of(props: Mapping[str, Any], claims: list[str]) -> Query:
+    """A review item targeting several claims (an override names every premise it covers)."""
+    return Query("CREATE (r:ReviewItem) SET r += $props WITH r UNWIND $claims AS cid "
+                 "MATCH (c:Node {id: cid}) CREATE (r)-[:TARGETS]->(c)",
+                 {"props": props, "claims": claims})
+
+
+def vetoed_calls(rkey: str) -> Query:
+    """The captured calls vetoed by their premises whose repeat key is `rkey`: (id, what bound it)."""
+    return Query("MATCH (a:Action {vkey: $rkey}) RETURN a.id, a.binds ORDER BY a.created_at",
+                 {"rkey": rkey}, read_only=True)
+
+
+def create_override(props: Mapping[str, Any]) -> Query:
+    return Query("CREATE (o:Override) SET o += $props", {"props": props})
+
+
+LIST_OVERRIDES = Query("MATCH (o:Override) OPTIONAL MATCH (a:Action {id: o.used_by}) "
+                       "RETURN properties(o), a.executed_at ORDER BY o.approved_at, o.id",
+                       read_only=True)
+
+
 def get_review(review_id: str) -> Query:
     return Query("MATCH (r:ReviewItem {id: $id}) RETURN properties(r)", {"id": review_id},
                  read_only=True)

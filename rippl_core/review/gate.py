@@ -7,18 +7,20 @@ committed change appends a receipt to the chain in the same atomic commit.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from rippl_core._runtime.op import Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, now_ms, to_ms
-from rippl_core._runtime.validation import check_actor, check_id, check_text
+from rippl_core._runtime.validation import canonical_args, check_actor, check_id, check_text, repeat_key
 from rippl_core.causal.nodes import require_nodes
+from rippl_core.causal.preflight import find_blockers
 from rippl_core.causal.relabel import Change, commit_labels, plan_change, read_region, would_invalidate
 from rippl_core.causal.tms import label
 from rippl_core.errors import InvalidInputError, NotFoundError, ReviewError
-from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, Transition, Wave
+from rippl_core.models import Override, Receipt, ReceiptCheck, ReviewItem, ToolCall, Transition, Wave
 from rippl_core.review import cypher
 from rippl_core.review.receipts import GENESIS, SigningKey, receipt_id, receipt_model, seal, verify_chain
 from rippl_core.vocabulary import RETRACTABLE, Kind, State
@@ -121,6 +123,10 @@ def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int
     if approve and distinct_approver and by == item.proposed_by:
         raise ReviewError(f"{by} proposed {review_id} and cannot also approve it (separation of "
                           "duties); ask another reviewer")
+    if item.kind == "override":
+        receipt = yield from _decide_override(item, approve=approve, by=by, note=note, now=now,
+                                              signing_key=signing_key)
+        return receipt
     claim_id, props = yield from _retractable(item.claim)
     flags: dict[str, Any] = {"pending": max(int(props.get("pending") or 0) - 1, 0)}
     if approve and not props.get("retracted"):  # a direct retraction meanwhile keeps its record
@@ -140,18 +146,111 @@ def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int
     return receipt
 
 
+def propose_override(target: str | ToolCall, *, run: str | None, reason: str, by: str,
+                     now: int) -> Op[ReviewItem]:
+    """Propose a one-call override of a veto: `target` is the vetoed action (a captured call's
+    action, or a declared action with the `run` it is for) or the call itself with its `run`. The
+    premises it would override are what vetoed that call in that run, as they stand now."""
+    reason, by = check_text(reason, what="reason"), check_actor(by)
+    call, run, action = yield from _override_target(target, run)
+    args = canonical_args(call.args) or "{}"
+    rkey = repeat_key(run, call.name, args)
+    rows = yield cypher.vetoed_calls(rkey)
+    premises: set[str] = set()
+    for _, binds in rows:
+        for node in binds or ():
+            found = yield from find_blockers(node)
+            premises |= {b.premise for b in found}
+    if not premises:
+        raise ReviewError(f"no call {call.name}({args}) was vetoed by its premises in run {run}, "
+                          "so there is no veto to override; check the run and the arguments")
+    claims = sorted(premises)
+    review_id = f"REV-{uuid.uuid4().hex[:12]}"
+    item = {"id": review_id, "kind": "override", "claim": claims[0], "claims": claims,
+            "status": "pending", "reason": reason, "proposed_by": by, "proposed_at": now,
+            "action": action or rows[0][0], "run": run, "tool": call.name, "args": args,
+            "rkey": rkey}
+    event = _review_event("review_proposed", review_id, claims[0], by, now) | {"kind": "override"}
+    yield Commit([cypher.create_reviews_of(item, claims)], [event])
+    return review_model(item)
+
+
+def _override_target(target: str | ToolCall, run: str | None) -> Op[tuple[ToolCall, str, str | None]]:
+    """(the call, its run, the action named) of what an override is proposed for."""
+    if run is not None:
+        run = check_id(run, what="run")
+    if isinstance(target, ToolCall):
+        if run is None:
+            raise InvalidInputError("an override of a tool call needs the run it is for (run=...)")
+        check_id(target.name, what="tool name")
+        return target, run, None
+    action_id = check_id(target, what="action id")
+    found = yield from require_nodes([action_id], what="action")
+    props = found[action_id]
+    if props["kind"] != Kind.ACTION.value or not props.get("tool"):
+        raise InvalidInputError(f"{action_id} is not an action of a tool call; an override lets one "
+                                "vetoed tool call run (give the vetoed action's id, or the call)")
+    run = props.get("run") or run
+    if run is None:
+        raise InvalidInputError(f"{action_id} is a declared action; say which run's call the "
+                                "override is for (run=...)")
+    args = json.loads(props["args"]) if props.get("args") else {}
+    return ToolCall(name=props["tool"], args=args), run, action_id
+
+
+def _decide_override(item: ReviewItem, *, approve: bool, by: str, note: str | None, now: int,
+                     signing_key: SigningKey | None) -> Op[Receipt]:
+    """Approve (the override takes effect: one call may run) or reject an override proposal."""
+    status = "approved" if approve else "rejected"
+    props = (yield cypher.get_review(item.id))[0][0]
+    commit = Commit([cypher.decide_review(item.id, {"status": status, "decided_by": by,
+                                                    "decided_at": now, "note": note})])
+    commit.events.append(_review_event(f"review_{status}", item.id, item.claim, by, now)
+                         | {"kind": "override"})
+    call = {"tool": props["tool"], "args": json.loads(props["args"]), "run": props["run"]}
+    receipt = yield from _append_receipt(
+        commit, kind=f"override_{status}", claim=item.claim, actor=by, at=now, review=item.id,
+        details={"reason": item.reason, "note": note, "proposed_by": item.proposed_by,
+                 "call": call, "action": item.action, "premises": item.claims},
+        signing_key=signing_key)
+    if approve:
+        commit.queries.append(cypher.create_override(
+            {"id": item.id, "vkey": props["rkey"], "premises": item.claims, "run": props["run"],
+             "tool": props["tool"], "args": props["args"], "action": item.action,
+             "reason": item.reason, "proposed_by": item.proposed_by, "approved_by": by,
+             "approved_at": now, "receipt": receipt.id}))
+    yield commit
+    return receipt
+
+
+def list_overrides() -> Op[list[Override]]:
+    """Every approved override, with the call that took it and when that call ran."""
+    rows = yield cypher.LIST_OVERRIDES
+    return [Override(id=p["id"], run=p.get("run"),
+                     call=ToolCall(name=p["tool"], args=json.loads(p["args"])),
+                     action=p.get("action"), premises=list(p.get("premises") or []),
+                     reason=p["reason"], proposed_by=p["proposed_by"], approved_by=p["approved_by"],
+                     approved_at=from_ms(p["approved_at"]), receipt=p.get("receipt"),
+                     used_by=p.get("used_by"), executed_at=from_ms(executed))
+            for p, executed in rows]
+
+
 def _review_event(kind: str, review_id: str, claim: str, by: str, now: int) -> dict[str, Any]:
     return {"type": kind, "review": review_id, "claim": claim, "by": by,
             "at": from_ms(now).isoformat()}
 
 
 def review_model(props: Mapping[str, Any]) -> ReviewItem:
+    call = (ToolCall(name=props["tool"], args=json.loads(props["args"]))
+            if props.get("tool") else None)
     return ReviewItem(
         id=props["id"], claim=props["claim"], status=props["status"], reason=props["reason"],
         evidence=props.get("evidence"), proposed_by=props["proposed_by"],
         proposed_at=from_ms(props["proposed_at"]), at_risk=list(props.get("at_risk") or []),
         decided_by=props.get("decided_by"), decided_at=from_ms(props.get("decided_at")),
-        note=props.get("note"),
+        note=props.get("note"), kind=props.get("kind") or "retraction",
+        claims=list(props.get("claims") or [props["claim"]]), action=props.get("action"),
+        run=props.get("run"), call=call,
     )
 
 

@@ -114,7 +114,12 @@ def test_a_call_mapped_to_an_action_is_judged_by_it_too(rippl: Rippl) -> None:
     assert vetoed.blockers[0].premise == "CLM-WINDOW"
     [again] = run.decide("t2", [pinned.model_copy(update={"id": "c30"})])
     assert not again.allowed and again.target == "ACT-CHANGE"
-    assert run.decide("t2", [MIGRATE.model_copy(update={"id": "c31"})])[0].allowed  # unmapped
+    # the same call unmapped repeats the vetoed one: it rests on what vetoed it
+    [repeat] = run.decide("t2", [MIGRATE.model_copy(update={"id": "c31"})])
+    assert not repeat.allowed and "repeats the call vetoed" in repeat.reason
+    assert repeat.blockers[0].premise == "CLM-WINDOW"
+    other = MIGRATE.model_copy(update={"id": "c33", "args": {"table": "billing", "shard": "07"}})
+    assert run.decide("t2", [other])[0].allowed  # another call, unmapped: its own premises
     [missing] = run.decide("t3", [MIGRATE.model_copy(update={"id": "c32", "action_id": "ACT-NOPE"})])
     assert not missing.allowed and "ACT-NOPE" in missing.reason and "not in the graph" in missing.reason
 
