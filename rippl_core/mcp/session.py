@@ -34,14 +34,12 @@ can veto more, never less (fail closed).
 
 import hashlib
 import hmac
-import inspect
 import os
 import secrets
 import weakref
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from rippl_core._runtime.validation import canonical_args
 from rippl_core.capture.handle import AsyncRun
@@ -50,7 +48,7 @@ from rippl_core.errors import InvalidInputError
 from rippl_core.mcp.common import client_identity
 from rippl_core.mcp.options import DEFAULT_MAX_RUNS
 from rippl_core.mcp.sdk import Context, connection_of, request_meta
-from rippl_core.models import ToolCall, Verdict
+from rippl_core.models import RepeatScope, ToolCall, Verdict
 
 RUN_META = "rippl_run"
 TOKEN_PREFIX = "rt1:"
@@ -60,8 +58,6 @@ MIN_KEY_LENGTH = 32
 MAX_TOLD = 256  # per client and run: the oldest leave first (their premises come back: fail closed)
 MAX_CALLS = 256  # (tool, args) -> last call id, for record_execution without a call_id
 MAX_LABEL = 48
-
-type RepeatScope = Literal["args", "tool"]
 
 HOW_TO_NAME = (f"send the `run` token that start_run (or check_premises) returned as "
                f"params._meta.{RUN_META}")
@@ -141,11 +137,6 @@ class RunState:
         default_factory=weakref.WeakKeyDictionary)
 
 
-# Until the core's repeat rule (issue 30) adds `repeat_scope` to `Run.decide`, a core without it
-# judges every call with the default scope, and refuses "tool".
-_CORE_SCOPES = "repeat_scope" in inspect.signature(AsyncRun.decide).parameters
-
-
 @dataclass(frozen=True)
 class ClientRun:
     """The run a request acts in, and what the client making it has been told there."""
@@ -180,17 +171,11 @@ class ClientRun:
 
     async def decide(self, call: ToolCall, repeat_scope: RepeatScope) -> Verdict:
         """Record the call as a turn of its own (resting on everything the run observed, less
-        what this client was told) and judge it."""
+        what this client was told) and judge it: a call repeating one vetoed in the run (within
+        `repeat_scope`) stays vetoed."""
         assert call.id is not None
-        if _CORE_SCOPES:
-            decide: Callable[..., Awaitable[list[Verdict]]] = self.run.decide
-            [verdict] = await decide(call.id, [call], context=None, told=list(self.told),
-                                     repeat_scope=repeat_scope)
-        elif repeat_scope != "args":
-            raise InvalidInputError("repeat_scope='tool' needs a rippl-core with the repeat rule; "
-                                    "upgrade rippl-core, or leave repeat_scope out")
-        else:
-            [verdict] = await self.run.decide(call.id, [call], context=None, told=list(self.told))
+        [verdict] = await self.run.decide(call.id, [call], context=None, told=list(self.told),
+                                          repeat_scope=repeat_scope)
         return verdict
 
 

@@ -5,7 +5,6 @@ it re-plan, and lists what already ran for compensation. Nothing is declared in 
 
 from __future__ import annotations
 
-import inspect
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 import pytest_asyncio
 from helpers_mcp import Client, readme_stdio_params, stdio_client_for
 
-from rippl_core import Rippl, Run
+from rippl_core import Rippl
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -111,13 +110,6 @@ async def test_sessions_are_separate_runs(db: Path, direct: Rippl, tmp_path: Pat
 
 # ------------------------------------------------------------------------------ a veto holds
 
-# The repeat rule is the core's (issue 30: `Run.decide(..., repeat_scope=...)`); check_premises
-# passes its `repeat_scope` through. These tests need that core.
-core_repeat_rule = pytest.mark.skipif(
-    "repeat_scope" not in inspect.signature(Run.decide).parameters,
-    reason="needs the core's repeat rule (issue 30): Run.decide(..., repeat_scope=...)")
-
-
 async def vetoed_migration(client: Client, direct: Rippl, tag: str) -> tuple[dict[str, Any], str]:
     """The agent read get_health(tag), the reading was retracted, and migrate was vetoed: the
     original veto, and the retracted observation."""
@@ -136,7 +128,6 @@ def repeats(verdict: dict[str, Any], original: dict[str, Any], premise: str) -> 
             and premise in {b["premise"] for b in verdict["blockers"]})
 
 
-@core_repeat_rule
 async def test_a_repeated_call_stays_vetoed(client: Client, direct: Rippl) -> None:
     tag = uuid.uuid4().hex[:6]
     original, premise = await vetoed_migration(client, direct, tag)
@@ -155,7 +146,6 @@ async def test_a_repeated_call_stays_vetoed(client: Client, direct: Rippl) -> No
                               args={"table": tag, "shard": 9}))["safe"] is True
 
 
-@core_repeat_rule
 async def test_repeat_scope_tool_holds_every_call_of_the_vetoed_tool(client: Client,
                                                                      direct: Rippl) -> None:
     tag = uuid.uuid4().hex[:6]

@@ -14,8 +14,8 @@ from rippl_core.errors import DatabaseError, InvalidInputError
 from rippl_core.mcp.common import Id, Registrar, Time
 from rippl_core.mcp.models import BlastRadius, CheckResult, ReachedInfo
 from rippl_core.mcp.sdk import Context
-from rippl_core.mcp.session import RepeatScope, Sessions
-from rippl_core.models import ToolCall
+from rippl_core.mcp.session import Sessions
+from rippl_core.models import RepeatScope, ToolCall
 from rippl_core.vocabulary import Kind
 
 
