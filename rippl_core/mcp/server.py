@@ -50,10 +50,10 @@ not make the call: read `explanation`, tell the user which premise failed, and c
 does not rest on it. After a checked call ran, call record_execution with its output: later calls
 rest on it, and if it is found false they are vetoed. If you learn that a claim is false, call
 propose_retraction; a human approves or rejects it. A call that repeats a vetoed one stays vetoed:
-never retry it hoping it passes. explain says why a node holds or not;
-blast_radius says what rests on a node; cite_claims names what your plan relies on. record_belief /
-ask_belief / timeline / why_changed / what_if keep what an agent believed about a topic and when
-(times are ISO-8601 with a time zone)."""
+never retry it hoping it passes (propose_override asks a person to let that one call run).
+explain says why a node holds or not; blast_radius says what rests on a node; cite_claims names
+what your plan relies on. record_belief / ask_belief / timeline / why_changed / what_if keep what
+an agent believed about a topic and when (times are ISO-8601 with a time zone)."""
 
 
 class RipplMCP(sdk.Server[Any]):
@@ -124,7 +124,7 @@ def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str
     server = RipplMCP(allow_review=allow_review, host=host, port=port, log_level=log_level)
     tool, sessions = registrar(server), Sessions(rippl, max_runs=max_runs)
     safety.register(rippl, tool, sessions)
-    review.register(rippl, tool, allow_review=allow_review, reviewer=reviewer)
+    review.register(rippl, tool, sessions, allow_review=allow_review, reviewer=reviewer)
     beliefs.register(rippl, tool, sessions)
     reasoning.register(rippl, tool)
     capture.register(rippl, tool, sessions)

@@ -162,3 +162,32 @@ async def test_repeat_scope_is_checked(client: Client) -> None:
     assert "validation error" in message and "repeat_scope" in message
     message = await client.fail("check_premises", target="ACT-001", repeat_scope="tool")
     assert "InvalidInputError" in message and "go with a tool call" in message
+
+
+async def test_an_approved_override_lets_exactly_that_call_run_once(client: Client,
+                                                                   direct: Rippl) -> None:
+    tag = uuid.uuid4().hex[:6]
+    original, premise = await vetoed_migration(client, direct, tag)
+    proposal = await client.call("propose_override", tool="migrate", args={"shard": 9, "table": tag},
+                                 reason="the migration is needed tonight", by="planner")
+    assert proposal["kind"] == "override" and proposal["status"] == "pending"
+    assert proposal["proposed_by"] == "mcp:rippl-tests/planner" and premise in proposal["claims"]
+    assert proposal["run"] == original["run_id"]  # the call of the proposing client's own run
+    assert (await client.call("check_premises", tool="migrate",
+                              args={"table": tag, "shard": 9}))["safe"] is False  # not yet approved
+    direct.approve(proposal["id"], by="alice")  # a person, outside the agent's reach
+    once = await client.call("check_premises", tool="migrate", args={"shard": 9.0, "table": tag})
+    assert once["safe"] is True  # the overridden call, in any spelling of its arguments
+    again = await client.call("check_premises", tool="migrate", args={"table": tag, "shard": 9})
+    assert again["safe"] is False  # once only
+    [override] = [o for o in direct.overrides() if o.id == proposal["id"]]
+    assert override.approved_by == "alice" and override.proposed_by == "mcp:rippl-tests/planner"
+    assert override.run == once["run_id"] and override.used_by == once["target"]
+
+
+async def test_an_override_is_proposed_only_for_a_vetoed_call_of_the_clients_run(
+        client: Client, direct: Rippl) -> None:
+    tag = uuid.uuid4().hex[:6]
+    message = await client.fail("propose_override", tool="migrate", args={"table": tag},
+                                reason="please")
+    assert "ReviewError" in message and "no veto to override" in message
