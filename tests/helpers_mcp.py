@@ -17,6 +17,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, TextIO
 
+import httpx
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -108,24 +109,83 @@ class Client:
         """The listed tools by name, as sent on the wire."""
         return {t.name: wire(t) for t in (await self.session.list_tools()).tools}
 
-    async def raw(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Call a tool; its result as sent on the wire (`isError`, `structuredContent`, `content`)."""
-        result: CallToolResult = await self.session.call_tool(tool, arguments)
+    async def raw(self, tool: str, arguments: dict[str, Any],
+                  meta: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Call a tool (with `meta` as the request's `_meta`); its result as sent on the wire
+        (`isError`, `structuredContent`, `content`)."""
+        result: CallToolResult = await self.session.call_tool(tool, arguments, meta=meta)
         return wire(result)
 
-    async def call(self, tool: str, /, **arguments: Any) -> dict[str, Any]:
+    async def call(self, tool: str, /, *, _meta: dict[str, Any] | None = None,
+                   **arguments: Any) -> dict[str, Any]:
         """Call a tool that must succeed; its structured result."""
-        result = await self.raw(tool, arguments)
-        text = result["content"][0]["text"] if result["content"] else ""
-        assert not result["isError"], f"{tool} failed: {text}"
-        assert result["structuredContent"] is not None
-        return dict(result["structuredContent"])
+        return succeeded(tool, await self.raw(tool, arguments, _meta))
+
+    async def fail(self, tool: str, /, *, _meta: dict[str, Any] | None = None,
+                   **arguments: Any) -> str:
+        """Call a tool that must fail with a tool error; its message."""
+        return failed(tool, await self.raw(tool, arguments, _meta))
+
+
+def succeeded(tool: str, result: dict[str, Any]) -> dict[str, Any]:
+    """The structured result of a tool call that must have succeeded."""
+    text = result["content"][0]["text"] if result["content"] else ""
+    assert not result["isError"], f"{tool} failed: {text}"
+    assert result["structuredContent"] is not None
+    return dict(result["structuredContent"])
+
+
+def failed(tool: str, result: dict[str, Any]) -> str:
+    """The message of a tool call that must have failed with a tool error."""
+    assert result["isError"], f"{tool} should have failed but returned {result['structuredContent']}"
+    return str(result["content"][0]["text"]) if result["content"] else ""
+
+
+STATELESS_VERSION = "2026-07-28"
+
+
+class StatelessClient:
+    """A raw client of the MCP 2026-07-28 revision: each request is one HTTP POST carrying its own
+    `_meta` envelope (protocol version, capabilities, client info), with no initialize and no
+    session id. `run` (a run token) goes in `_meta.rippl_run` beside the protocol's keys."""
+
+    def __init__(self, url: str, name: str = "raw-2026", run: str | None = None) -> None:
+        self.url, self.name, self.run = url, name, run
+        self._ids = iter(range(1, 1 << 30))
+
+    def envelope(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": self.name, "version": "1"}}
+        if self.run is not None:
+            meta["rippl_run"] = self.run
+        return meta
+
+    async def post(self, tool: str, arguments: dict[str, Any]) -> httpx.Response:
+        """The HTTP response to one tools/call request."""
+        body = {"jsonrpc": "2.0", "id": next(self._ids), "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments, "_meta": self.envelope()}}
+        headers = {"Accept": "application/json, text/event-stream",
+                   "MCP-Protocol-Version": STATELESS_VERSION, "Mcp-Method": "tools/call",
+                   "Mcp-Name": tool}
+        async with httpx.AsyncClient(timeout=60) as http:
+            return await http.post(self.url, json=body, headers=headers)
+
+    async def raw(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """A tool's result as sent on the wire; no session is ever opened."""
+        response = await self.post(tool, arguments)
+        assert response.status_code == 200, response.text
+        assert "mcp-session-id" not in response.headers
+        reply = response.json()
+        assert "result" in reply, reply
+        return dict(reply["result"])
+
+    async def call(self, tool: str, /, **arguments: Any) -> dict[str, Any]:
+        return succeeded(tool, await self.raw(tool, arguments))
 
     async def fail(self, tool: str, /, **arguments: Any) -> str:
-        """Call a tool that must fail with a tool error; its message."""
-        result = await self.raw(tool, arguments)
-        assert result["isError"], f"{tool} should have failed but returned {result['structuredContent']}"
-        return str(result["content"][0]["text"]) if result["content"] else ""
+        return failed(tool, await self.raw(tool, arguments))
 
 
 def stdio_client_for(params: StdioServerParameters, errlog: TextIO) -> Client:
@@ -166,12 +226,13 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, timeou
 
 
 @contextlib.contextmanager
-def http_server(args: list[str], log: Path) -> Any:
-    """`rippl [args]` started as a process (with an HTTP transport in args); stopped on exit."""
+def http_server(args: list[str], log: Path, env: dict[str, str] | None = None) -> Any:
+    """`rippl [args]` started as a process (with an HTTP transport in args, and `env` as its
+    environment when given); stopped on exit."""
     port = int(args[args.index("--port") + 1])
     with log.open("wb") as out:
         process = subprocess.Popen([rippl_script(), *args], stdout=out, stderr=subprocess.STDOUT,
-                                   cwd=REPO)
+                                   cwd=REPO, env=env)
         try:
             wait_for_port(port, process, log)
             yield process

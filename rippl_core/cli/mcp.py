@@ -9,6 +9,7 @@ import typer
 
 from rippl_core.cli.app import command, connection, errors, styled
 from rippl_core.mcp import serve  # light: the SDK is imported when a server is built
+from rippl_core.mcp.options import DEFAULT_MAX_RUNS
 
 
 class TransportChoice(StrEnum):
@@ -43,6 +44,9 @@ def mcp_cmd(
         help="With --allow-review: the identity every approval's receipt names.")] = None,
     log_level: Annotated[LogLevel, typer.Option(help="Server log level (to stderr).",
                                                 case_sensitive=False)] = LogLevel.WARNING,
+    max_runs: Annotated[int, typer.Option(
+        min=1, help="The most clients' runs held in memory; the least recently used leave first "
+                    "(the graph keeps them, and they continue when used again).")] = DEFAULT_MAX_RUNS,
 ) -> None:
     """Serve Rippl to MCP clients: check_premises, blast_radius, explain, the review queue and
     belief memory as tools. stdio by default; --transport http for streamable HTTP."""
@@ -54,4 +58,4 @@ def mcp_cmd(
             errors.print(styled("[yellow]warning:[/yellow] listening on {} without authentication; "
                                 "anyone who can reach it can use the tools", host))
     serve(db=conn.db, url=conn.url, graph=conn.graph, transport=transport.value, host=host, port=port,
-          allow_review=allow_review, reviewer=reviewer, log_level=log_level.value)
+          allow_review=allow_review, reviewer=reviewer, log_level=log_level.value, max_runs=max_runs)

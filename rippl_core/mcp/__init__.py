@@ -12,7 +12,7 @@ import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from rippl_core.errors import RipplError
-from rippl_core.mcp.options import LogLevel
+from rippl_core.mcp.options import DEFAULT_MAX_RUNS, LogLevel
 
 if TYPE_CHECKING:
     from rippl_core.client import AsyncRippl
@@ -50,12 +50,12 @@ def _unavailable(missing: str) -> str:
 
 
 def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str | None = None,
-                 host: str = "127.0.0.1", port: int = 8000,
-                 log_level: LogLevel = "WARNING") -> RipplMCP:
+                 host: str = "127.0.0.1", port: int = 8000, log_level: LogLevel = "WARNING",
+                 max_runs: int = DEFAULT_MAX_RUNS) -> RipplMCP:
     """An MCP server over an open `AsyncRippl` handle (see `rippl_core.mcp.server.build_server`)."""
     server: RipplMCP = _server_module().build_server(rippl, allow_review=allow_review,
                                                      reviewer=reviewer, host=host, port=port,
-                                                     log_level=log_level)
+                                                     log_level=log_level, max_runs=max_runs)
     return server
 
 

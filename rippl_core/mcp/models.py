@@ -13,6 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
 from rippl_core.models import Blocker, Compensation, Node, Reached, ReviewItem, StatusChange, Verdict
 
+RUN_TOKEN = ("The run's token: send it as params._meta.rippl_run to act in this run from another "
+             "connection, and in every request without a session (stateless HTTP). Keep it as "
+             "secret as a session id: it is what proves the run is yours.")
+RUN_ID = ("The run's id in the graph (as compensations and explanations name it); it names no run "
+          "in _meta.")
+
 
 class _Out(BaseModel):
     model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True)
@@ -48,13 +54,17 @@ class CheckResult(_Out):
     blockers: list[BlockerInfo] = Field(default_factory=list)
     call_id: str | None = Field(default=None, description="With a tool call: the id it was recorded "
                                                           "under; give it to record_execution.")
+    run: str | None = Field(default=None, description=RUN_TOKEN)
+    run_id: str | None = Field(default=None, description=RUN_ID)
 
     @classmethod
-    def of(cls, verdict: Verdict, call_id: str | None = None) -> CheckResult:
+    def of(cls, verdict: Verdict, call_id: str | None = None, run: str | None = None,
+           run_id: str | None = None) -> CheckResult:
         return cls(safe=verdict.allowed, status=verdict.status or "Unknown", target=verdict.target,
                    kind=verdict.kind.value if verdict.kind else None, reason=verdict.reason,
                    explanation=verdict.explain(),
-                   blockers=[BlockerInfo.of(b) for b in verdict.blockers], call_id=call_id)
+                   blockers=[BlockerInfo.of(b) for b in verdict.blockers], call_id=call_id,
+                   run=run, run_id=run_id)
 
 
 class NodeInfo(_Out):
@@ -194,10 +204,18 @@ class History(_Out):
     changes: list[HistoryEntry]
 
 
-class ExecutionRecord(_Out):
-    """What a capture tool recorded for this session's run."""
+class RunStarted(_Out):
+    """A run begun for the calling client."""
 
-    run: str = Field(description="The session's run id.")
+    run: str = Field(description=RUN_TOKEN)
+    run_id: str = Field(description=RUN_ID)
+
+
+class ExecutionRecord(_Out):
+    """What a capture tool recorded in the client's run."""
+
+    run: str = Field(description=RUN_TOKEN)
+    run_id: str = Field(description=RUN_ID)
     call_id: str | None = None
     result_claim: str | None = Field(default=None, description="The claim stating the call's "
                                                                "result (an observation of the run).")

@@ -6,4 +6,6 @@ from typing import Literal
 
 type LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
-__all__ = ["LogLevel"]
+DEFAULT_MAX_RUNS = 1024  # clients' runs held in memory by one server (the graph keeps them all)
+
+__all__ = ["DEFAULT_MAX_RUNS", "LogLevel"]

@@ -23,7 +23,9 @@ name and `args` set to exactly the arguments you will pass (or `target` set to t
 - safe=true: go ahead.
 - safe=false: do NOT call the tool. Read `explanation`: it names each retracted or at-risk premise
   and the trail from it to the action. Tell the user what changed, and pick an alternative that does
-  not rest on the failed premise (check that one too). Never retry the same call hoping it passes.
+  not rest on the failed premise (check that one too). Never retry the same call hoping it passes:
+  a repeat stays vetoed. If that very call must run anyway, call `propose_override`: a person
+  decides.
 - After the call ran, call `record_execution` with its output (and the `call_id` check_premises
   returned): later calls rest on it, and it is listed for compensation if a premise fails later.
 - A status of Unknown means the graph could not be read: treat the call as unsafe.

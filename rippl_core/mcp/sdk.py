@@ -4,12 +4,16 @@ mcp 2.x renamed FastMCP to `MCPServer` (in `mcp.server.mcpserver`), takes the se
 its constructor and the HTTP host and port when it is run, and spells model fields in snake_case.
 mcp 1.x (which CrewAI still pins) has `mcp.server.fastmcp`, takes the host and port in the
 constructor (its DNS-rebinding protection is set from the host there) and spells them in camelCase.
-Everything else Rippl uses is the same in both.
+2.x keeps a request's `_meta` a dict (1.x a model with extra attributes), and also serves the
+2026-07-28 revision over HTTP: a request without a handshake or a session, each one on a
+connection object of its own. Everything else Rippl uses is the same in both.
 """
 
 # No `from __future__ import annotations` here: the server reads tool signatures at registration.
 
-from typing import TYPE_CHECKING, Any
+import importlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:  # the type checker sees the lock's major (1.x, which CrewAI pins)
     from mcp.server.fastmcp import Context as _Context
@@ -60,11 +64,73 @@ async def run_http(server: Server, *, host: str, port: int) -> None:
         await server.run_streamable_http_async()  # 1.x: host and port were given to the constructor
 
 
-def connection_of(ctx: Context) -> Any:
-    """An object that lives as long as the client's connection (and no longer): 1.x's session is
-    one per connection; 2.x makes a session per request over the connection it keeps privately."""
+def _stateless_versions() -> tuple[str, ...]:
+    """The protocol revisions the installed SDK serves without a handshake (each request carries
+    its own `_meta` envelope): 2026-07-28 on 2.x; none on 1.x."""
+    try:
+        module = importlib.import_module("mcp_types.version")
+    except ImportError:
+        return ()
+    return tuple(getattr(module, "MODERN_PROTOCOL_VERSIONS", ()))
+
+
+_STATELESS_VERSIONS = _stateless_versions()
+
+
+class _Pipe:
+    """The one client of a stdio server that speaks a handshake-less revision (the SDK makes a
+    connection object per request there, but the pipe is one client's)."""
+
+
+PIPE = _Pipe()
+
+
+def connection_of(ctx: Context) -> Any | None:
+    """An object that lives as long as the client's connection (and no longer), or None when the
+    request came on no connection of its own: an HTTP request without an `Mcp-Session-Id` (the
+    2026-07-28 revision, or a server run stateless), which stands alone.
+
+    1.x's session is one per connection; 2.x makes a session per request over the connection it
+    keeps privately, and a connection per request for a 2026-07-28 request."""
     session = ctx.session
-    return getattr(session, "_connection", session)
+    connection = getattr(session, "_connection", session)
+    request = _http_request(ctx)
+    if request is not None:
+        headers = getattr(request, "headers", None)
+        return connection if headers is not None and headers.get("mcp-session-id") else None
+    if _protocol_version(ctx) in _STATELESS_VERSIONS:  # stdio without a handshake: one pipe
+        return PIPE
+    return connection
+
+
+def _http_request(ctx: Context) -> Any | None:
+    try:
+        return ctx.request_context.request
+    except (AttributeError, ValueError, LookupError):  # outside a request
+        return None
+
+
+def _protocol_version(ctx: Context) -> str | None:
+    try:
+        version = getattr(ctx.request_context, "protocol_version", None)  # 2.x only
+    except (AttributeError, ValueError, LookupError):
+        return None
+    return version if isinstance(version, str) else None
+
+
+def request_meta(ctx: Context, key: str) -> object | None:
+    """The value of `key` in the request's `params._meta` (None when absent): 1.x parses `_meta`
+    into a model whose extra keys are attributes, 2.x keeps it a dict."""
+    try:
+        meta = ctx.request_context.meta
+    except (AttributeError, ValueError, LookupError):  # outside a request
+        return None
+    if meta is None:
+        return None
+    if isinstance(meta, Mapping):
+        return cast(Mapping[str, object], meta).get(key)
+    extra: dict[str, object] = getattr(meta, "model_extra", None) or {}
+    return extra.get(key, getattr(meta, key, None))
 
 
 def client_name(ctx: Context) -> str:
@@ -77,5 +143,6 @@ def client_name(ctx: Context) -> str:
     return str(getattr(info, "name", "") or "")
 
 
-__all__ = ["MAJOR", "Context", "FuncMetadata", "ResourceError", "Server", "ToolError", "client_name",
-           "connection_of", "run_http", "server_options", "set_version"]
+__all__ = ["MAJOR", "PIPE", "Context", "FuncMetadata", "ResourceError", "Server", "ToolError",
+           "client_name", "connection_of", "request_meta", "run_http", "server_options",
+           "set_version"]

@@ -25,9 +25,9 @@ from rippl_core.client import AsyncRippl
 from rippl_core.errors import InvalidInputError
 from rippl_core.mcp import resources, sdk
 from rippl_core.mcp.common import keep_text, registrar
-from rippl_core.mcp.options import LogLevel
+from rippl_core.mcp.options import DEFAULT_MAX_RUNS, LogLevel
 from rippl_core.mcp.sdk import ToolError
-from rippl_core.mcp.session import Sessions
+from rippl_core.mcp.session import Sessions, run_key
 from rippl_core.mcp.tools import beliefs, capture, reasoning, review, safety
 from rippl_core.models import Policy
 
@@ -49,10 +49,11 @@ the call as resting on what this session read through it and judges it. If it an
 not make the call: read `explanation`, tell the user which premise failed, and choose an action that
 does not rest on it. After a checked call ran, call record_execution with its output: later calls
 rest on it, and if it is found false they are vetoed. If you learn that a claim is false, call
-propose_retraction; a human approves or rejects it. explain says why a node holds or not;
-blast_radius says what rests on a node; cite_claims names what your plan relies on. record_belief /
-ask_belief / timeline / why_changed / what_if keep what an agent believed about a topic and when
-(times are ISO-8601 with a time zone)."""
+propose_retraction; a human approves or rejects it. A call that repeats a vetoed one stays vetoed:
+never retry it hoping it passes (propose_override asks a person to let that one call run).
+explain says why a node holds or not; blast_radius says what rests on a node; cite_claims names
+what your plan relies on. record_belief / ask_belief / timeline / why_changed / what_if keep what
+an agent believed about a topic and when (times are ISO-8601 with a time zone)."""
 
 
 class RipplMCP(sdk.Server[Any]):
@@ -113,15 +114,17 @@ def check_review_options(allow_review: bool, reviewer: str | None) -> str | None
 
 
 def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str | None = None,
-                 host: str = "127.0.0.1", port: int = 8000,
-                 log_level: LogLevel = "WARNING") -> RipplMCP:
+                 host: str = "127.0.0.1", port: int = 8000, log_level: LogLevel = "WARNING",
+                 max_runs: int = DEFAULT_MAX_RUNS) -> RipplMCP:
     """An MCP server whose tools run on `rippl`; `host` and `port` are where `serve_http` listens.
-    The review tools exist only with `allow_review=True` and a `reviewer`."""
+    The review tools exist only with `allow_review=True` and a `reviewer`. At most `max_runs`
+    clients' runs are held in memory (the least recently used leave; the graph keeps them). Run
+    tokens are signed with `RIPPL_MCP_RUN_KEY` when it is set, else with a key of this process."""
     reviewer = check_review_options(allow_review, reviewer)
     server = RipplMCP(allow_review=allow_review, host=host, port=port, log_level=log_level)
-    tool, sessions = registrar(server), Sessions(rippl)
+    tool, sessions = registrar(server), Sessions(rippl, max_runs=max_runs)
     safety.register(rippl, tool, sessions)
-    review.register(rippl, tool, allow_review=allow_review, reviewer=reviewer)
+    review.register(rippl, tool, sessions, allow_review=allow_review, reviewer=reviewer)
     beliefs.register(rippl, tool, sessions)
     reasoning.register(rippl, tool)
     capture.register(rippl, tool, sessions)
@@ -150,11 +153,14 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
                       transport: Transport | Literal["stdio", "http"] = Transport.STDIO,
                       host: str = "127.0.0.1", port: int = 8000, allow_review: bool = False,
                       reviewer: str | None = None, log_level: str = "WARNING",
-                      policy: Policy | None = None) -> None:
+                      policy: Policy | None = None, max_runs: int = DEFAULT_MAX_RUNS) -> None:
     """Open the graph, serve it over stdio or streamable HTTP until the client leaves or the
     process is stopped, then close the graph."""
     transport = Transport(transport)
     check_review_options(allow_review, reviewer)
+    if max_runs < 1:
+        raise InvalidInputError(f"--max-runs must be at least 1, got {max_runs}")
+    run_key()  # a RIPPL_MCP_RUN_KEY too short is refused before the graph is opened
     level = log_level.upper()
     if level not in LOG_LEVELS:
         raise InvalidInputError(f"log level must be one of {', '.join(LOG_LEVELS)}")
@@ -164,7 +170,7 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
                                       policy=policy)
     try:
         server = build_server(rippl, allow_review=allow_review, reviewer=reviewer, host=host,
-                              port=port, log_level=cast(LogLevel, level))
+                              port=port, log_level=cast(LogLevel, level), max_runs=max_runs)
         if transport is Transport.STDIO:
             await server.run_stdio_async()
         else:

@@ -1,90 +1,252 @@
-"""Each MCP client session is a captured run: what it read through Rippl is an observation, each
+"""Each MCP client's captured run, and whose run it is.
+
+A client's requests are recorded in a run: what it read through Rippl is an observation, each
 `check_premises` of a tool call records and judges that call, and `record_execution` marks it run.
 
-The run id is the client's own `_meta.rippl_run` when it sends one (stable across reconnects), else
-the streamable-HTTP session id, else an id minted for the connection (stdio: one per process).
-A session also remembers the calls whose `safe=false` answer it received: the model read those
-vetoes, so what they named leaves the context of its later calls.
+Whose run it is (the threat model is in docs/mcp.md):
+
+- A client on a connection (stdio, or HTTP with an `Mcp-Session-Id`) has a run of its own, made
+  on its first request and bound to that connection. Its id is minted (`mcp:<hex>`), never the
+  HTTP session id (run ids are visible in the graph; a session id is a credential).
+- A request names another run of its client's in `params._meta.rippl_run`, by the run's *token*:
+  `rt1:<mac>:<run id>`, the run id signed with the server's key (HMAC-SHA256, 128 bits). The
+  server gives a run's token only to the client whose run it is (`start_run`, and the `run` of
+  each capture tool's answer), so it proves the run is the caller's. A run id alone names nothing
+  (ids are visible in compensations and explanations); a value the server did not sign is refused
+  with an error, never taken as a new run.
+- A request on no connection (the 2026-07-28 revision's stateless HTTP, where each POST stands
+  alone) has no run unless it names one: every tool that records (check_premises of a call,
+  record_execution, cite_claims, and the reads that are observations) refuses it, saying how to
+  get a token. No request ever gets a throwaway run.
+
+What a client was told (the calls whose veto it received, whose named premises leave the context
+of its later calls) is kept per client: per connection, or, for stateless requests, per run (only
+the token's holder sends them). Call ids the server mints are random (`call-<32 hex>`).
+
+The server keeps at most `max_runs` runs in memory, the least recently used leaving first. The
+graph keeps a run's record, so a run that left continues when its client comes back: only what
+its client was told is lost, and its later calls then rest on everything the run observed, which
+can veto more, never less (fail closed).
 """
 
 # No `from __future__ import annotations` here: the MCP server reads the signatures of tools
 # that take what this module defines.
 
-import uuid
+import hashlib
+import hmac
+import os
+import secrets
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from rippl_core._runtime.validation import canonical_args, check_id
+from rippl_core._runtime.validation import canonical_args
 from rippl_core.capture.handle import AsyncRun
 from rippl_core.client import AsyncRippl
+from rippl_core.errors import InvalidInputError
 from rippl_core.mcp.common import client_identity
-from rippl_core.mcp.sdk import Context, connection_of
+from rippl_core.mcp.options import DEFAULT_MAX_RUNS
+from rippl_core.mcp.sdk import Context, connection_of, request_meta
+from rippl_core.models import RepeatScope, ToolCall, Verdict
 
 RUN_META = "rippl_run"
+TOKEN_PREFIX = "rt1:"
+MAC_CHARS = 32  # hex: 128 bits
+KEY_ENV = "RIPPL_MCP_RUN_KEY"
+MIN_KEY_LENGTH = 32
+MAX_TOLD = 256  # per client and run: the oldest leave first (their premises come back: fail closed)
+MAX_CALLS = 256  # (tool, args) -> last call id, for record_execution without a call_id
+MAX_LABEL = 48
+
+HOW_TO_NAME = (f"send the `run` token that start_run (or check_premises) returned as "
+               f"params._meta.{RUN_META}")
+NO_RUN = (f"this request names no run, and it came on no connection (a stateless 2026-07-28 HTTP "
+          f"request): nothing it reads or checks could be recorded, so it is refused. Call start_run "
+          f"once, then {HOW_TO_NAME} in every request. Nothing was recorded.")
+NOT_A_TOKEN = (f"_meta.{RUN_META} is not a run token: a run is named only by the token its client "
+               f"was given, never by its id or a name of your choosing. To begin a run call "
+               f"start_run; to continue one, {HOW_TO_NAME}. Nothing was recorded.")
+NOT_SIGNED = (f"_meta.{RUN_META} is not a token this server issued (its signature does not match; a "
+              f"server restarted without {KEY_ENV} issues new ones). Call start_run to begin a new "
+              f"run, then read again (or cite_claims) what your next calls rely on: the new run has "
+              f"observed nothing yet. Nothing was recorded.")
+
+
+def run_key(environ: dict[str, str] | None = None) -> bytes:
+    """The key that signs run tokens: `RIPPL_MCP_RUN_KEY` when set (at least 32 characters; give
+    every server that should accept the same tokens the same key), else random for this process
+    (tokens then die with it)."""
+    value = (os.environ if environ is None else environ).get(KEY_ENV)
+    if value is None:
+        return secrets.token_bytes(32)
+    if len(value.strip()) < MIN_KEY_LENGTH:
+        raise InvalidInputError(f"{KEY_ENV} is {len(value.strip())} characters; a run key needs at "
+                                f"least {MIN_KEY_LENGTH} (e.g. the output of `openssl rand -hex 32`)")
+    return value.strip().encode()
+
+
+class Recent[K, V]:
+    """A mapping that keeps at most `limit` entries, dropping the least recently used."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise InvalidInputError(f"the limit must be at least 1, got {limit}")
+        self.limit = limit
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.limit:
+            self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+
+class _Stateless:
+    """The told key of a run's stateless requests (whoever holds the token)."""
+
+
+STATELESS = _Stateless()
+
+
+def _call_key(tool: str, args: dict[str, Any] | None) -> tuple[str, str]:
+    return tool, canonical_args(args or {}) or "{}"
 
 
 @dataclass
-class SessionRun:
-    """A session's run and what the session has been told."""
+class RunState:
+    """A run the server holds in memory: its handle, its token, the last call id of each (tool,
+    args) checked in it, and what each of its clients was told."""
 
     run: AsyncRun
-    told: list[str] = field(default_factory=list)  # call ids whose veto the client received
-    calls: dict[tuple[str, str], str] = field(default_factory=dict)  # (tool, args) -> last call id
-    counter: int = 0
+    token: str
+    calls: Recent[tuple[str, str], str] = field(default_factory=lambda: Recent(MAX_CALLS))
+    told: weakref.WeakKeyDictionary[object, list[str]] = field(
+        default_factory=weakref.WeakKeyDictionary)
 
-    def next_call_id(self) -> str:
-        self.counter += 1
-        return f"{self.run.id}/call-{self.counter}"
+
+@dataclass(frozen=True)
+class ClientRun:
+    """The run a request acts in, and what the client making it has been told there."""
+
+    state: RunState
+    told: list[str]
+
+    @property
+    def run(self) -> AsyncRun:
+        return self.state.run
+
+    @property
+    def token(self) -> str:
+        return self.state.token
+
+    @staticmethod
+    def next_call_id() -> str:
+        """A fresh call id nobody can guess (128 random bits)."""
+        return f"call-{secrets.token_hex(16)}"
 
     def remember(self, tool: str, args: dict[str, Any] | None, call_id: str) -> None:
-        self.calls[(tool, canonical_args(args or {}) or "{}")] = call_id
+        self.state.calls.put(_call_key(tool, args), call_id)
 
     def last_call(self, tool: str, args: dict[str, Any] | None) -> str | None:
-        return self.calls.get((tool, canonical_args(args or {}) or "{}"))
+        return self.state.calls.get(_call_key(tool, args))
+
+    def shown_veto(self, call_id: str) -> None:
+        """The client received the veto of this call: its model knows what the veto named."""
+        if call_id not in self.told:
+            self.told.append(call_id)
+            del self.told[:-MAX_TOLD]
+
+    async def decide(self, call: ToolCall, repeat_scope: RepeatScope) -> Verdict:
+        """Record the call as a turn of its own (resting on everything the run observed, less
+        what this client was told) and judge it: a call repeating one vetoed in the run (within
+        `repeat_scope`) stays vetoed."""
+        assert call.id is not None
+        [verdict] = await self.run.decide(call.id, [call], context=None, told=list(self.told),
+                                          repeat_scope=repeat_scope)
+        return verdict
 
 
 class Sessions:
-    """The runs of the sessions of one server."""
+    """The runs of one server's clients (see the module docstring)."""
 
-    def __init__(self, rippl: AsyncRippl) -> None:
+    def __init__(self, rippl: AsyncRippl, *, max_runs: int = DEFAULT_MAX_RUNS,
+                 key: bytes | None = None) -> None:
+        if max_runs < 1:
+            raise InvalidInputError(f"max_runs must be at least 1, got {max_runs}")
         self.rippl = rippl
-        self._by_session: weakref.WeakKeyDictionary[Any, SessionRun] = weakref.WeakKeyDictionary()
-        self._by_id: dict[str, SessionRun] = {}
+        self._key = key if key is not None else run_key()
+        self._runs: Recent[str, RunState] = Recent(max_runs)
+        self._default: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
 
-    def of(self, ctx: Context) -> SessionRun:
-        """The run of the session making this request."""
-        chosen = _meta_run(ctx) or _http_session(ctx)
-        if chosen is not None:
-            run_id = check_id(chosen, what="run id")
-            if run_id not in self._by_id:
-                self._by_id[run_id] = self._new(run_id, ctx)
-            return self._by_id[run_id]
-        connection = connection_of(ctx)
-        if connection not in self._by_session:
-            self._by_session[connection] = self._new(f"mcp:{uuid.uuid4().hex[:16]}", ctx)
-        return self._by_session[connection]
+    def __len__(self) -> int:
+        """How many runs are held in memory."""
+        return len(self._runs)
 
-    def _new(self, run_id: str, ctx: Context) -> SessionRun:
-        return SessionRun(self.rippl.run(run_id, agent=client_identity(ctx), framework="mcp"))
+    def of(self, ctx: Context) -> ClientRun:
+        """The run of the request: the one its `_meta.rippl_run` token names, else its
+        connection's own; refused for a request on no connection that names none."""
+        client = connection_of(ctx)
+        named = request_meta(ctx, RUN_META)
+        if named is not None:
+            run_id = self.verified(named)
+        elif client is None:
+            raise InvalidInputError(NO_RUN)
+        else:
+            found = self._default.get(client)
+            if found is None:
+                found = self._default[client] = self._mint(None)
+            run_id = found
+        return self._client_run(run_id, client, ctx)
 
+    def start(self, ctx: Context, name: str | None = None) -> ClientRun:
+        """A new run for the requesting client (`name` only labels its id)."""
+        return self._client_run(self._mint(name), connection_of(ctx), ctx)
 
-def _meta_run(ctx: Context) -> str | None:
-    try:
-        meta = ctx.request_context.meta
-    except (AttributeError, ValueError, LookupError):
-        return None
-    value = getattr(meta, RUN_META, None) if meta is not None else None
-    if value is None and meta is not None:
-        value = (getattr(meta, "model_extra", None) or {}).get(RUN_META)
-    return value if isinstance(value, str) and value else None
+    def token(self, run_id: str) -> str:
+        return f"{TOKEN_PREFIX}{self._mac(run_id)}:{run_id}"
 
+    def verified(self, value: object) -> str:
+        """The run id a token names, if this server signed it; else an InvalidInputError."""
+        if not isinstance(value, str):
+            raise InvalidInputError(f"_meta.{RUN_META} must be a string (a run token), got "
+                                    f"{type(value).__name__}. {NOT_A_TOKEN}")
+        head = len(TOKEN_PREFIX) + MAC_CHARS
+        if not value.startswith(TOKEN_PREFIX) or len(value) <= head + 1 or value[head] != ":":
+            raise InvalidInputError(NOT_A_TOKEN)
+        mac, run_id = value[len(TOKEN_PREFIX):head], value[head + 1:]
+        if not hmac.compare_digest(mac, self._mac(run_id)):
+            raise InvalidInputError(NOT_SIGNED)
+        return run_id
 
-def _http_session(ctx: Context) -> str | None:
-    try:
-        request = ctx.request_context.request
-    except (AttributeError, ValueError, LookupError):
-        return None
-    headers = getattr(request, "headers", None)
-    value = headers.get("mcp-session-id") if headers is not None else None
-    return f"mcp-http:{value}" if value else None
+    def _mac(self, run_id: str) -> str:
+        digest = hmac.new(self._key, b"rippl-mcp-run\x00" + run_id.encode("utf-8", "replace"),
+                          hashlib.sha256)
+        return digest.hexdigest()[:MAC_CHARS]
+
+    @staticmethod
+    def _mint(name: str | None) -> str:
+        label = "".join(ch for ch in name or "" if ch.isprintable()).strip()[:MAX_LABEL].strip()
+        suffix = secrets.token_hex(8)
+        return f"mcp:{label}:{suffix}" if label else f"mcp:{suffix}"
+
+    def _client_run(self, run_id: str, client: object | None, ctx: Context) -> ClientRun:
+        state = self._runs.get(run_id)
+        if state is None:  # new, or back after leaving memory: the graph has its record
+            state = RunState(self.rippl.run(run_id, agent=client_identity(ctx), framework="mcp"),
+                             self.token(run_id))
+            self._runs.put(run_id, state)
+        told = state.told.setdefault(STATELESS if client is None else client, [])
+        return ClientRun(state, told)

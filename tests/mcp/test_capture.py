@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -105,3 +106,88 @@ async def test_sessions_are_separate_runs(db: Path, direct: Rippl, tmp_path: Pat
             assert other["safe"] is True  # the second session never read it
             own = await first.call("check_premises", tool="act", args={"t": tag})
             assert own["safe"] is False  # the first one did
+
+
+# ------------------------------------------------------------------------------ a veto holds
+
+async def vetoed_migration(client: Client, direct: Rippl, tag: str) -> tuple[dict[str, Any], str]:
+    """The agent read get_health(tag), the reading was retracted, and migrate was vetoed: the
+    original veto, and the retracted observation."""
+    await client.call("check_premises", tool="get_health", args={"shard": tag})
+    seen = await client.call("record_execution", tool="get_health", args={"shard": tag},
+                             output=f"shard {tag}: healthy")
+    direct.retract(seen["result_claim"], reason="served from a stale cache", by="monitor")
+    original = await client.call("check_premises", tool="migrate", args={"table": tag, "shard": 9})
+    assert original["safe"] is False and original["blockers"][0]["premise"] == seen["result_claim"]
+    return original, seen["result_claim"]
+
+
+def repeats(verdict: dict[str, Any], original: dict[str, Any], premise: str) -> bool:
+    """Whether a verdict is a veto that names the original veto and its retracted premise."""
+    return (verdict["safe"] is False and original["call_id"] in verdict["explanation"]
+            and premise in {b["premise"] for b in verdict["blockers"]})
+
+
+async def test_a_repeated_call_stays_vetoed(client: Client, direct: Rippl) -> None:
+    tag = uuid.uuid4().hex[:6]
+    original, premise = await vetoed_migration(client, direct, tag)
+    for args in ({"table": tag, "shard": 9},  # identical, under a new call id
+                 {"shard": 9, "table": tag},  # keys reordered
+                 {"table": tag, "shard": 9.0}):  # a float for the int
+        again = await client.call("check_premises", tool="migrate", args=args)
+        assert again["call_id"] != original["call_id"] and repeats(again, original, premise), args
+    same_id = await client.call("check_premises", tool="migrate", args={"table": tag, "shard": 9},
+                                call_id=original["call_id"])
+    assert same_id["safe"] is False
+    other = await client.call("check_premises", tool="migrate", args={"table": tag, "shard": 7})
+    assert other["safe"] is True  # another shard: a new plan, without the premise it was told of
+    direct.reinstate(premise, reason="the cache was fine", by="dba")
+    assert (await client.call("check_premises", tool="migrate",
+                              args={"table": tag, "shard": 9}))["safe"] is True
+
+
+async def test_repeat_scope_tool_holds_every_call_of_the_vetoed_tool(client: Client,
+                                                                     direct: Rippl) -> None:
+    tag = uuid.uuid4().hex[:6]
+    original, premise = await vetoed_migration(client, direct, tag)
+    wider = await client.call("check_premises", tool="migrate", args={"table": tag, "shard": 7},
+                              repeat_scope="tool")
+    assert repeats(wider, original, premise)
+    assert (await client.call("check_premises", tool="announce", args={"table": tag},
+                              repeat_scope="tool"))["safe"] is True  # another tool
+
+
+async def test_repeat_scope_is_checked(client: Client) -> None:
+    message = await client.fail("check_premises", tool="migrate", args={}, repeat_scope="call")
+    assert "validation error" in message and "repeat_scope" in message
+    message = await client.fail("check_premises", target="ACT-001", repeat_scope="tool")
+    assert "InvalidInputError" in message and "go with a tool call" in message
+
+
+async def test_an_approved_override_lets_exactly_that_call_run_once(client: Client,
+                                                                   direct: Rippl) -> None:
+    tag = uuid.uuid4().hex[:6]
+    original, premise = await vetoed_migration(client, direct, tag)
+    proposal = await client.call("propose_override", tool="migrate", args={"shard": 9, "table": tag},
+                                 reason="the migration is needed tonight", by="planner")
+    assert proposal["kind"] == "override" and proposal["status"] == "pending"
+    assert proposal["proposed_by"] == "mcp:rippl-tests/planner" and premise in proposal["claims"]
+    assert proposal["run"] == original["run_id"]  # the call of the proposing client's own run
+    assert (await client.call("check_premises", tool="migrate",
+                              args={"table": tag, "shard": 9}))["safe"] is False  # not yet approved
+    direct.approve(proposal["id"], by="alice")  # a person, outside the agent's reach
+    once = await client.call("check_premises", tool="migrate", args={"shard": 9.0, "table": tag})
+    assert once["safe"] is True  # the overridden call, in any spelling of its arguments
+    again = await client.call("check_premises", tool="migrate", args={"table": tag, "shard": 9})
+    assert again["safe"] is False  # once only
+    [override] = [o for o in direct.overrides() if o.id == proposal["id"]]
+    assert override.approved_by == "alice" and override.proposed_by == "mcp:rippl-tests/planner"
+    assert override.run == once["run_id"] and override.used_by == once["target"]
+
+
+async def test_an_override_is_proposed_only_for_a_vetoed_call_of_the_clients_run(
+        client: Client, direct: Rippl) -> None:
+    tag = uuid.uuid4().hex[:6]
+    message = await client.fail("propose_override", tool="migrate", args={"table": tag},
+                                reason="please")
+    assert "ReviewError" in message and "no veto to override" in message

@@ -208,3 +208,23 @@ async def test_check_fails_closed_when_the_database_goes_away(tmp_path: Path) ->
                 assert again["safe"] is False
     finally:
         database.stop()
+
+
+async def test_an_override_is_only_proposed_over_mcp(client: Client, graph: Rippl) -> None:
+    """Even on a server with the review tools, approving an override of a veto is a person's act
+    outside MCP; rejecting it (the veto stays) is not refused."""
+    tag = uuid.uuid4().hex[:6]
+    await client.call("check_premises", tool="get_health", args={"shard": tag})
+    seen = await client.call("record_execution", tool="get_health", args={"shard": tag},
+                             output=f"shard {tag}: healthy")
+    graph.retract(seen["result_claim"], reason="stale", by="monitor")
+    assert (await client.call("check_premises", tool="migrate", args={"shard": tag}))["safe"] is False
+    proposals = [await client.call("propose_override", tool="migrate", args={"shard": tag},
+                                   reason="needed now") for _ in range(2)]
+    message = await client.fail("approve_review", review_id=proposals[0]["id"])
+    assert "InvalidInputError" in message and "can only be proposed" in message
+    assert f"rippl review approve {proposals[0]['id']}" in message
+    assert graph.review(proposals[0]["id"]).status == "pending"
+    assert (await client.call("check_premises", tool="migrate", args={"shard": tag}))["safe"] is False
+    rejected = await client.call("reject_review", review_id=proposals[1]["id"])
+    assert rejected["decision"] == "rejected" and graph.review(proposals[1]["id"]).status == "rejected"

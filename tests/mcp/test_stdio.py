@@ -35,7 +35,7 @@ INCIDENT = REPO / "examples" / "incident.yaml"
 TOOLS = {"check_premises", "blast_radius", "explain", "propose_retraction", "list_reviews",
          "verify_receipts", "add_source", "add_claim", "add_decision", "add_action", "record_belief",
          "retract_belief", "ask_belief", "timeline", "why_changed", "what_if", "history",
-         "record_execution", "cite_claims", "list_compensations"}
+         "start_run", "record_execution", "cite_claims", "list_compensations", "propose_override"}
 
 
 @pytest.fixture(scope="module")

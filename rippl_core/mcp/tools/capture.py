@@ -1,6 +1,6 @@
-"""Capture tools: report that a checked call ran (its output becomes an observation of the
-session's run), cite the claims a plan relies on, and list the calls executed on premises since
-retracted."""
+"""Capture tools: begin a run (for clients without a session), report that a checked call ran
+(its output becomes an observation of the client's run), cite the claims a plan relies on, and
+list the calls executed on premises since retracted."""
 
 # No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
@@ -11,7 +11,7 @@ from pydantic import Field
 from rippl_core.client import AsyncRippl
 from rippl_core.errors import NotFoundError
 from rippl_core.mcp.common import Id, Ids, Registrar, Text
-from rippl_core.mcp.models import CompensationList, ExecutionRecord
+from rippl_core.mcp.models import CompensationList, ExecutionRecord, RunStarted
 from rippl_core.mcp.sdk import Context
 from rippl_core.mcp.session import Sessions
 from rippl_core.models import ToolCall
@@ -19,6 +19,21 @@ from rippl_core.models import ToolCall
 
 def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
     """Register the capture tools."""
+
+    @tool(read_only=False, title="Begin a run")
+    async def start_run(
+        ctx: Context,
+        name: Annotated[Id | None, Field(description="A label for the run's id, e.g. your task or "
+                                                     "thread (it does not name the run for "
+                                                     "anyone else).")] = None,
+    ) -> RunStarted:
+        """Begin a captured run of your own and get its token. A client on a session (stdio, or
+        HTTP with a session id) already has a run and needs this only to keep several apart. A
+        client without a session (stateless HTTP, MCP 2026-07-28) must call it first and send the
+        returned `run` as params._meta.rippl_run in every request: its reads and checks are
+        recorded in that run, and another client cannot act in it."""
+        started = sessions.start(ctx, name)
+        return RunStarted(run=started.token, run_id=started.run.id)
 
     @tool(read_only=False, title="Record that a checked call ran")
     async def record_execution(
@@ -28,31 +43,33 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
         args: Annotated[dict[str, Any] | None, Field(description="Its arguments, as checked.")] = None,
         call_id: Annotated[Id | None, Field(description="The call_id check_premises returned "
                                                         "(default: the last check of this tool "
-                                                        "and args in this session).")] = None,
+                                                        "and args in this run).")] = None,
         ok: Annotated[bool, Field(description="False if the call ran and failed.")] = True,
     ) -> ExecutionRecord:
         """Report that a call you checked with check_premises has run, with its output. Its action
         is marked executed (listed for compensation if a premise is later retracted), and the
-        output becomes something this session observed: later calls rest on it."""
-        session = sessions.of(ctx)
-        chosen = call_id or session.last_call(tool, args)
+        output becomes something your run observed: later calls rest on it."""
+        client = sessions.of(ctx)
+        chosen = call_id or client.last_call(tool, args)
         if chosen is None:
-            raise NotFoundError(f"no check of {tool} with these args in this session; call "
+            raise NotFoundError(f"no check of {tool} with these args in this run; call "
                                 "check_premises first and pass its call_id")
-        claim = await session.run.executed(ToolCall(name=tool, args=args or {}, id=chosen), output,
-                                           ok=ok)
-        return ExecutionRecord(call_id=chosen, result_claim=claim, run=session.run.id)
+        claim = await client.run.executed(ToolCall(name=tool, args=args or {}, id=chosen), output,
+                                          ok=ok)
+        return ExecutionRecord(call_id=chosen, result_claim=claim, run=client.token,
+                               run_id=client.run.id)
 
     @tool(read_only=False, idempotent=True, title="Cite the claims a plan relies on")
     async def cite_claims(
         ctx: Context,
         claims: Annotated[Ids, Field(min_length=1, description="Claim ids you rely on.")],
     ) -> ExecutionRecord:
-        """Say which claims your next calls rely on: they become premises of the calls this
-        session checks from now on, so a retraction of any of them vetoes those calls."""
-        session = sessions.of(ctx)
-        cited = await session.run.cite(claims)
-        return ExecutionRecord(call_id=None, result_claim=None, run=session.run.id, cited=cited)
+        """Say which claims your next calls rely on: they become premises of the calls your run
+        checks from now on, so a retraction of any of them vetoes those calls."""
+        client = sessions.of(ctx)
+        cited = await client.run.cite(claims)
+        return ExecutionRecord(call_id=None, result_claim=None, run=client.token,
+                               run_id=client.run.id, cited=cited)
 
     @tool(read_only=True, idempotent=True, title="Calls executed on retracted premises")
     async def list_compensations() -> CompensationList:

@@ -1,20 +1,24 @@
-"""The review gate: propose a retraction (as the calling client), the queue, the receipt chain, and
-(only when the server is started with a reviewer) approve and reject."""
+"""The review gate: propose a retraction or a one-call override of a veto (as the calling client),
+the queue, the receipt chain, and (only when the server is started with a reviewer) approve and
+reject retractions. An override is only proposed over MCP: a person approves it elsewhere."""
 
 # No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from rippl_core.client import AsyncRippl
+from rippl_core.errors import InvalidInputError
 from rippl_core.mcp.common import Id, Registrar, Text, client_identity
 from rippl_core.mcp.models import ReviewDecision, ReviewList
 from rippl_core.mcp.sdk import Context
-from rippl_core.models import Receipt, ReceiptCheck, ReviewItem
+from rippl_core.mcp.session import Sessions
+from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, ToolCall
 
 
-def register(rippl: AsyncRippl, tool: Registrar, *, allow_review: bool, reviewer: str | None) -> None:
+def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_review: bool,
+             reviewer: str | None) -> None:
     """Register the review tools; approve/reject only with `allow_review` and a `reviewer`."""
 
     @tool(read_only=False, title="Propose retracting a claim")
@@ -32,6 +36,24 @@ def register(rippl: AsyncRippl, tool: Registrar, *, allow_review: bool, reviewer
         is always this MCP client (mcp:<client>, or mcp:<client>/<by>)."""
         return await rippl.propose_retraction(claim_id, reason=reason, evidence=evidence,
                                               by=client_identity(ctx, agent=by))
+
+    @tool(read_only=False, title="Propose overriding a veto for one call")
+    async def propose_override(
+        ctx: Context,
+        tool: Annotated[Id, Field(description="The vetoed tool, as given to check_premises.")],
+        reason: Annotated[Text, Field(description="Why this one call should run although premises "
+                                                  "it rests on were retracted.")],
+        args: Annotated[dict[str, Any] | None, Field(description="Its arguments, as checked.")] = None,
+        by: Annotated[Id | None, Field(description="Your agent's name, recorded under this MCP "
+                                                   "client's identity: mcp:<client>/<by>.")] = None,
+    ) -> ReviewItem:
+        """Ask a person to let one vetoed call of your run run once, despite the retracted
+        premises that vetoed it. Only a person approves it, outside the agent's reach (no MCP
+        tool approves an override); once approved, your next check_premises of that tool and
+        those args in this run is allowed, once. The proposer recorded is this MCP client."""
+        client = sessions.of(ctx)
+        return await rippl.override(ToolCall(name=tool, args=args or {}), run=client.run.id,
+                                    reason=reason, by=client_identity(ctx, agent=by))
 
     @tool(read_only=True, idempotent=True, title="List review items")
     async def list_reviews(
@@ -66,7 +88,13 @@ def register(rippl: AsyncRippl, tool: Registrar, *, allow_review: bool, reviewer
             note: Annotated[Text | None, Field(description="A note kept in the receipt.")] = None,
         ) -> ReviewDecision:
             """Approve a proposed retraction: what rests only on the claim is invalidated. The
-            receipt names the reviewer this server was started with."""
+            receipt names the reviewer this server was started with. An override of a veto is
+            not approved here: a person approves it (rippl review approve, or the console)."""
+            if (await rippl.review(review_id)).kind == "override":
+                raise InvalidInputError(
+                    f"{review_id} proposes overriding a veto; over MCP an override can only be "
+                    "proposed. A person approves it outside the agent's reach: `rippl review "
+                    f"approve {review_id} --by NAME`, or the review console. Nothing was done.")
             return decided(await rippl.approve(review_id, by=who, note=note), "approved")
 
         @tool(read_only=False, title="Reject a retraction")

@@ -15,7 +15,7 @@ from rippl_core.mcp.common import Id, Registrar, Time
 from rippl_core.mcp.models import BlastRadius, CheckResult, ReachedInfo
 from rippl_core.mcp.sdk import Context
 from rippl_core.mcp.session import Sessions
-from rippl_core.models import ToolCall
+from rippl_core.models import RepeatScope, ToolCall
 from rippl_core.vocabulary import Kind
 
 
@@ -37,12 +37,19 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
         call_id: Annotated[Id | None, Field(description="With tool: your id for this call (default: "
                                                         "one is made); pass it to record_execution "
                                                         "after the call ran.")] = None,
+        repeat_scope: Annotated[RepeatScope, Field(description=(
+            "With tool: what counts as repeating a call vetoed earlier in this run, which stays "
+            "vetoed while the vetoed call's premises stay retracted. 'args' (default): the same tool "
+            "with the same arguments (key order, spacing, Unicode form and 9 vs 9.0 do not make "
+            "another call). 'tool': any call of that tool after a veto of it."))] = "args",
     ) -> CheckResult:
         """Pre-flight check before a tool call: is every premise under it still valid? Give the
-        `tool` name and its `args`: the call is recorded as resting on what this session read
-        through Rippl, and judged (by that, and by any action declared for it); report it with
-        record_execution once it ran. Or give an action or decision id as `target`. Fails closed:
-        a graph that cannot be read is unsafe."""
+        `tool` name and its `args`: the call is recorded in this client's run as resting on what
+        the run read through Rippl, and judged (by that, and by any action declared for it);
+        report it with record_execution once it ran. A call repeating one vetoed earlier in the
+        run stays vetoed. Or give an action or decision id as `target`. Fails closed: a graph that
+        cannot be read is unsafe. The answer's `run` is this run's token: a client without a
+        session (stateless HTTP) sends it as params._meta.rippl_run in every request."""
         if target is not None and tool is None:
             subject: str | ToolCall = target
         elif tool is not None and target is None:
@@ -53,18 +60,22 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
         if args is not None and tool is None:
             raise InvalidInputError("args go with tool; to check an action by id pass only target")
         if tool is None or as_of is not None or known_at is not None:  # an action by id, or an audit
+            if call_id is not None or repeat_scope != "args":
+                raise InvalidInputError("call_id and repeat_scope go with a tool call being checked "
+                                        "before it runs (tool and args, without as_of or known_at)")
             return CheckResult.of(await rippl.check(subject, as_of=as_of, known_at=known_at))
-        session = sessions.of(ctx)
-        ref = call_id or session.next_call_id()
+        client = sessions.of(ctx)
+        ref = call_id or client.next_call_id()
         call = ToolCall(name=tool, args=args or {}, id=ref)
         try:
-            [verdict] = await session.run.decide(ref, [call], context=None, told=session.told)
+            verdict = await client.decide(call, repeat_scope)
         except DatabaseError as exc:
-            return CheckResult.of(error_verdict(call, exc, rippl.policy))
-        session.remember(tool, args, ref)
+            return CheckResult.of(error_verdict(call, exc, rippl.policy), run=client.token,
+                                  run_id=client.run.id)
+        client.remember(tool, args, ref)
         if not verdict.allowed:
-            session.told.append(ref)
-        return CheckResult.of(verdict, call_id=ref)
+            client.shown_veto(ref)
+        return CheckResult.of(verdict, call_id=ref, run=client.token, run_id=client.run.id)
 
     @tool(read_only=True, idempotent=True, title="Blast radius of a node")
     async def blast_radius(
