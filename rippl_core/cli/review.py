@@ -1,5 +1,5 @@
-"""Review-gate commands: propose, review list|show|approve|reject, receipts list|verify|export,
-watch."""
+"""Review-gate commands: propose, override, overrides, review list|show|approve|reject, receipts
+list|verify|export, watch."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ from rippl_core.vocabulary import State
 if TYPE_CHECKING:
     from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, ReviewStatus
 
-review_app = typer.Typer(help="The human review queue of proposed retractions.", no_args_is_help=True)
+review_app = typer.Typer(help="The human review queue: proposed retractions and overrides.",
+                         no_args_is_help=True)
 receipts_app = typer.Typer(help="The tamper-evident receipt chain.", no_args_is_help=True)
 app.add_typer(review_app, name="review")
 app.add_typer(receipts_app, name="receipts")
@@ -41,12 +42,21 @@ KEY = Annotated[Path | None, typer.Option(
 
 def print_review(item: ReviewItem) -> None:
     colour = {"pending": "yellow", "approved": "red", "rejected": "green"}[item.status]
-    console.print(styled(f"[bold]{{}}[/bold] [{colour}]{{}}[/]: retract {{}} — {{}}",
-                         item.id, item.status, item.claim, item.reason))
+    if item.kind == "override":
+        call = item.call
+        shown = f"{call.name}({json.dumps(call.args)})" if call else item.action or "?"
+        console.print(styled(f"[bold]{{}}[/bold] [{colour}]{{}}[/]: override the veto of {{}} in run "
+                             "{} (one call) — {}", item.id, item.status, shown, item.run or "?",
+                             item.reason))
+        console.print(f"  despite the retracted premises: {', '.join(item.claims)}")
+    else:
+        console.print(styled(f"[bold]{{}}[/bold] [{colour}]{{}}[/]: retract {{}} — {{}}",
+                             item.id, item.status, item.claim, item.reason))
     console.print(f"  proposed by {item.proposed_by} at {item.proposed_at:%Y-%m-%d %H:%M:%S} UTC")
     if item.evidence:
         console.print(f"  evidence: {item.evidence}")
-    console.print(f"  would invalidate {len(item.at_risk)} nodes: {', '.join(item.at_risk) or '-'}")
+    if item.kind == "retraction":
+        console.print(f"  would invalidate {len(item.at_risk)} nodes: {', '.join(item.at_risk) or '-'}")
     if item.decided_by and item.decided_at:
         console.print(f"  {item.status} by {item.decided_by} at {item.decided_at:%Y-%m-%d %H:%M:%S} UTC"
                       + (f": {item.note}" if item.note else ""))
@@ -69,6 +79,39 @@ def propose_cmd(ctx: typer.Context, claim_id: str,
         item = rippl.propose_retraction(claim_id, reason=reason, by=by, evidence=evidence)
     print_review(item)
     console.print(f"approve with: rippl review approve {item.id} --by NAME")
+
+
+@command("override")
+def override_cmd(ctx: typer.Context, action: str,
+                 reason: str = typer.Option(..., help="Why this one call may run anyway."),
+                 by: str = typer.Option(..., help="Who proposes it (an agent may; a reviewer "
+                                                  "approves)."),
+                 run: str | None = typer.Option(None, help="The run whose call it is (for a "
+                                                           "declared action).")) -> None:
+    """Propose a one-call override of a veto: once a reviewer approves it, the next call of that
+    run with the vetoed action's tool and arguments runs despite its retracted premises, once."""
+    with connection(ctx).open() as rippl:
+        item = rippl.override(action, reason=reason, by=by, run=run)
+    print_review(item)
+    console.print(f"approve with: rippl review approve {item.id} --by NAME")
+
+
+@command("overrides")
+def overrides_cmd(ctx: typer.Context, format: OutputFormat = Output.table) -> None:
+    """Approved overrides: the call each let run, who proposed and approved it, its receipt."""
+    with connection(ctx).open() as rippl:
+        found = rippl.overrides()
+    if format is Output.json:
+        print_json([o.model_dump(mode="json") for o in found])
+        return
+    for o in found:
+        call = f"{o.call.name}({json.dumps(o.call.args)})" if o.call else "?"
+        used = (f"ran as {o.used_by} at {o.executed_at:%Y-%m-%d %H:%M:%S} UTC" if o.executed_at
+                else f"taken by {o.used_by}, not run yet" if o.used_by else "not used yet")
+        console.print(styled("[bold]{}[/bold] {} in run {}: proposed by {}, approved by {} "
+                             "(receipt {}); {}", o.id, call, o.run or "?", o.proposed_by,
+                             o.approved_by, o.receipt or "-", used))
+    console.print(f"{len(found)} override{'s' if len(found) != 1 else ''}")
 
 
 class Status(StrEnum):
@@ -99,10 +142,10 @@ def review_list(ctx: typer.Context,
     if not items:
         console.print(f"no {status} reviews")
         return
-    table = Table("review", "status", "claim", "reason", "proposed by", "at risk")
+    table = Table("review", "kind", "status", "claims", "reason", "proposed by", "at risk")
     for item in items:
-        table.add_row(item.id, item.status, item.claim, item.reason, item.proposed_by,
-                      str(len(item.at_risk)))
+        table.add_row(item.id, item.kind, item.status, ", ".join(item.claims), item.reason,
+                      item.proposed_by, str(len(item.at_risk)) if item.kind == "retraction" else "-")
     console.print(table)
 
 
