@@ -27,15 +27,25 @@ agent's own run (capture, the adapter's default):
    cache") and the on-call human approves the retraction;
 4. on resume, the ToolNode judges the call again: the migration is vetoed with the trail
    observation -> decision -> action, and the model reads why;
-5. the model re-plans without it (a fresh read of shard 07, then a migration there, which runs);
-6. `rippl.compensations()` lists the maintenance announcement: executed on a premise since
+5. the model simply asks again (the same call, its arguments in another order): vetoed again, the
+   verdict naming the original veto; a veto binds the action, not the message;
+6. the model re-plans without it (a fresh read of shard 07, then a migration there, which runs);
+7. `rippl.compensations()` lists the maintenance announcement: executed on a premise since
    retracted; and for each checkpoint, what its turn rested on (`premises_at_checkpoint`).
+
+**Story 3, a hand-over and a human override.** A supervisor graph runs a research agent as a
+subgraph (its own run in the same thread): the researcher reads shard 09's health and reports
+"healthy". The reading is then found stale and retracted. The supervisor never read the health
+check itself, but the report it acts on carried it: its resize of shard 09 is vetoed, the trail
+naming both runs. The on-call engineer checks the shard by hand and approves a one-call override
+(`rippl.override` proposed by the agent, approved by a person): exactly that call runs, and asking
+once more is vetoed again.
 
     uv run python examples/langgraph_ops_agent.py              # offline: scripted models, seconds
     GROQ_API_KEY=... uv run python examples/langgraph_ops_agent.py   # story 1 with a Groq model
 
 The live mode needs `pip install langchain-groq`; without it (or without a key) the scripted model
-runs (story 2 is always scripted). Options: --story 1|2|both, --db PATH (embedded database file,
+runs (stories 2 and 3 are always scripted). Options: --story 1|2|3|all, --db PATH (embedded database file,
 default a temporary one), --url falkordb://host:port (a server), --offline, --decision
 approve|reject (the human's answer to the retraction review, in both stories).
 """
@@ -355,10 +365,14 @@ def capture_tools(outcome: CaptureOutcome) -> list[BaseTool]:
 
 
 def replan(messages: list[BaseMessage]) -> AIMessage:
-    """The scripted model after the migration: re-plan if it was vetoed, else finish."""
+    """The scripted model after the migration: if it was vetoed, first simply ask again (what
+    agents do after an error), then re-plan; else finish."""
     vetoed = [m for m in last_tool_messages(messages) if m.status == "error" and "VETOED" in str(m.content)]
     if not vetoed:
         return AIMessage("Billing migrated to shard 09 as planned.")
+    if not any(isinstance(m, ToolMessage) and m.tool_call_id == "migrate-09-again" for m in messages):
+        return calls(tool_call("migrate_tables", {"shard": "09", "table": "billing"}, "migrate-09-again"),
+                     content="Retrying the migration.")
     return calls(tool_call("get_shard_health", {"shard": "07"}, "health-07"),
                  content="Shard 09's health reading was retracted; checking shard 07 instead.")
 
@@ -368,6 +382,7 @@ def capture_model() -> ScriptedChatModel:
         calls(tool_call("get_shard_health", {"shard": "09"}, "health-09")),
         calls(tool_call("announce_window", {"shard": "09", "window": WINDOW}, "announce-09")),
         calls(tool_call("migrate_tables", {"table": "billing", "shard": "09"}, "migrate-09")),
+        replan,
         replan,
         calls(tool_call("migrate_tables", {"table": "billing", "shard": "07"}, "migrate-07")),
         AIMessage("Billing is on shard 07. The shard-09 maintenance window was announced on a "
@@ -499,6 +514,123 @@ def narrate_capture(update: dict[str, Any], outcome: CaptureOutcome) -> None:
                     say(f"  [{node}] {message.name}: {message.content}")
 
 
+# ------------------------------------------------------ story 3: a hand-over and a human override
+
+
+@dataclass
+class HandoverOutcome:
+    """What the hand-over story did, for callers and tests."""
+
+    ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    vetoes: list[str] = field(default_factory=list)
+    override: str | None = None
+
+
+def handover_tools(outcome: HandoverOutcome) -> list[BaseTool]:
+    @tool
+    def get_shard_health(shard: str) -> str:
+        """Read a shard's health from the health service (the nearest replica answers)."""
+        outcome.ran.append(("get_shard_health", {"shard": shard}))
+        return f"shard {shard}: healthy (answered by replica r3)"
+
+    @tool
+    def resize_replicas(shard: str, replicas: int) -> str:
+        """Resize a shard's replica set."""
+        outcome.ran.append(("resize_replicas", {"shard": shard, "replicas": replicas}))
+        return f"shard {shard} resized to {replicas} replicas"
+
+    return [get_shard_health, resize_replicas]
+
+
+def run_handover_demo(*, db: str | None = None, url: str | None = None) -> HandoverOutcome:
+    outcome = HandoverOutcome()
+    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-") as folder:
+        where: dict[str, Any] = {"url": url} if url else {"path": db or Path(folder) / "rippl.db"}
+        memory = Rippl.open(graph=f"handover-{uuid.uuid4().hex[:8]}", **where)
+        saver = FalkorDBSaver(memory)
+        try:
+            tools = handover_tools(outcome)
+            researcher = ScriptedChatModel(script=[
+                calls(tool_call("get_shard_health", {"shard": "09"}, "health-09")),
+                AIMessage("Shard 09 is healthy: a safe target for the billing replicas.")])
+            research = build_capture(memory, researcher, tools, saver, RipplStore(memory))
+
+            def stale_found_then(reply: AIMessage) -> Any:
+                def step(messages: list[BaseMessage]) -> AIMessage:
+                    if outcome.override is None and not outcome.vetoes:
+                        claim = next(n.id for n in memory.nodes() if n.text.startswith(
+                            'get_shard_health({"shard":"09"}) returned'))
+                        say(f"  replica monitor: {claim} was {STALE}")
+                        review = memory.propose_retraction(claim, reason=STALE, by="replica-monitor")
+                        memory.approve(review.id, by="oncall-human")
+                        say("  human (oncall-human): approve the retraction")
+                    return reply
+                return step
+
+            def overridden(messages: list[BaseMessage]) -> AIMessage:
+                veto = next(m for m in reversed(messages) if isinstance(m, ToolMessage)
+                            and m.status == "error")
+                vetoed = veto.artifact["rippl_verdict"]["target"]
+                proposal = memory.override(vetoed, reason="replica set verified by hand on the "
+                                           "primary", by="supervisor-agent")
+                receipt = memory.approve(proposal.id, by="oncall-human")
+                outcome.override = proposal.id
+                say(f"  supervisor proposes override {proposal.id}; oncall-human approves it "
+                    f"(receipt {receipt.id}): one call may run")
+                return calls(tool_call("resize_replicas", {"shard": "09", "replicas": 3}, "resize-2"))
+
+            supervisor = ScriptedChatModel(script=[
+                stale_found_then(calls(tool_call("resize_replicas", {"shard": "09", "replicas": 3},
+                                                 "resize-1"))),
+                overridden,
+                calls(tool_call("resize_replicas", {"shard": "09", "replicas": 3.0}, "resize-3")),
+                AIMessage("Shard 09 resized once, under the override; not again."),
+            ])
+            app = build_capture(memory, supervisor, tools, saver, RipplStore(memory))
+            outer = StateGraph(State)
+            outer.add_node("research", research)
+            outer.add_node("supervisor", app)
+            outer.add_edge(START, "research")
+            outer.add_edge("research", "supervisor")
+            config = {"configurable": {"thread_id": "inc-4473"}, "recursion_limit": 40}
+            say("Task: size shard 09's replicas for billing; a research agent checks the shard first.")
+            for chunk in outer.compile(checkpointer=saver).stream(
+                    {"messages": [HumanMessage("Is shard 09 healthy? Then size its replicas.")]},
+                    config, stream_mode="updates", subgraphs=True):
+                namespace, update = chunk
+                for message in _messages_of(update) if namespace else []:  # the agents' own steps
+                    _narrate_handover(message, outcome)
+        finally:
+            memory.drop()
+            memory.close()
+    return outcome
+
+
+def _messages_of(update: Any) -> list[BaseMessage]:
+    found: list[BaseMessage] = []
+    for change in (update.values() if isinstance(update, dict) else []):
+        if isinstance(change, dict):
+            found += [m for m in change.get("messages", []) if isinstance(m, BaseMessage)]
+    return found
+
+
+def _narrate_handover(message: BaseMessage, outcome: HandoverOutcome) -> None:
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            say(f"  model -> {call['name']}({json.dumps(call['args'])})")
+        if message.content and not message.tool_calls:
+            say(f"  model: {message.content}")
+    elif isinstance(message, ToolMessage):
+        if message.status == "error" and str(message.content).startswith("VETOED"):
+            if str(message.content) not in outcome.vetoes:
+                outcome.vetoes.append(str(message.content))
+                say(f"  {message.name} VETOED:")
+                for line in str(message.content).splitlines()[1:]:
+                    say(f"      {line}")
+        else:
+            say(f"  {message.name}: {message.content}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     place = parser.add_mutually_exclusive_group()
@@ -507,8 +639,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--offline", action="store_true", help="scripted model even with a key")
     parser.add_argument("--decision", choices=["approve", "reject"], default="approve",
                         help="the human's answer to the retraction review")
-    parser.add_argument("--story", choices=["1", "2", "both"], default="both",
-                        help="1: declared premises; 2: captured premises, nothing declared")
+    parser.add_argument("--story", choices=["1", "2", "3", "all", "both"], default="all",
+                        help="1: declared premises; 2: captured premises, nothing declared; "
+                             "3: a hand-over and a human override (both: 1 and 2)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     key = None if args.offline else os.environ.get("GROQ_API_KEY") or None
@@ -516,14 +649,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("GROQ_API_KEY is set but langchain-groq is not installed (pip install langchain-groq); "
             "running the scripted model.")
         key = None
-    if args.story in ("1", "both"):
+    if args.story in ("1", "both", "all"):
         say(f"Story 1, declared premises. Model: "
             f"{'Groq ' + os.environ.get('GROQ_MODEL', GROQ_MODEL) if key else 'scripted (offline)'}")
         run_demo(db=args.db, url=args.url, live_key=key, decision=args.decision)
-    if args.story in ("2", "both"):
+    if args.story in ("2", "both", "all"):
         say()
         say("Story 2, captured premises (nothing declared in advance). Model: scripted (offline)")
         run_capture_demo(db=args.db, url=args.url, decision=args.decision)
+    if args.story in ("3", "all"):
+        say()
+        say("Story 3, a hand-over between agents and a human override. Model: scripted (offline)")
+        run_handover_demo(db=args.db, url=args.url)
     return 0
 
 

@@ -57,18 +57,19 @@ def test_capture_story_veto_replan_and_compensation(example: ModuleType,
     assert len(outcome.approvals) == 2  # both migrations paused for the human; 09 never ran
     claim = outcome.retracted
     assert claim is not None and claim.startswith("CLM-")
-    [veto] = outcome.vetoes
+    veto, retried = outcome.vetoes  # the model asked again: the veto binds the action
     assert f"{claim} -> DEC-" in veto and "-> ACT-" in veto and "stale cache" in veto
+    assert "repeats the call vetoed at turn" in retried and claim in retried
     [owed] = outcome.compensations
     assert owed.tool == "announce_window" and owed.run == "inc-4472"
     assert owed.blockers[0].premise == claim and owed.blockers[0].trail[-1] == owed.action
     calls = [names for _, names, _ in outcome.steps]
-    assert calls == ["get_shard_health", "announce_window", "migrate_tables", "get_shard_health",
-                     "migrate_tables"]
+    assert calls == ["get_shard_health", "announce_window", "migrate_tables", "migrate_tables",
+                     "get_shard_health", "migrate_tables"]
     premises = [held for _, _, held in outcome.steps]
     assert claim not in premises[0]  # before the read
     assert premises[1][claim] == premises[2][claim] == "Retracted"  # the announcement, the 09 move
-    assert claim not in premises[3] and claim not in premises[4]  # told by the veto: re-planned without
+    assert claim not in premises[4] and claim not in premises[5]  # told by the veto: re-planned without
     assert outcome.final.startswith("Billing is on shard 07")
 
 
@@ -99,3 +100,17 @@ def test_live_groq_path(example: ModuleType, falkordb_server: FalkorDBServer) ->
         pytest.skip("needs GROQ_API_KEY and langchain-groq")
     outcome = example.run_demo(url=falkordb_server.url, live_key=key)
     assert ("migrate_tables", {"table": "billing", "shard": "09"}) not in outcome.ran
+
+
+def test_handover_story_vetoes_across_runs_and_an_override_lets_one_call_run(
+        example: ModuleType, falkordb_server: FalkorDBServer) -> None:
+    """The supervisor acts on a research subgraph's report whose reading was retracted: vetoed,
+    naming both runs; one approved override lets exactly one resize run; the next is vetoed."""
+    outcome = example.run_handover_demo(url=falkordb_server.url)
+    resizes = [args for name, args in outcome.ran if name == "resize_replicas"]
+    assert resizes == [{"shard": "09", "replicas": 3}]  # once, under the override
+    handed, again = outcome.vetoes
+    assert "from run inc-4473/research" in handed and "into run inc-4473/supervisor" in handed
+    assert "-> HND-" in handed
+    assert "repeats the call vetoed" in again
+    assert outcome.override is not None

@@ -1,6 +1,8 @@
 """The capture story: nothing is declared in advance; Rippl records what an agent's calls rest on
-as it runs, vetoes a call whose observation was found false while the agent paused, and lists
-what already ran on it for compensation.
+as it runs, vetoes a call whose observation was found false while the agent paused, keeps it vetoed
+when the agent simply asks again, follows the observation through a report into a second agent's
+run, lets a person (not the agent) lift one veto with an override, and lists what already ran on it
+for compensation.
 
 The agent here is scripted (no model): each turn is what a model would emit. The framework
 adapters do the same recording from a real LangGraph, AutoGen or CrewAI run.
@@ -20,12 +22,17 @@ from rippl_core.models import ToolCall, Verdict
 if TYPE_CHECKING:
     from rippl_core.client import Rippl
 
+SCOPE = "thread-42"  # the runs that hand messages to one another
 RUN = "ops-agent/thread-42"
+DBA = "dba-agent/thread-42"
+REPORT = "msg-report-1"  # the ops agent's status report, which the DBA agent reads
 HEALTH_09 = ToolCall(name="get_shard_health", args={"shard": "09"}, id="call-1")
 ANNOUNCE = ToolCall(name="announce_window", args={"shard": "09", "at": "02:00Z"}, id="call-2")
 MIGRATE_09 = ToolCall(name="migrate_tables", args={"table": "billing", "shard": "09"}, id="call-3")
 HEALTH_07 = ToolCall(name="get_shard_health", args={"shard": "07"}, id="call-4")
 MIGRATE_07 = ToolCall(name="migrate_tables", args={"table": "billing", "shard": "07"}, id="call-5")
+RETRY_09 = ToolCall(name="migrate_tables", args={"shard": "09", "table": "billing"}, id="call-6")
+RESIZE_09 = ToolCall(name="resize_replicas", args={"shard": "09", "replicas": 3}, id="dba-call-1")
 
 
 def _step(console: Console, number: str, text: str) -> None:
@@ -46,8 +53,9 @@ def _said(console: Console, call: ToolCall, verdict: Verdict) -> None:
 
 
 def tell_story(rippl: Rippl, console: Console) -> None:
-    """The third story: provenance captured from the agent's own run."""
-    run = rippl.run(RUN, agent="ops-agent", framework="demo")
+    """The third story: provenance captured from the agents' own runs."""
+    run = rippl.run(RUN, agent="ops-agent", framework="demo", scope=SCOPE)
+    dba = rippl.run(DBA, agent="dba-agent", framework="demo", scope=SCOPE)
     _step(console, "C1", "An ops agent starts a run. Nothing about it is declared in the graph: "
                          "Rippl records what each call rests on as it happens.")
     [verdict] = run.decide("turn-1", [HEALTH_09])
@@ -63,29 +71,70 @@ def tell_story(rippl: Rippl, console: Console) -> None:
     _said(console, MIGRATE_09, migrate)
     console.print("   The migration waits for a human's go-ahead (the run pauses).", highlight=False)
 
-    _step(console, "C3", "Meanwhile a monitor finds the health read came from a stale cache and "
+    _step(console, "C3", "The ops agent posts a status report ('shard 09 is healthy; billing moves "
+                         "there at 02:00Z'). A DBA agent reads it in its own run and plans to resize "
+                         "shard 09's replicas:")
+    run.wrote(REPORT, context=[HEALTH_09.id or "", "turn-2"])
+    [resize] = dba.decide("dba-turn-1", [RESIZE_09], context=[REPORT])
+    _said(console, RESIZE_09, resize)
+    console.print("   The report carries the health reading into the DBA agent's run.",
+                  highlight=False)
+
+    _step(console, "C4", "Meanwhile a monitor finds the health read came from a stale cache and "
                          "proposes retracting that observation; a human approves:")
     review = rippl.propose_retraction(seen, reason="served from a stale cache (replica r3 lagged "
                                       "40 min)", by="monitor:replica-lag")
     rippl.approve(review.id, by="alice@oncall")
     console.print(f"   {review.id} approved by alice@oncall", highlight=False)
 
-    _step(console, "C4", "The run resumes; the paused migration is checked again before it runs:")
+    _step(console, "C5", "The run resumes; the paused migration is checked again before it runs:")
     vetoed = run.judge(MIGRATE_09)
     _said(console, MIGRATE_09, vetoed)
 
-    _step(console, "C5", "The model is told why. It re-plans without the false observation: it reads "
-                         "shard 07's health from the primary, and migrates there:")
-    [fresh] = run.decide("turn-3", [HEALTH_07], context=[MIGRATE_09.id or ""],
-                         told=[MIGRATE_09.id or ""])
+    _step(console, "C6", "The model reads the veto and simply asks again, the arguments in another "
+                         "order. A veto binds the action, not the message:")
+    [retried] = run.decide("turn-3", [RETRY_09], context=[MIGRATE_09.id or ""],
+                           told=[MIGRATE_09.id or ""])
+    _said(console, RETRY_09, retried)
+
+    _step(console, "C7", "It re-plans without the false observation: it reads shard 07's health "
+                         "from the primary, and migrates there:")
+    [fresh] = run.decide("turn-4", [HEALTH_07], context=[MIGRATE_09.id or "", RETRY_09.id or ""],
+                         told=[MIGRATE_09.id or "", RETRY_09.id or ""])
     _said(console, HEALTH_07, fresh)
     run.executed(HEALTH_07, "shard 07: healthy, p99 5 ms (primary)")
-    [moved] = run.decide("turn-4", [MIGRATE_07], context=[MIGRATE_09.id or "", HEALTH_07.id or ""],
+    [moved] = run.decide("turn-5", [MIGRATE_07], context=[MIGRATE_09.id or "", HEALTH_07.id or ""],
                          told=[MIGRATE_09.id or ""])
     _said(console, MIGRATE_07, moved)
     run.executed(MIGRATE_07, "billing migrated to shard 07")
 
-    _step(console, "C6", "What already ran on the false observation, for compensation "
-                         "(`rippl compensations`):")
+    _step(console, "C8", "The DBA agent's resize comes up. It never read the health check itself, "
+                         "but the report it acts on carried it across:")
+    blocked = dba.judge(RESIZE_09)
+    _said(console, RESIZE_09, blocked)
+
+    _step(console, "C9", "Only a person lifts a veto. The on-call engineer checks shard 09's "
+                         "replicas by hand; the DBA agent proposes a one-call override and bob "
+                         "approves it (`rippl override`, `rippl review approve`):")
+    proposal = rippl.override(RESIZE_09, run=DBA, reason="replica count verified by hand on the "
+                              "primary", by="dba-agent")
+    receipt = rippl.approve(proposal.id, by="bob@oncall")
+    console.print(f"   {proposal.id} approved by bob@oncall (receipt {receipt.id})",
+                  highlight=False)
+    once = RESIZE_09.model_copy(update={"id": "dba-call-2"})
+    [allowed] = dba.decide("dba-turn-2", [once], context=[REPORT, RESIZE_09.id or ""],
+                           told=[RESIZE_09.id or ""])
+    _said(console, once, allowed)
+    dba.executed(once, "shard 09 resized to 3 replicas")
+    twice = RESIZE_09.model_copy(update={"id": "dba-call-3"})
+    [again] = dba.decide("dba-turn-3", [twice], context=[REPORT, RESIZE_09.id or ""],
+                         told=[RESIZE_09.id or ""])
+    console.print("   and the same call once more: the override was for one call.",
+                  highlight=False)
+    _said(console, twice, again)
+
+    _step(console, "C10", "What already ran on the false observation, for compensation "
+                          "(`rippl compensations`; the overridden resize is listed with its "
+                          "override, `rippl overrides`):")
     for line in compensation_lines(rippl.compensations()):
         console.print(Text("   ") + line)
