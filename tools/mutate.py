@@ -67,6 +67,8 @@ MODULES: dict[str, list[str]] = {
                            "tests/review/test_receipt_verification.py"],
     "causal/tms.py": ["tests/causal/test_tms.py", "tests/causal/test_tms_graph.py"],
     "capture/context.py": ["tests/capture/test_context_property.py"],
+    "capture/run.py": ["tests/capture/test_run.py", "tests/capture/test_veto_holds.py",
+                       "tests/capture/test_flow.py"],
     "console/auth.py": ["tests/console/test_auth.py", "tests/console/test_auth_limits.py"],
 }
 
