@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rippl_core.vocabulary import Kind, State, public_status
 
@@ -110,6 +110,42 @@ class Blocker(_Model):
         return public_status(self.kind, self.state)
 
 
+class Expired(_Model):
+    """A reading a call rests on that is no longer valid: stale (older than its freshness) or
+    superseded (a newer reading of the same tool and arguments returned something else). Not a
+    retraction: the agent reads again."""
+
+    premise: str
+    text: str
+    status: Literal["stale", "superseded"]
+    read_at: datetime | None = None
+    fresh_for: float | None = None  # seconds
+    valid_until: datetime | None = None
+    superseded_by: str | None = None
+    superseded_text: str | None = None
+    superseded_run: str | None = None
+
+    def explain(self) -> str:
+        """One line a model can act on."""
+        what = self.text
+        if self.status == "superseded":
+            by = f" ({self.superseded_text})" if self.superseded_text else ""
+            run = f" in run {self.superseded_run}" if self.superseded_run else ""
+            when = f" at {self.valid_until.isoformat()}" if self.valid_until else ""
+            return (f"{what}: superseded by a newer reading{run}{when}{by}; act on the newer "
+                    "reading, or read it again")
+        age = ""
+        if self.read_at is not None and self.valid_until is not None and self.fresh_for:
+            age = f" read at {self.read_at.isoformat()}, fresh for {_duration(self.fresh_for)}"
+        return f"{what}:{age} stale; read it again"
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 120 and seconds % 60 == 0:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:g} s"
+
+
 class Verdict(_Model):
     """The answer of a pre-flight check."""
 
@@ -120,6 +156,7 @@ class Verdict(_Model):
     reason: str
     blockers: list[Blocker] = Field(default_factory=list)
     tool_call: ToolCall | None = None
+    expired: list[Expired] = Field(default_factory=list)
 
     @property
     def status(self) -> str | None:
@@ -133,6 +170,7 @@ class Verdict(_Model):
         for blocker in self.blockers:
             why = f" ({blocker.reason})" if blocker.reason else ""
             lines.append(f"  {blocker.premise} is {blocker.status}{why}: " + " -> ".join(blocker.trail))
+        lines += [f"  {e.premise}: {e.explain()}" for e in self.expired]
         return "\n".join(lines)
 
 
@@ -310,11 +348,27 @@ class ToolSettings(_Model):
     `"rippl"` of a tool's own metadata (`{"rippl": {"repeat_scope": "tool"}}`).
 
     `repeat_scope`: what repeats a call of this tool vetoed earlier in its run ("args": the same
-    arguments; "tool": any arguments), so it stays vetoed."""
+    arguments; "tool": any arguments), so it stays vetoed.
+    `fresh_for`: how long a reading of this tool stays valid (seconds, or a timedelta); a call
+    resting on an older one is denied as stale until the agent reads again. None: it never expires.
+    `reads`: the tool is a read (an idempotent query of live state): a reading that differs from
+    an earlier one of the same arguments supersedes it. Default: a tool with a freshness is a read."""
 
     model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True, extra="forbid")
 
     repeat_scope: RepeatScope = "args"
+    fresh_for: float | None = Field(default=None, gt=0)
+    reads: bool | None = None
+
+    @field_validator("fresh_for", mode="before")
+    @classmethod
+    def _seconds(cls, value: object) -> object:
+        return value.total_seconds() if isinstance(value, timedelta) else value
+
+    @property
+    def is_read(self) -> bool:
+        """Whether readings of this tool supersede one another."""
+        return self.reads if self.reads is not None else self.fresh_for is not None
 
 
 class Override(_Model):

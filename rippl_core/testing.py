@@ -21,6 +21,7 @@ from typing import Any
 import redis
 
 from rippl_core._runtime.connection import falkordb_binaries
+from rippl_core._runtime.timeutil import TimeLike, now_ms, set_clock, to_ms
 
 HOST = "127.0.0.1"
 
@@ -344,3 +345,31 @@ def drop_graph(handle: Any) -> None:
         doomed = list(handle.redis.scan_iter(match=handle.keys.pattern, count=1000))
         if doomed:
             handle.redis.delete(*doomed)
+
+
+class Clock:
+    """A clock for tests and demos in which time passes on demand: inside `with Clock(...)`
+    Rippl's own time (what it records, what freshness is judged against) is this clock's,
+    process-wide; `advance(minutes=6)` moves it on.
+
+        with Clock("2026-12-01T10:00:00Z") as clock:
+            run.executed(health, "shard 09: healthy", fresh_for=300)
+            clock.advance(minutes=6)
+            run.decide(...)  # denied as stale
+    """
+
+    def __init__(self, start: TimeLike | None = None) -> None:
+        self.now = to_ms(start, name="start") if start is not None else now_ms()
+        self._previous: Callable[[], int] | None = None
+
+    def advance(self, seconds: float = 0, *, minutes: float = 0) -> int:
+        """Move the clock on; returns the new time (epoch ms)."""
+        self.now += round((seconds + 60 * minutes) * 1000)
+        return self.now
+
+    def __enter__(self) -> Clock:
+        self._previous = set_clock(lambda: self.now)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        set_clock(self._previous)

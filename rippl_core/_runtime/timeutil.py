@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import overload
 
@@ -16,9 +17,22 @@ END_OF_TIME = 253_402_300_800_000
 EARLIEST = -62_135_596_800_000
 
 
+_clock: Callable[[], int] | None = None  # a clock set for tests and demos (`set_clock`)
+
+
 def now_ms() -> int:
-    """The current UTC time in epoch milliseconds."""
+    """The current UTC time in epoch milliseconds (the clock set with `set_clock`, if any)."""
+    if _clock is not None:
+        return _clock()
     return time.time_ns() // 1_000_000
+
+
+def set_clock(clock: Callable[[], int] | None) -> Callable[[], int] | None:
+    """Make `now_ms` answer from `clock` (epoch ms; None: the system clock again), process-wide;
+    returns the clock set before. For tests and demos that let time pass (`rippl_core.testing.Clock`)."""
+    global _clock
+    previous, _clock = _clock, clock
+    return previous
 
 
 def to_ms(value: TimeLike | None, *, name: str = "time", default: int | None = None) -> int:

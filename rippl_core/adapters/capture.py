@@ -167,7 +167,9 @@ class Capture:
                 if not self._unrecorded:
                     return claims
                 pending = self._unrecorded[0]
-            claims[id(pending)] = yield Call("executed", (pending[0], pending[1]), {"ok": pending[2]})
+            settings = self.guard.settings(pending[0].name)
+            claims[id(pending)] = yield Call("executed", (pending[0], pending[1]), {
+                "ok": pending[2], "fresh_for": settings.fresh_for, "reads": settings.reads})
             with self._lock:
                 if self._unrecorded and self._unrecorded[0] is pending:
                     self._unrecorded.pop(0)

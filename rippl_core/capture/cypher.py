@@ -14,6 +14,7 @@ from typing import Any
 
 from rippl_core._runtime.schema import Index, Schema
 from rippl_core._runtime.wire import Query
+from rippl_core.causal import cypher as causal_cypher
 
 RUN, OBSERVATION, SAW = "Run", "Observation", "SAW"
 
@@ -23,7 +24,7 @@ SCHEMA = Schema("3", unique_ids=(RUN, OBSERVATION, OVERRIDE), indexes=(
     Index("Action", "call_ref"), Index("Action", "executed_at"), Index(OBSERVATION, "key"),
     Index(OBSERVATION, "run"), Index("Node", "run"), Index(RUN, "last_active"),
     Index("Decision", "key"), Index("Action", "vkey"), Index("Action", "vtool"),
-    Index(OVERRIDE, "vkey"), Index(RUN, "scope")))
+    Index(OVERRIDE, "vkey"), Index(RUN, "scope"), Index("Claim", "read_key")))
 
 
 def call_ref(run: str, call_id: str) -> str:
@@ -54,8 +55,10 @@ def captured(run: str, refs: Sequence[str]) -> Query:
                  "WITH a, d, collect(CASE WHEN rb IS NULL THEN NULL ELSE [rb.turn, rb.id] END) AS repeats "
                  f"OPTIONAL MATCH (ov:{OVERRIDE}) WHERE ov.vkey = a.rkey "
                  "AND (ov.used_by IS NULL OR ov.used_by = a.id) "
+                 "OPTIONAL MATCH (rc:Claim) WHERE a.reads IS NOT NULL AND rc.id IN a.reads "
+                 f"WITH a, d, repeats, ov, collect({causal_cypher.READ_PAIR}) AS reads "
                  "RETURN a.call_id, a.id, a.args, a.kind, a.state, a.executed_at, d.id, d.state, "
-                 "repeats, ov.id, ov.premises ORDER BY a.created_at DESC",
+                 "repeats, ov.id, ov.premises, reads ORDER BY a.created_at DESC",
                  {"keys": [call_ref(run, r) for r in refs]}, read_only=True)
 
 
@@ -102,7 +105,7 @@ _ACTIONS = (
     "WITH d, act, created, reduce(acc = [], l IN l1 + l2 | acc + coalesce(l, [])) AS binds "
     "OPTIONAL MATCH (b:Node) WHERE b.id IN binds AND b.id <> act.id "
     "WITH d, act, created, collect(DISTINCT b) AS bs "
-    "MERGE (x:Node:Action {id: act.id}) ON CREATE SET x += act, "
+    "MERGE (x:Node:Action {id: act.id}) ON CREATE SET x += act, x.reads = d.reads, "
     "x.state = " + _STATE.format(states="[d.state] + [b IN bs | b.state]") + " "
     "FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END | "
     "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
@@ -113,7 +116,9 @@ _ACTIONS = (
     "AND (ov.used_by IS NULL OR ov.used_by = x.id) "
     "OPTIONAL MATCH (rb)-[rr:DRIVES|TRIGGERS]->(x) WHERE rr.repeat = true "
     "WITH d, x, created, ov, collect(CASE WHEN rb IS NULL THEN NULL ELSE [rb.turn, rb.id] END) AS repeats "
-    "RETURN x.id, x.state, x.executed_at, created, d.state, repeats, ov.id, ov.premises"
+    "OPTIONAL MATCH (rc:Claim) WHERE x.reads IS NOT NULL AND rc.id IN x.reads "
+    f"WITH d, x, created, ov, repeats, collect({causal_cypher.READ_PAIR}) AS reads "
+    "RETURN x.id, x.state, x.executed_at, created, d.state, repeats, ov.id, ov.premises, reads"
 )
 
 
@@ -130,7 +135,7 @@ def _handed(carry: str, fs: str) -> str:
         "h.text = 'run ' + f.run + ' carried it (' + coalesce(f.ref, 'its messages') + '): ' "
         "+ left(c.text, 400), h.retracted = false, h.pending = 0, h.created_at = $now, "
         "h.run = f.run, h.handed_from = f.run, h.carrier = f.carrier, h.captured = true, "
-        "h.origin = coalesce(c.origin, c.id) "
+        "h.origin = coalesce(c.origin, c.id), h.read_key = c.read_key "
         f"MERGE (c)-[:SUPPORTS {{j: {hid}}}]->(h))) "
         f"WITH {carry}, {fs} UNWIND {fs} + [NULL] AS f "
         "OPTIONAL MATCH (h:Node {id: 'HND-' + f.carrier + '-' + coalesce(f.claim.origin, f.claim.id)}) "
@@ -235,7 +240,8 @@ def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[M
         + _known("root, fresh") + _context("root, fresh")
         + "WITH fresh, CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
         "WITH fresh, ants, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
-        "MERGE (d:Node:Decision {id: $decision.id}) ON CREATE SET d += $decision, d.state = computed "
+        "MERGE (d:Node:Decision {id: $decision.id}) ON CREATE SET d += $decision, d.state = computed, "
+        "d.reads = [a IN ants WHERE a.read_key IS NOT NULL | coalesce(a.origin, a.id)] "
         "FOREACH (a IN CASE WHEN fresh THEN ants ELSE [] END | "
         "CREATE (a)-[:SUPPORTS {j: $decision.id}]->(d)) "
         "FOREACH (_ IN CASE WHEN fresh THEN [1] ELSE [] END | "
@@ -314,12 +320,15 @@ def observe(run: Mapping[str, Any], observation: Mapping[str, Any], claims: Sequ
 
 
 def executed(run: str, action_id: str, result: Mapping[str, Any], observation: Mapping[str, Any],
-             now: int, handed: str | None = None) -> Query:
+             now: int, handed: str | None = None, read: Mapping[str, Any] | None = None) -> Query:
     """Mark a captured action executed and record its output as an observation of the run: the
     result's source (new, IN) and claim (new, IN; or existing). An existing claim whose state the
     new source would change (OUT or at risk through its support alone) is not linked here: the
     query returns `linked` false and the caller adds that support with a full relabel.
-    Returns (claim state, linked), or no row when there is no such action (nothing is written)."""
+    A reading of a read tool (`read`: its key, the end of its freshness, whether it supersedes)
+    refreshes its claim and ends the readings of other outputs of the same read, in every run.
+    Returns (claim state, linked, [claims superseded]), or no row when there is no such action
+    (nothing is written)."""
     return Query(
         "MATCH (x:Action {id: $action}) "
         "SET x.executed_at = $now, x.exec_status = $result.status, x.output = $result.digest "
@@ -340,6 +349,13 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         "WITH s, c, shifts, e IS NULL AS unlinked "
         "FOREACH (_ IN CASE WHEN unlinked AND NOT shifts THEN [1] ELSE [] END | "
         "CREATE (s)-[:SUPPORTS {j: $result.source.id}]->(c)) "
+        # a reading of a read tool: the claim is fresh until the latest end of its valid readings
+        "FOREACH (_ IN CASE WHEN $read.key IS NULL THEN [] ELSE [1] END | "
+        "SET c.fresh_until = CASE WHEN c.read_at IS NULL OR (c.fresh_until IS NOT NULL AND "
+        "c.fresh_until <= $now) THEN $read.until WHEN c.fresh_until IS NULL OR $read.until IS NULL "
+        "THEN NULL WHEN c.fresh_until > $read.until THEN c.fresh_until ELSE $read.until END, "
+        "c.read_key = $read.key, c.read_at = $now, c.read_run = $run, "
+        "c.read_fresh_for = $read.fresh_for, c.superseded_by = NULL, c.superseded_at = NULL) "
         f"MERGE (o:{OBSERVATION} {{id: $obs.id}}) ON CREATE SET o += $obs "
         f"MERGE (o)-[:{SAW}]->(c) "
         # an output that is the text another run of the scope wrote (an agent used as a tool)
@@ -356,9 +372,18 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         "WITH o, c, unlinked, shifts, wf + wmf AS foreign "
         + _handed("o, c, unlinked, shifts", "foreign")
         + f"FOREACH (h IN hs | MERGE (o)-[:{SAW}]->(h)) "
-        "RETURN c.state, NOT (unlinked AND shifts)",
+        # a reading that differs from the valid readings of the same read ends them, in every run
+        "WITH c, unlinked, shifts OPTIONAL MATCH (y:Claim {read_key: $read.key}) "
+        "WHERE $read.supersedes AND y.id <> c.id AND (y.fresh_until IS NULL OR y.fresh_until > $now) "
+        "OPTIONAL MATCH (r:Source)-[:SUPPORTS]->(y) WHERE r.superseded_at IS NULL "
+        "AND r.source_type = 'tool_result' "
+        "SET r.superseded_at = $now, y.fresh_until = $now, y.superseded_by = c.id, "
+        "y.superseded_at = $now "
+        "WITH c, unlinked, shifts, collect(DISTINCT y.id) AS ended "
+        "RETURN c.state, NOT (unlinked AND shifts), ended",
         {"run": run, "action": action_id, "result": result, "obs": observation, "now": now,
-         "handed": handed})
+         "handed": handed, "read": read or {"key": None, "until": None, "fresh_for": None,
+                                            "supersedes": False}})
 
 
 def mark_executed(action_id: str, at: int, digest: str | None) -> Query:

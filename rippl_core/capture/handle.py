@@ -4,6 +4,7 @@ operation of `rippl_core.capture.run`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from rippl_core._runtime.validation import SequenceNotStr
@@ -90,10 +91,15 @@ class Run(_RunHandle["SyncDriver"]):
         return self._driver.run(lambda: ops.judge(self.ref, call, policy=self._policy(policy),
                                                   repeat_scope=self._repeats(repeat_scope)))
 
-    def executed(self, call: ToolCall, output: Any, *, ok: bool = True) -> str:
+    def executed(self, call: ToolCall, output: Any, *, ok: bool = True,
+                 fresh_for: float | timedelta | None = None, reads: bool | None = None) -> str:
         """The call ran (ok=False: it ran and failed): mark its action executed, and record its
-        output as an observation of the run. Returns the id of the claim stating the result."""
-        return self._driver.run(lambda: ops.executed(self.ref, call, output, ok=ok))
+        output as an observation of the run (a reading). Returns the id of the claim stating the
+        result. `fresh_for` (seconds): how long the reading stays valid (calls resting on it
+        later are denied as stale until the agent reads again); `reads`: the tool is a read, so a
+        reading of another output supersedes this one (default: True when `fresh_for` is given)."""
+        return self._driver.run(lambda: ops.executed(self.ref, call, output, ok=ok,
+                                                     fresh_for=_seconds(fresh_for), reads=reads))
 
     def close(self) -> None:
         """Close the run: `prune_runs` may then remove its capture."""
@@ -147,11 +153,20 @@ class AsyncRun(_RunHandle["AsyncDriver"]):
         return await self._driver.run(lambda: ops.judge(
             self.ref, call, policy=self._policy(policy), repeat_scope=self._repeats(repeat_scope)))
 
-    async def executed(self, call: ToolCall, output: Any, *, ok: bool = True) -> str:
+    async def executed(self, call: ToolCall, output: Any, *, ok: bool = True,
+                       fresh_for: float | timedelta | None = None, reads: bool | None = None) -> str:
         """The call ran (ok=False: it ran and failed): mark its action executed, and record its
-        output as an observation of the run. Returns the id of the claim stating the result."""
-        return await self._driver.run(lambda: ops.executed(self.ref, call, output, ok=ok))
+        output as an observation of the run (a reading). Returns the id of the claim stating the
+        result. `fresh_for` (seconds): how long the reading stays valid (calls resting on it
+        later are denied as stale until the agent reads again); `reads`: the tool is a read, so a
+        reading of another output supersedes this one (default: True when `fresh_for` is given)."""
+        return await self._driver.run(lambda: ops.executed(
+            self.ref, call, output, ok=ok, fresh_for=_seconds(fresh_for), reads=reads))
 
     async def close(self) -> None:
         """Close the run: `prune_runs` may then remove its capture."""
         await self._driver.run(lambda: ops.close(self.ref))
+
+
+def _seconds(value: float | timedelta | None) -> float | None:
+    return value.total_seconds() if isinstance(value, timedelta) else value

@@ -17,18 +17,35 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
-from rippl_core._runtime.validation import SequenceNotStr, call_key, check_id, check_ids, repeat_key
+from rippl_core._runtime.validation import (
+    SequenceNotStr,
+    call_key,
+    check_id,
+    check_ids,
+    plain_errors,
+    repeat_key,
+)
 from rippl_core.capture import cypher, ids
 from rippl_core.capture.context import REPEAT_SCOPES, repeat_keys, tool_key
 from rippl_core.causal import cypher as causal_cypher
-from rippl_core.causal import history, preflight
+from rippl_core.causal import freshness, history, preflight
 from rippl_core.causal.preflight import ActionRow
 from rippl_core.causal.spec import NodeSpec
 from rippl_core.causal.write import justify
 from rippl_core.errors import ConflictError, InvalidInputError, NotFoundError
-from rippl_core.models import Compensation, Policy, RepeatScope, RepeatScopes, ToolCall, Verdict
+from rippl_core.models import (
+    Compensation,
+    Policy,
+    RepeatScope,
+    RepeatScopes,
+    ToolCall,
+    ToolSettings,
+    Verdict,
+)
 from rippl_core.vocabulary import Kind, State
 
 
@@ -147,7 +164,7 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     for call, named_call, props in zip(calls, named, actions, strict=True):
         row = rows[props["id"]]
         own = Own((props["id"], Kind.ACTION, State(row[1]), row[2] is not None), decision["id"],
-                  State(row[4]), row[5], row[6], row[7])
+                  State(row[4]), row[5], row[6], row[7], row[8])
         verdict = yield from _verdict(run, named_call, own, _matching(declared, call, named_call,
                                                                       own.row[0]), call, policy)
         verdicts.append(verdict)
@@ -195,6 +212,7 @@ class Own:
     repeats: Sequence[Sequence[str | None]]  # [turn, node id] of each vetoed call it repeats
     override: str | None
     overridden: Sequence[str] | None
+    reads: freshness.Reads = ()  # [claim id, fresh_until] of the read claims it rests on
 
 
 def _pinned(calls: Sequence[ToolCall]) -> list[str]:
@@ -264,8 +282,11 @@ def _verdict(run: RunRef, named_call: ids.Call, own: Own, declared: list[ActionR
                               "call is recorded" + ("" if allowed else
                                                     " (a strict allow-list: declare the action)"))
     verdict = yield from preflight.judge([*declared, own.row], policy, call)
-    if verdict.allowed:
-        return verdict
+    if verdict.allowed:  # stale is not false: it asks for a fresh reading, and binds nothing
+        fresh = yield from preflight.fresh(verdict, own.reads)
+        if not fresh.allowed:
+            yield Commit([], [_denial_event(run, own, fresh)], blind=True)
+        return fresh
     if own.override is not None and verdict.blockers and \
             {b.premise for b in verdict.blockers} <= set(own.overridden or ()):
         taken = yield Commit([cypher.take_override(own.override, own.row[0])], blind=True)
@@ -293,6 +314,14 @@ def _verdict(run: RunRef, named_call: ids.Call, own: Own, declared: list[ActionR
         verdict = verdict.model_copy(update={
             "reason": f"{verdict.reason} The premise was handed over into run {run.id} {froms}."})
     return verdict
+
+
+def _denial_event(run: RunRef, own: Own, verdict: Verdict) -> dict[str, Any]:
+    """The event of a call denied on readings no longer valid (stale or superseded)."""
+    kinds = sorted({e.status for e in verdict.expired})
+    return {"type": "call_" + ("superseded" if kinds == ["superseded"] else "stale"),
+            "node": own.row[0], "kind": Kind.ACTION.value, "run": run.id,
+            "readings": [e.premise for e in verdict.expired], "at": iso(now_ms())}
 
 
 def _repeat_reason(verdict: Verdict, own: Own) -> str:
@@ -335,7 +364,7 @@ def judge(run: RunRef, call: ToolCall, *, policy: Policy,
         return edited
     row = same[0]
     own = Own((row[1], Kind(row[3]), State(row[4]), row[5] is not None), row[6],
-              State(row[7]) if row[7] is not None else None, row[8], row[9], row[10])
+              State(row[7]) if row[7] is not None else None, row[8], row[9], row[10], row[11])
     verdict = yield from _verdict(run, named, own, _matching(declared, call, named, own.row[0]),
                                   call, policy)
     return verdict
@@ -351,7 +380,7 @@ def _edited(run: RunRef, call: ToolCall, named: ids.Call, *, decision: str | Non
     row = replies[0][0]
     found = yield cypher.declared([named.key, call_key(named.tool, None)], _pinned([call]))
     own = Own((row[0], Kind.ACTION, State(row[1]), row[2] is not None), decision, State(row[4]),
-              row[5], row[6], row[7])
+              row[5], row[6], row[7], row[8])
     verdict = yield from _verdict(run, named, own, _matching(found, call, named, row[0]), call,
                                   policy)
     return verdict
@@ -360,13 +389,20 @@ def _edited(run: RunRef, call: ToolCall, named: ids.Call, *, decision: str | Non
 # ------------------------------------------------------------------------------------ executing
 
 
-def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool) -> Op[str]:
+def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
+             fresh_for: float | None = None, reads: bool | None = None) -> Op[str]:
     """Mark a captured call executed and record its output as an observation of the run (a
-    `tool_result` source for this call, and the claim "`tool(args)` returned …"), in one commit.
-    Returns the result claim's id. An output that makes an existing claim hold again is linked
-    with a full relabel of what rests on it."""
+    `tool_result` source for this call: a reading; and the claim "`tool(args)` returned …"), in
+    one commit. Returns the result claim's id. An output that makes an existing claim hold again
+    is linked with a full relabel of what rests on it.
+
+    A reading of a read tool (`reads`, true by default when `fresh_for` is given: seconds a
+    reading stays valid) refreshes its claim and ends every valid reading of another output of the
+    same tool and arguments, in every run (supersession); calls resting on those are denied until
+    the agent reads again."""
     if call.id is None:
         raise InvalidInputError("recording an execution needs the call id it was decided with")
+    settings = _settings(fresh_for, reads)
     named = ids.Call.of(call, call.id, 0)
     now = now_ms()
     digest = ids.output_digest(output)
@@ -374,10 +410,16 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool) -> Op[str]:
     source = NodeSpec(Kind.SOURCE, f"the result of call {named.ref} in run {run.id}",
                       ids.result_source(run.id, named.ref), source_type="tool_result")
     claim = NodeSpec(Kind.CLAIM, ids.result_text(named, output), claim_id)
+    fresh_ms = None if settings.fresh_for is None else round(settings.fresh_for * 1000)
+    reading = {"observed_at": now, "expires_at": None if fresh_ms is None else now + fresh_ms,
+               "fresh_for": fresh_ms}
     result: dict[str, Any] = {"status": "ok" if ok else "error", "digest": digest,
               "source": {**_captured_props(source, run.id, now, tool=named.tool, call_id=named.ref,
-                                           output=digest), "args": named.args},
+                                           output=digest, **reading), "args": named.args},
               "claim": {**claim.validated().props(now), "captured": True}}
+    read = None if not settings.is_read or not ok else {
+        "key": call_key(named.tool, named.args), "until": reading["expires_at"],
+        "fresh_for": fresh_ms, "supersedes": True}
     observation = {"id": ids.observation(run.id, named.ref, [claim_id]), "run": run.id,
                    "ref": named.ref, "key": run.key(named.ref), "kind": "tool_result", "at": now}
 
@@ -385,8 +427,8 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool) -> Op[str]:
         event = {"type": "action_executed", "node": action_id, "kind": Kind.ACTION.value,
                  "cause": "capture", "at": iso(now)}
         return Commit([cypher.executed(run.id, action_id, result, observation, now,
-                                       run.key(ids.text_ref(ids.output_text(output))))], [event],
-                      blind=True)
+                                       run.key(ids.text_ref(ids.output_text(output))), read)],
+                      [event], blind=True)
 
     replies = yield record(ids.action(run.id, named))  # the action its turn recorded: one round trip
     if not replies[0]:  # args that differ from every recorded call: the call id names the action
@@ -397,7 +439,21 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool) -> Op[str]:
         replies = yield record(found[0][1])
     if replies[0] and not replies[0][0][1]:  # the claim holds again through this new source
         yield from justify(claim_id, [result["source"]["id"]], now=now)
+    ended = replies[0][0][2] if replies[0] else []
+    if ended:  # readings of another output this one superseded: say so
+        yield Commit([], [{"type": "reading_superseded", "node": old, "kind": Kind.CLAIM.value,
+                           "by": claim_id, "run": run.id, "at": iso(now)} for old in ended],
+                     blind=True)
     return claim_id
+
+
+def _settings(fresh_for: float | None, reads: bool | None) -> ToolSettings:
+    try:
+        return ToolSettings(fresh_for=fresh_for, reads=reads)
+    except ValidationError as exc:
+        raise InvalidInputError(f"fresh_for must be a positive number of seconds (or None: the "
+                                f"reading never expires), and reads True, False or None:\n"
+                                f"{plain_errors(exc.errors())}") from None
 
 
 def mark_executed(action_id: str, *, at: TimeLike | None, output: Any | None) -> Op[None]:

@@ -57,10 +57,36 @@ def get_nodes(ids: Sequence[str]) -> Query:
 
 
 def node_state(node_id: str) -> Query:
-    """The pre-flight read: one indexed lookup of the materialised state, and of what blocks the
-    node when it is not IN."""
-    return Query("MATCH (n:Node {id: $id}) RETURN n.kind, n.state, n.executed_at, n.blockers",
-                 {"id": node_id}, read_only=True)
+    """The pre-flight read: one indexed lookup of the materialised state, what blocks the node
+    when it is not IN, and the freshness of the read claims it rests on (a captured action's
+    `reads`; an index lookup each, none for a node that rests on no reading)."""
+    return Query("MATCH (n:Node {id: $id}) "
+                 f"OPTIONAL MATCH (rc:Claim) WHERE n.reads IS NOT NULL AND rc.id IN n.reads "
+                 "RETURN n.kind, n.state, n.executed_at, n.blockers, "
+                 f"collect({READ_PAIR})", {"id": node_id}, read_only=True)
+
+
+# [claim id, fresh_until] of a read claim `rc` found by an OPTIONAL MATCH (NULL when none)
+READ_PAIR = "CASE WHEN rc IS NULL THEN NULL ELSE [rc.id, rc.fresh_until] END"
+
+
+def reads_of(ids: Sequence[str]) -> Query:
+    """The read claims these nodes rest on (captured actions' `reads`) and each claim's readings:
+    (claim properties, [{observed_at, expires_at, superseded_at}])."""
+    return Query("UNWIND $ids AS nid MATCH (n:Node {id: nid}) UNWIND coalesce(n.reads, []) AS cid "
+                 "MATCH (c:Claim {id: cid}) OPTIONAL MATCH (s:Source)-[:SUPPORTS]->(c) "
+                 "WHERE s.observed_at IS NOT NULL "
+                 "RETURN properties(c), collect(CASE WHEN s IS NULL THEN NULL ELSE {observed_at: "
+                 "s.observed_at, expires_at: s.expires_at, superseded_at: s.superseded_at} END)",
+                 {"ids": list(ids)}, read_only=True)
+
+
+def readings(ids: Sequence[str]) -> Query:
+    """Read claims and the claim that superseded each (if any): (properties, properties)."""
+    return Query("UNWIND $ids AS cid MATCH (c:Claim {id: cid}) "
+                 "OPTIONAL MATCH (later:Claim {id: c.superseded_by}) "
+                 "RETURN properties(c), CASE WHEN later IS NULL THEN NULL ELSE properties(later) END",
+                 {"ids": list(ids)}, read_only=True)
 
 
 def resolve_call(keys: Sequence[str]) -> Query:

@@ -15,7 +15,7 @@ from rippl_core._runtime.op import Batch, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
 from rippl_core._runtime.validation import check_id
 from rippl_core._runtime.wire import Query
-from rippl_core.causal import cypher, preflight
+from rippl_core.causal import cypher, freshness, preflight
 from rippl_core.causal.tms import Premise, Region, label
 from rippl_core.causal.walk import walk
 from rippl_core.errors import NotFoundError
@@ -191,6 +191,14 @@ def check_at(target: str | ToolCall, policy: Policy, *, as_of: TimeLike | None,
         info = view.infos[node_id]
         executed = info.executed_at is not None and info.executed_at <= t
         status = public_status(info.kind, State.IN, executed)
+        expired = freshness.expired_then((yield cypher.reads_of(ids)), t, known)
+        if expired:  # stale is not false: it was held, on a reading no longer valid then
+            names = "; ".join(f"{e.text} ({e.premise}, {e.status})" for e in expired)
+            what = "superseded" if all(e.status == "superseded" for e in expired) else "stale"
+            return Verdict(allowed=False, target=node_id, kind=info.kind, state=State.IN,
+                           tool_call=call, expired=expired,
+                           reason=f"{node_id} would have been denied as {what} {when}: it rested "
+                                  f"on a reading no longer valid then: {names}")
         held = f"{node_id} was {status}" if len(ids) == 1 else f"{', '.join(ids)} were {status}"
         return Verdict(allowed=True, target=node_id, kind=info.kind, state=State.IN,
                        tool_call=call, reason=f"{held} {when}: every premise under "

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from rippl_core._runtime.op import Op
+from rippl_core._runtime.timeutil import now_ms
 from rippl_core._runtime.validation import call_key, canonical_args, check_id
-from rippl_core.causal import cypher
+from rippl_core.causal import cypher, freshness
 from rippl_core.causal.blockers import Premise, blocker_list, stored_blockers, trails
 from rippl_core.causal.walk import walk
 from rippl_core.errors import DatabaseError, RipplError
@@ -60,6 +61,7 @@ def check(target: str | ToolCall, policy: Policy) -> Op[Verdict]:
     more action can only add a veto, never lift one); with no match, the policy's `unknown`
     decides. One indexed read when allowed, by id or by tool call."""
     call = target if isinstance(target, ToolCall) else None
+    reads: freshness.Reads | None = None  # declared actions rest on no captured reading
     if call is not None and call.action_id is None:
         rows, carried = yield from _declared(call)
     else:
@@ -71,10 +73,25 @@ def check(target: str | ToolCall, policy: Policy) -> Op[Verdict]:
                    else {})
         if not rows:
             return _unknown(call, node_id, policy)
+        reads = found[0][4]
     if not rows:
         return _unknown(call, None, policy)
     verdict = yield from judge(rows, policy, call, carried)
+    verdict = yield from fresh(verdict, reads)
     return verdict
+
+
+def fresh(verdict: Verdict, reads: freshness.Reads | None) -> Op[Verdict]:
+    """An allowed verdict stays allowed only while the readings under it are fresh (stale is not
+    false: a denial that asks the agent to read again)."""
+    if not verdict.allowed:
+        return verdict
+    now = now_ms()
+    expired = freshness.expired_at(reads, now)
+    if not expired:
+        return verdict
+    denied = yield from freshness.deny(verdict, expired, now)
+    return denied
 
 
 def judge(rows: list[ActionRow], policy: Policy, call: ToolCall | None,

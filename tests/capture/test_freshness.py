@@ -1,0 +1,162 @@
+"""Rippl notices: readings age (freshness) and a differing re-read supersedes the old reading, in
+every run. Stale is not false: a call resting on an expired or superseded reading is denied until
+the agent reads again, with no review, no receipt, no compensation, and nothing that binds a
+repeat. Both backends, with a clock that lets time pass."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from rippl_core import Rippl, ToolCall
+from rippl_core.testing import Clock
+
+HEALTH = ToolCall(name="get_health", args={"shard": "09"}, id="h1")
+
+
+def migrate(call_id: str, shard: str = "09") -> ToolCall:
+    return ToolCall(name="migrate", args={"shard": shard}, id=call_id)
+
+
+@pytest.fixture
+def clock() -> Iterator[Clock]:
+    with Clock("2026-12-01T10:00:00Z") as frozen:
+        yield frozen
+
+
+def read(rippl: Rippl, run_id: str, call_id: str, output: str, *, fresh_for: float | None = 300,
+         reads: bool | None = None) -> str:
+    run = rippl.run(run_id)
+    call = HEALTH.model_copy(update={"id": call_id})
+    run.decide(f"t-{call_id}", [call], context=[])
+    return run.executed(call, output, fresh_for=fresh_for, reads=reads)
+
+
+def test_a_call_on_an_expired_reading_is_denied_as_stale_not_retracted(rippl: Rippl,
+                                                                       clock: Clock) -> None:
+    claim = read(rippl, "r1", "h1", "shard 09: healthy")
+    run = rippl.run("r1")
+    [fresh] = run.decide("t2", [migrate("m1")], context=["h1"])
+    assert fresh.allowed
+    clock.advance(minutes=12)
+    [stale] = run.decide("t3", [migrate("m2")], context=["h1"])
+    assert not stale.allowed and "denied as stale" in stale.reason
+    assert "read 12 min ago and is fresh for 5 min" in stale.reason and "Read it again" in stale.reason
+    [expired] = stale.expired
+    assert expired.premise == claim and expired.status == "stale" and expired.fresh_for == 300
+    assert stale.blockers == []  # nothing is retracted
+    assert not run.judge(migrate("m1")).allowed  # the earlier call, judged again before it runs
+    assert not rippl.check(fresh.target).allowed  # the plain pre-flight check agrees
+    assert rippl.reviews() == [] and rippl.receipts() == []  # no review, no receipt
+    # the model reads again (same output): the reading is fresh again, the next turn is allowed
+    read(rippl, "r1", "h2", "shard 09: healthy")
+    [again] = run.decide("t4", [migrate("m3")], context=["h2"])
+    assert again.allowed
+    assert run.judge(migrate("m1")).allowed  # the claim is fresh again for every call on it
+
+
+def test_stale_does_not_bind_a_repeat(rippl: Rippl, clock: Clock) -> None:
+    read(rippl, "r1", "h1", "shard 09: healthy")
+    clock.advance(minutes=6)
+    run = rippl.run("r1")
+    [stale] = run.decide("t2", [migrate("m1")], context=["h1"])
+    assert not stale.allowed
+    read(rippl, "r1", "h2", "shard 09: healthy")
+    [repeat] = run.decide("t3", [migrate("m2")], context=["h2", "m1"], told=["m1"])
+    assert repeat.allowed, repeat.reason  # a fresh reading lifts a stale denial, repeat or not
+
+
+def test_a_differing_re_read_supersedes_the_old_reading_in_every_run(rippl: Rippl,
+                                                                     clock: Clock) -> None:
+    healthy = read(rippl, "planner", "h1", "shard 09: healthy")
+    planner = rippl.run("planner")
+    [planned] = planner.decide("t2", [migrate("m1")], context=["h1"])
+    assert planned.allowed
+    clock.advance(minutes=1)
+    degraded = read(rippl, "checker", "c1", "shard 09: degraded")  # another agent reads again
+    assert degraded != healthy
+    judged = planner.judge(migrate("m1"))
+    assert not judged.allowed and "denied as superseded" in judged.reason
+    assert "shard 09: degraded" in judged.reason and "in run checker" in judged.reason
+    [expired] = judged.expired
+    assert expired.status == "superseded" and expired.superseded_by == degraded
+    assert expired.superseded_run == "checker"
+    # acting on the new reading is allowed
+    [ok] = rippl.run("checker").decide("t2", [migrate("m9", "07")], context=["c1"])
+    assert ok.allowed
+
+
+def test_an_executed_call_on_a_reading_since_superseded_is_not_a_compensation(rippl: Rippl,
+                                                                           clock: Clock) -> None:
+    read(rippl, "r1", "h1", "shard 09: healthy")
+    run = rippl.run("r1")
+    [ok] = run.decide("t2", [migrate("m1")], context=["h1"])
+    run.executed(migrate("m1"), "migrated")
+    clock.advance(minutes=10)
+    read(rippl, "r2", "x1", "shard 09: degraded")
+    assert rippl.compensations() == []  # it acted on what was true then
+
+
+def test_a_same_output_re_read_refreshes_and_a_flip_back_supersedes(rippl: Rippl, clock: Clock) -> None:
+    healthy = read(rippl, "r1", "h1", "shard 09: healthy")
+    clock.advance(minutes=4)
+    read(rippl, "r1", "h2", "shard 09: healthy")  # refreshed: fresh until 10:09
+    clock.advance(minutes=3)
+    run = rippl.run("r1")
+    assert run.decide("t3", [migrate("m1")], context=["h1"])[0].allowed
+    degraded = read(rippl, "r1", "h3", "shard 09: degraded")
+    assert not run.judge(migrate("m1")).allowed
+    clock.advance(seconds=30)
+    read(rippl, "r1", "h4", "shard 09: healthy")  # back to healthy: it supersedes "degraded"
+    assert run.judge(migrate("m1")).allowed
+    [dec] = run.decide("t5", [migrate("m2")], context=["h3"])
+    assert not dec.allowed and dec.expired[0].premise == degraded
+    assert dec.expired[0].superseded_by == healthy
+
+
+def test_readings_without_freshness_never_expire_and_non_reads_never_supersede(rippl: Rippl,
+                                                                            clock: Clock) -> None:
+    read(rippl, "r1", "h1", "shard 09: healthy", fresh_for=None)  # not a read: as before
+    clock.advance(minutes=600)
+    read(rippl, "r2", "h2", "shard 09: degraded", fresh_for=None)
+    assert rippl.run("r1").decide("t2", [migrate("m1")], context=["h1"])[0].allowed
+    read(rippl, "r3", "h3", "shard 09: healthy", fresh_for=None, reads=True)  # a read, no expiry
+    clock.advance(minutes=600)
+    assert rippl.run("r3").decide("t2", [migrate("m1")], context=["h3"])[0].allowed
+    read(rippl, "r4", "h4", "shard 09: degraded", fresh_for=None, reads=True)
+    assert not rippl.run("r3").decide("t3", [migrate("m2")], context=["h3"])[0].allowed
+
+
+def test_a_hand_over_carries_freshness(rippl: Rippl, clock: Clock) -> None:
+    read(rippl, "crew/research", "h1", "shard 09: healthy")
+    rippl.run("crew/research", scope="crew").wrote("report", context=["h1"])
+    operator = rippl.run("crew/operator", scope="crew")
+    assert operator.decide("t1", [migrate("m1")], context=["report"])[0].allowed
+    clock.advance(minutes=6)
+    [stale] = operator.decide("t2", [migrate("m2")], context=["report"])
+    assert not stale.allowed and stale.expired[0].status == "stale"
+
+
+def test_check_as_of_honours_freshness(rippl: Rippl, clock: Clock) -> None:
+    start = clock.now
+    read(rippl, "r1", "h1", "shard 09: healthy")
+    [ok] = rippl.run("r1").decide("t2", [migrate("m1")], context=["h1"])
+    clock.advance(minutes=3)
+    read(rippl, "r2", "x1", "shard 09: degraded")
+    clock.advance(minutes=10)
+    assert rippl.check(ok.target, as_of=start + 60_000).allowed  # fresh then
+    superseded = rippl.check(ok.target, as_of=start + 240_000)
+    assert not superseded.allowed and "superseded" in superseded.reason
+    # as known before the re-read, it was fresh at 10:04
+    assert rippl.check(ok.target, as_of=start + 240_000, known_at=start + 120_000).allowed
+    assert not rippl.check(ok.target, as_of=start + 20 * 60_000).allowed
+
+
+def test_bad_freshness_is_refused_and_writes_nothing(rippl: Rippl, clock: Clock) -> None:
+    run = rippl.run("r1")
+    run.decide("t1", [HEALTH], context=[])
+    before = rippl.stats()
+    with pytest.raises(Exception, match="fresh_for must be a positive number"):
+        run.executed(HEALTH, "x", fresh_for=-1)
+    assert rippl.stats() == before
