@@ -92,6 +92,7 @@ def test_an_executed_call_on_a_reading_since_superseded_is_not_a_compensation(ri
     read(rippl, "r1", "h1", "shard 09: healthy")
     run = rippl.run("r1")
     [ok] = run.decide("t2", [migrate("m1")], context=["h1"])
+    assert ok.allowed
     run.executed(migrate("m1"), "migrated")
     clock.advance(minutes=10)
     read(rippl, "r2", "x1", "shard 09: degraded")
