@@ -161,3 +161,14 @@ def test_bad_freshness_is_refused_and_writes_nothing(rippl: Rippl, clock: Clock)
     with pytest.raises(Exception, match="fresh_for must be a positive number"):
         run.executed(HEALTH, "x", fresh_for=-1)
     assert rippl.stats() == before
+
+
+def test_a_claim_is_fresh_until_the_latest_end_of_its_valid_readings(rippl: Rippl,
+                                                                     clock: Clock) -> None:
+    read(rippl, "r1", "h1", "shard 09: healthy", fresh_for=600)  # valid until 10:10
+    clock.advance(minutes=1)
+    read(rippl, "r2", "h2", "shard 09: healthy", fresh_for=60)  # until 10:02: the first still holds
+    clock.advance(minutes=5)
+    assert rippl.run("r2").decide("t2", [migrate("m1")], context=["h2"])[0].allowed
+    clock.advance(minutes=5)
+    assert not rippl.run("r2").decide("t3", [migrate("m2")], context=["h2"])[0].allowed
