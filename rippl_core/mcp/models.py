@@ -11,7 +11,16 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
-from rippl_core.models import Blocker, Compensation, Node, Reached, ReviewItem, StatusChange, Verdict
+from rippl_core.models import (
+    Blocker,
+    Compensation,
+    Expired,
+    Node,
+    Reached,
+    ReviewItem,
+    StatusChange,
+    Verdict,
+)
 
 RUN_TOKEN = ("The run's token: send it as params._meta.rippl_run to act in this run from another "
              "connection, and in every request without a session (stateless HTTP). Keep it as "
@@ -52,6 +61,10 @@ class CheckResult(_Out):
     reason: str = Field(description="One sentence saying why, and what to do next when unsafe.")
     explanation: str = Field(description="The reason with every blocking trail, in plain text.")
     blockers: list[BlockerInfo] = Field(default_factory=list)
+    expired: list[Expired] = Field(default_factory=list, description=(
+        "Readings it rests on that are no longer valid: stale (older than their freshness) or "
+        "superseded (a newer reading returned something else). Not false: read again, then "
+        "check again."))
     call_id: str | None = Field(default=None, description="With a tool call: the id it was recorded "
                                                           "under; give it to record_execution.")
     run: str | None = Field(default=None, description=RUN_TOKEN)
@@ -63,8 +76,8 @@ class CheckResult(_Out):
         return cls(safe=verdict.allowed, status=verdict.status or "Unknown", target=verdict.target,
                    kind=verdict.kind.value if verdict.kind else None, reason=verdict.reason,
                    explanation=verdict.explain(),
-                   blockers=[BlockerInfo.of(b) for b in verdict.blockers], call_id=call_id,
-                   run=run, run_id=run_id)
+                   blockers=[BlockerInfo.of(b) for b in verdict.blockers],
+                   expired=list(verdict.expired), call_id=call_id, run=run, run_id=run_id)
 
 
 class NodeInfo(_Out):

@@ -5,6 +5,7 @@ it re-plan, and lists what already ran for compensation. Nothing is declared in 
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -191,3 +192,27 @@ async def test_an_override_is_proposed_only_for_a_vetoed_call_of_the_clients_run
     message = await client.fail("propose_override", tool="migrate", args={"table": tag},
                                 reason="please")
     assert "ReviewError" in message and "no veto to override" in message
+
+
+async def test_readings_age_and_a_differing_re_read_supersedes(client: Client) -> None:
+    """Stale is not false, over MCP: a reading given a freshness expires, a newer reading of the
+    same tool and args with another output supersedes it; the denial says so and asks for a new
+    reading (no review, nothing to compensate)."""
+    tag = uuid.uuid4().hex[:6]
+    check = await client.call("check_premises", tool="get_health", args={"shard": tag})
+    await client.call("record_execution", tool="get_health", args={"shard": tag},
+                      call_id=check["call_id"], output="healthy", reads=True)
+    first = await client.call("check_premises", tool="migrate", args={"shard": tag})
+    assert first["safe"] is True
+    again = await client.call("check_premises", tool="get_health", args={"shard": tag})
+    await client.call("record_execution", tool="get_health", args={"shard": tag},
+                      call_id=again["call_id"], output="degraded", fresh_for=1)
+    judged = await client.call("check_premises", tool="migrate", args={"shard": tag},
+                               call_id=first["call_id"])
+    assert judged["safe"] is False and judged["blockers"] == []
+    [expired] = judged["expired"]
+    assert expired["status"] == "superseded" and "degraded" in expired["superseded_text"]
+    time.sleep(1.2)  # the degraded reading was fresh for one second
+    later = await client.call("check_premises", tool="drain", args={"shard": tag})
+    assert later["safe"] is False and "stale" in later["reason"]
+    assert any(e["status"] == "stale" for e in later["expired"])

@@ -45,17 +45,25 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
                                                         "(default: the last check of this tool "
                                                         "and args in this run).")] = None,
         ok: Annotated[bool, Field(description="False if the call ran and failed.")] = True,
+        fresh_for: Annotated[float | None, Field(gt=0, description=(
+            "Seconds this reading stays valid (a read of live state, e.g. a health check): later "
+            "calls resting on it are denied as stale until you read again. Omit: it never "
+            "expires."))] = None,
+        reads: Annotated[bool | None, Field(description=(
+            "The tool is a read of live state: a later reading of the same tool and args with "
+            "another output supersedes this one (default: true when fresh_for is given)."))] = None,
     ) -> ExecutionRecord:
         """Report that a call you checked with check_premises has run, with its output. Its action
         is marked executed (listed for compensation if a premise is later retracted), and the
-        output becomes something your run observed: later calls rest on it."""
+        output becomes something your run observed: later calls rest on it (while it is fresh,
+        when you give fresh_for)."""
         client = sessions.of(ctx)
         chosen = call_id or client.last_call(tool, args)
         if chosen is None:
             raise NotFoundError(f"no check of {tool} with these args in this run; call "
                                 "check_premises first and pass its call_id")
         claim = await client.run.executed(ToolCall(name=tool, args=args or {}, id=chosen), output,
-                                          ok=ok)
+                                          ok=ok, fresh_for=fresh_for, reads=reads)
         return ExecutionRecord(call_id=chosen, result_claim=claim, run=client.token,
                                run_id=client.run.id)
 
