@@ -176,6 +176,11 @@ class Capture:
 
     def _shown(self, call: FrameworkCall, verdict: Verdict) -> Verdict | None:
         name, args, _ = call
+        if verdict.expired and not verdict.blockers and self.guard.settings(name).is_read:
+            # a read is how the agent reads again: a stale premise never stops it
+            verdict = verdict.model_copy(update={"allowed": True, "expired": [], "reason": (
+                f"{name} is a read: allowed to read again although a reading it rests on is no "
+                "longer fresh")})
         if self.guard.guards(name) or (not verdict.allowed and verdict.target is None):
             return logged(verdict, name, args)
         return None

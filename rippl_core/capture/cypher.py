@@ -24,7 +24,8 @@ SCHEMA = Schema("3", unique_ids=(RUN, OBSERVATION, OVERRIDE), indexes=(
     Index("Action", "call_ref"), Index("Action", "executed_at"), Index(OBSERVATION, "key"),
     Index(OBSERVATION, "run"), Index("Node", "run"), Index(RUN, "last_active"),
     Index("Decision", "key"), Index("Action", "vkey"), Index("Action", "vtool"),
-    Index(OVERRIDE, "vkey"), Index(RUN, "scope"), Index("Claim", "read_key")))
+    Index(OVERRIDE, "vkey"), Index(RUN, "scope"), Index("Claim", "read_key"),
+    Index("Claim", "read_tool")))
 
 
 def call_ref(run: str, call_id: str) -> str:
@@ -300,6 +301,12 @@ def hand_overs(ids: Sequence[str]) -> Query:
                  "ORDER BY h.handed_from", {"ids": list(ids)}, read_only=True)
 
 
+def is_read(tool: str) -> Query:
+    """Whether `tool` was ever recorded as a read (one of its readings refreshes or supersedes)."""
+    return Query("MATCH (c:Claim {read_tool: $tool}) RETURN c.id LIMIT 1", {"tool": tool},
+                 read_only=True)
+
+
 def take_override(override: str, action_id: str) -> Query:
     """Bind an approved override to the call it allows (once: returns no row when another call
     took it first)."""
@@ -354,7 +361,7 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         "SET c.fresh_until = CASE WHEN c.read_at IS NULL OR (c.fresh_until IS NOT NULL AND "
         "c.fresh_until <= $now) THEN $read.until WHEN c.fresh_until IS NULL OR $read.until IS NULL "
         "THEN NULL WHEN c.fresh_until > $read.until THEN c.fresh_until ELSE $read.until END, "
-        "c.read_key = $read.key, c.read_at = $now, c.read_run = $run, "
+        "c.read_key = $read.key, c.read_tool = $read.tool, c.read_at = $now, c.read_run = $run, "
         "c.read_fresh_for = $read.fresh_for, c.superseded_by = NULL, c.superseded_at = NULL) "
         f"MERGE (o:{OBSERVATION} {{id: $obs.id}}) ON CREATE SET o += $obs "
         f"MERGE (o)-[:{SAW}]->(c) "
@@ -382,8 +389,8 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         "WITH c, unlinked, shifts, collect(DISTINCT y.id) AS ended "
         "RETURN c.state, NOT (unlinked AND shifts), ended",
         {"run": run, "action": action_id, "result": result, "obs": observation, "now": now,
-         "handed": handed, "read": read or {"key": None, "until": None, "fresh_for": None,
-                                            "supersedes": False}})
+         "handed": handed, "read": read or {"key": None, "tool": None, "until": None,
+                                            "fresh_for": None, "supersedes": False}})
 
 
 def mark_executed(action_id: str, at: int, digest: str | None) -> Query:

@@ -284,8 +284,9 @@ def _verdict(run: RunRef, named_call: ids.Call, own: Own, declared: list[ActionR
     verdict = yield from preflight.judge([*declared, own.row], policy, call)
     if verdict.allowed:  # stale is not false: it asks for a fresh reading, and binds nothing
         fresh = yield from preflight.fresh(verdict, own.reads)
-        if not fresh.allowed:
-            yield Commit([], [_denial_event(run, own, fresh)], blind=True)
+        if fresh.allowed or (yield cypher.is_read(named_call.tool)):
+            return verdict  # a read is how the agent reads again: never denied as stale
+        yield Commit([], [_denial_event(run, own, fresh)], blind=True)
         return fresh
     if own.override is not None and verdict.blockers and \
             {b.premise for b in verdict.blockers} <= set(own.overridden or ()):
@@ -418,7 +419,7 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
                                            output=digest, **reading), "args": named.args},
               "claim": {**claim.validated().props(now), "captured": True}}
     read = None if not settings.is_read or not ok else {
-        "key": call_key(named.tool, named.args), "until": reading["expires_at"],
+        "key": call_key(named.tool, named.args), "tool": named.tool, "until": reading["expires_at"],
         "fresh_for": fresh_ms, "supersedes": True}
     observation = {"id": ids.observation(run.id, named.ref, [claim_id]), "run": run.id,
                    "ref": named.ref, "key": run.key(named.ref), "kind": "tool_result", "at": now}

@@ -105,7 +105,7 @@ class Reference:
     def context(self, run: str, refs: list[str], told: list[str], inputs: set[str]) -> set[str]:
         known = {n for t in told for n in self.named.get(t, ())}
         other = RUNS[1 - RUNS.index(run)]
-        present = [r for r in refs if r not in told]  # a veto message carries nothing
+        present = list(dict.fromkeys(r for r in refs if r not in told))  # a veto carries nothing
         found = [r in self.carriers[run] or r in self.carriers[other] for r in present]
         nodes: set[str] = set()
         unknown = []

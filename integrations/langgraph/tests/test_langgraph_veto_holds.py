@@ -27,6 +27,7 @@ from rippl_langgraph import VETO_PREFIX, FalkorDBSaver, RipplMiddleware, add_pre
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
 from rippl_core import Rippl
+from rippl_core.testing import Clock
 
 HEALTHY = 'get_health({"shard":"09"}) returned'
 
@@ -342,3 +343,76 @@ def test_what_a_supervisor_ran_on_a_report_is_a_compensation(rippl: Rippl, saver
     assert owed.run == "H2" and owed.tool == "migrate"
     handed = next(n for n in owed.blockers[0].trail if n.startswith("HND-"))
     assert rippl.get(handed).text.startswith("run H2/research carried it")
+
+
+# ------------------------------------------------------------------------------ Rippl notices
+
+
+def test_a_stale_reading_is_denied_until_the_agent_reads_again(rippl: Rippl,
+                                                              saver: FalkorDBSaver) -> None:
+    """Freshness set on the tool's metadata: the agent's migration, after 12 minutes, is denied
+    as stale (not retracted); the model reads again and the next turn is allowed."""
+    ops = Ops()
+    tools = ops.tools()
+    tools[0].metadata = {"rippl": {"fresh_for": 300}}
+    with Clock("2026-12-01T10:00:00Z") as clock:
+        def later(messages: list[BaseMessage]) -> AIMessage:
+            clock.advance(minutes=12)
+            return calls(tool_call("migrate", {"shard": "09"}, "m1"))
+
+        def reread(messages: list[BaseMessage]) -> AIMessage:
+            said = veto_texts(messages)[-1]
+            assert "stale" in said and "read it again" in said.lower()
+            return calls(tool_call("get_health", {"shard": "09"}, "h2"))
+
+        model = ScriptedChatModel(script=[
+            calls(tool_call("get_health", {"shard": "09"}, "h1")), later, reread,
+            calls(tool_call("migrate", {"shard": "09"}, "m2")), AIMessage("done")])
+        agent = create_agent(model, tools, middleware=[RipplMiddleware(rippl)], checkpointer=saver)
+        agent.invoke({"messages": [HumanMessage("move billing")]}, thread("N1"))
+    assert ops.migrations() == ["09"]  # the second, on the fresh reading
+    assert rippl.reviews(None) == [] and rippl.compensations() == []
+
+
+def test_another_agents_differing_read_supersedes_a_pending_plan(rippl: Rippl,
+                                                                saver: FalkorDBSaver) -> None:
+    """Two threads; the planner's migration waits behind an interrupt; a checker agent reads
+    shard 09 again and sees "degraded": on resume the planner's call is denied as superseded,
+    naming the newer reading."""
+    ops = Ops()
+    settings = {"get_health": {"reads": True}}
+
+    @tool
+    def get_health(shard: str) -> str:
+        """Read a shard's health."""
+        return f"shard {shard}: degraded"
+
+    checker = create_agent(ScriptedChatModel(script=[
+        calls(tool_call("get_health", {"shard": "09"}, "c1")), AIMessage("09 is degraded")]),
+        [get_health], middleware=[RipplMiddleware(rippl, tool_settings=settings)],
+        checkpointer=saver)
+    model = ScriptedChatModel(script=[
+        calls(tool_call("get_health", {"shard": "09"}, "h1")),
+        calls(tool_call("migrate", {"shard": "09"}, "m1")), AIMessage("stopped")])
+
+    def agent(state: State) -> dict[str, list[Any]]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = StateGraph(State)
+    builder.add_node("agent", RunnableLambda(agent, name="agent"))
+    builder.add_node("tools", ToolNode(ops.tools()))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    app = add_preflight(builder, memory=rippl, tool_settings=settings).compile(
+        checkpointer=saver, interrupt_before=["tools"])
+    config = thread("P1")
+    app.invoke({"messages": [HumanMessage("move billing")]}, config)
+    app.invoke(None, config)  # the health read runs; the migration is decided, then paused
+    assert app.get_state(config).next == ("tools",)
+    checker.invoke({"messages": [HumanMessage("check 09")]}, thread("C1"))
+    result = app.invoke(None, config)  # resumed: judged again before it runs
+    assert ops.migrations() == []
+    [denied] = veto_texts(result["messages"])
+    assert "superseded" in denied and "shard 09: degraded" in denied and "run C1" in denied
+    assert rippl.reviews(None) == []  # stale is not false: nothing to review
