@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rippl_core._runtime import telemetry
 from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
 from rippl_core._runtime.validation import SequenceNotStr, call_key, check_id, check_ids
@@ -109,6 +110,7 @@ def observe(run: RunRef, claims: SequenceNotStr[str], *, ref: str | None, kind: 
 # ------------------------------------------------------------------------------------ deciding
 
 
+@telemetry.traced(telemetry.DECIDE)
 def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: SequenceNotStr[str] | None,
            told: SequenceNotStr[str], policy: Policy) -> Op[list[Verdict]]:
     """Record a model turn that emits `calls` and judge each call (see the module docstring)."""
@@ -198,6 +200,7 @@ def _verdict(own: ActionRow, declared: list[ActionRow] | None, call: ToolCall,
 # ------------------------------------------------------------------------------------ judging
 
 
+@telemetry.traced(telemetry.JUDGE)
 def judge(run: RunRef, call: ToolCall, *, policy: Policy) -> Op[Verdict]:
     """Re-check a call about to execute. Its captured action (by the run and the call id) and
     every declared match must allow it. A call whose arguments changed since its turn was
@@ -240,6 +243,7 @@ def _edited(run: RunRef, call: ToolCall, named: ids.Call, *, decision: str | Non
 # ------------------------------------------------------------------------------------ executing
 
 
+@telemetry.traced(telemetry.EXECUTED)
 def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool) -> Op[str]:
     """Mark a captured call executed and record its output as an observation of the run (a
     `tool_result` source for this call, and the claim "`tool(args)` returned …"), in one commit.
