@@ -375,10 +375,12 @@ def policy_attributes(policy: Policy) -> Attributes:
             POLICY_ON_ERROR: policy.on_error}
 
 
-def guard_verdict(verdict: Verdict, reason: str, exc: BaseException | None = None) -> None:
+def guard_verdict(verdict: Verdict, reason: str, exc: BaseException | None = None, *,
+                  tool: str | None = None, call_id: str | None = None) -> None:
     """A verdict an adapter gave without the graph's answer (a call it could not map, a graph it
     could not reach, a run it could not record): a `rippl.guard` span under the current one, with
-    the veto event and the error, and the metrics."""
+    the veto event and the error, and the metrics. `tool` and `call_id` name the call when the
+    verdict cannot (arguments that are not even a mapping)."""
     if not ENABLED:
         return
     meters = _meters()
@@ -386,13 +388,15 @@ def guard_verdict(verdict: Verdict, reason: str, exc: BaseException | None = Non
     if not verdict.allowed:
         meters.vetoes.add(1, {OPERATION: "rippl.guard", VETO_REASON: reason})
     call = verdict.tool_call
+    if call is None and tool is not None:
+        call = ToolCall.model_construct(name=tool, args={}, action_id=None, id=call_id)
     span = _spans().start_span(
         f"rippl.guard {call.name}" if call is not None else "rippl.guard", kind=SpanKind.INTERNAL)
     if span.is_recording():
         span.set_attributes({OPERATION: "rippl.guard", **call_attributes(call),
                              **verdict_attributes(verdict), VETO_REASON: reason})
         if not verdict.allowed:
-            span.add_event(VETO_EVENT, veto_attributes(verdict, reason))
+            span.add_event(VETO_EVENT, {**veto_attributes(verdict, reason), **call_attributes(call)})
         if exc is not None:
             span.record_exception(exc)
             span.set_attribute(ERROR_TYPE, type(exc).__name__)
@@ -483,7 +487,7 @@ def _receipt(receipt: Any) -> Outcome:
 
 
 def _wave_result(wave: Any) -> Outcome:
-    return Outcome({WAVE_SIZE: len(wave.transitions)})
+    return Outcome({WAVE_SIZE: len({t.id for t in wave.transitions})})  # nodes that changed
 
 
 def _claim(claim_id: str) -> Outcome:

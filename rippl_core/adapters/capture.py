@@ -174,7 +174,7 @@ class Capture:
         verdict = Verdict(allowed=False, target=None, tool_call=safe_call(name, args, call_id),
                           reason=f"denied (fail closed): the run {self.run_id} could not be "
                                  f"recorded or checked: {type(exc).__name__}: {exc}")
-        telemetry.guard_verdict(verdict, "unrecorded", exc)
+        telemetry.guard_verdict(verdict, "unrecorded", exc, tool=name, call_id=call_id)
         return logged(verdict, name, args)
 
     def _sync_run(self) -> Run:

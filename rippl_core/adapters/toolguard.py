@@ -146,7 +146,7 @@ def unmappable(name: str, args: Arguments, call_id: str | None, exc: Exception,
     verdict = Verdict(allowed=allowed, target=None, tool_call=safe_call(name, args, call_id), reason=(
         f"{_outcome(allowed, 'unknown')}: the call to {name} could not be mapped to an action of "
         f"the premise graph: {type(exc).__name__}: {exc}"))
-    telemetry.guard_verdict(verdict, "unmappable", exc)
+    telemetry.guard_verdict(verdict, "unmappable", exc, tool=name, call_id=call_id)
     return verdict
 
 
