@@ -162,6 +162,29 @@ class _Instruments:
 
 
 _instruments: _Instruments | None = None
+_parents: list[Callable[[], object | None]] = []
+
+
+def parent_source(find: Callable[[], object | None]) -> None:
+    """Register where a framework keeps its current span when its tracing does not make it the
+    OpenTelemetry context's current span (OpenInference's LangChain tracer keeps it by LangChain
+    run, on purpose). `find` returns that span or None; it is asked only when no span is current."""
+    if find not in _parents:
+        _parents.append(find)
+
+
+def _parent() -> Context | None:
+    """The context to start a span in: the current one, else a registered framework's span."""
+    if not _parents or trace.get_current_span().get_span_context().is_valid:
+        return None
+    for find in _parents:
+        try:
+            span = find()
+        except Exception:  # a framework's lookup never breaks a verdict
+            continue
+        if isinstance(span, trace.Span) and span.get_span_context().is_valid:
+            return trace.set_span_in_context(span)
+    return None
 _tracer: Any = None  # the API's proxy tracer: it follows the provider the application sets
 
 
@@ -188,7 +211,7 @@ def _traced[T](spec: Spec[..., T], gen: Op[T], args: tuple[Any, ...],
     operation = name
     span = _spans().start_span(
         f"{name} {attributes[TOOL_NAME]}" if TOOL_NAME in attributes else name,
-        kind=SpanKind.INTERNAL)
+        context=_parent(), kind=SpanKind.INTERNAL)
     recording = span.is_recording()
     if recording:
         where = yield GraphName()
@@ -391,7 +414,8 @@ def guard_verdict(verdict: Verdict, reason: str, exc: BaseException | None = Non
     if call is None and tool is not None:
         call = ToolCall.model_construct(name=tool, args={}, action_id=None, id=call_id)
     span = _spans().start_span(
-        f"rippl.guard {call.name}" if call is not None else "rippl.guard", kind=SpanKind.INTERNAL)
+        f"rippl.guard {call.name}" if call is not None else "rippl.guard", context=_parent(),
+        kind=SpanKind.INTERNAL)
     if span.is_recording():
         span.set_attributes({OPERATION: "rippl.guard", **call_attributes(call),
                              **verdict_attributes(verdict), VETO_REASON: reason})

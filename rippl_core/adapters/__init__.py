@@ -20,12 +20,15 @@ Modules: `toolguard` (mapping and fail-closed verdicts), `guard` (bound to a gra
   `Query` and `Commit` (the same protocol as the core's).
 - **Capture**: `Capture` records one run of a framework's agent (its turns, calls, executions)
   and judges its calls, failing closed.
+- **Tracing**: `parent_source` registers where a framework's tracing keeps its current span when
+  it does not make it OpenTelemetry's current span, so that Rippl's spans nest under it.
 - Input helpers the adapters validate with: `check_id`, `check_text`, `normalise_text`,
   `semantic_id`, `to_ms`, `from_ms`, `now_ms`.
 """
 
 from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.schema import Index, Schema
+from rippl_core._runtime.telemetry import parent_source
 from rippl_core._runtime.timeutil import from_ms, now_ms, to_ms
 from rippl_core._runtime.validation import check_id, check_text, normalise_text, semantic_id
 from rippl_core._runtime.wire import Query
@@ -91,6 +94,7 @@ __all__ = [
     "from_ms",
     "normalise_text",
     "now_ms",
+    "parent_source",
     "rank",
     "require_handle",
     "run_calls",
