@@ -215,6 +215,7 @@ class SyncDriver:
         step = _Step(gen)
         while not step.done:
             request = step.value
+            reply: Any
             try:
                 with translated_errors(self.location):
                     if isinstance(request, Commit) and pipe is None:
@@ -307,6 +308,7 @@ class AsyncDriver:
         step = _Step(gen)
         while not step.done:
             request = step.value
+            reply: Any
             try:
                 with translated_errors(self.location):
                     if isinstance(request, Commit) and pipe is None:

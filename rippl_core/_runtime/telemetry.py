@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from rippl_core._runtime.op import Commit, GraphName, Op
 from rippl_core.errors import DatabaseError
-from rippl_core.models import Policy, ToolCall, Verdict
+from rippl_core.models import Policy, Receipt, ReviewItem, ToolCall, Verdict, Wave
 from rippl_core.vocabulary import State
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
-    from opentelemetry.trace import Span
+    from opentelemetry.trace import Span, Tracer
 
 try:
     from opentelemetry import context as otel_context
@@ -185,10 +185,10 @@ def _parent() -> Context | None:
         if isinstance(span, trace.Span) and span.get_span_context().is_valid:
             return trace.set_span_in_context(span)
     return None
-_tracer: Any = None  # the API's proxy tracer: it follows the provider the application sets
+_tracer: Tracer | None = None  # the API's proxy tracer: it follows the provider the application sets
 
 
-def _spans() -> Any:
+def _spans() -> Tracer:
     global _tracer
     if _tracer is None:
         _tracer = trace.get_tracer(SCOPE, VERSION)
@@ -501,16 +501,16 @@ def _retraction_start(node_id: str, *args: Any, **kwargs: Any) -> tuple[str, Att
     return name, {CLAIM: str(node_id), ACTOR: str(kwargs.get("by"))}
 
 
-def _review_item(item: Any) -> Outcome:
+def _review_item(item: ReviewItem) -> Outcome:
     return Outcome({REVIEW: str(item.id), AT_RISK: len(item.at_risk)})
 
 
-def _receipt(receipt: Any) -> Outcome:
+def _receipt(receipt: Receipt) -> Outcome:
     return Outcome({RECEIPT: str(receipt.id), RECEIPT_SEQ: int(receipt.seq), CLAIM: str(receipt.claim),
                     RECEIPT_SIGNED: receipt.signature is not None})
 
 
-def _wave_result(wave: Any) -> Outcome:
+def _wave_result(wave: Wave) -> Outcome:
     return Outcome({WAVE_SIZE: len({t.id for t in wave.transitions})})  # nodes that changed
 
 
@@ -525,6 +525,6 @@ def _verdicts(verdicts: Sequence[Verdict]) -> Outcome:
 DECIDE: Final[Spec[..., list[Verdict]]] = Spec(_decide_start, _verdicts)
 JUDGE: Final[Spec[..., Verdict]] = Spec(_judge_start, _one)
 EXECUTED: Final[Spec[..., str]] = Spec(_executed_start, _claim)
-PROPOSE: Final[Spec[..., Any]] = Spec(_propose_start, _review_item)
-DECIDE_REVIEW: Final[Spec[..., Any]] = Spec(_decide_review_start, _receipt)
-RETRACTION: Final[Spec[..., Any]] = Spec(_retraction_start, _wave_result)
+PROPOSE: Final[Spec[..., ReviewItem]] = Spec(_propose_start, _review_item)
+DECIDE_REVIEW: Final[Spec[..., Receipt]] = Spec(_decide_review_start, _receipt)
+RETRACTION: Final[Spec[..., Wave]] = Spec(_retraction_start, _wave_result)
