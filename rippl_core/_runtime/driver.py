@@ -27,7 +27,7 @@ import redis.asyncio
 
 from rippl_core._runtime.connection import Location
 from rippl_core._runtime.keys import Keys
-from rippl_core._runtime.op import Batch, Command, Commit, Op
+from rippl_core._runtime.op import Batch, Command, Commit, GraphName, Op
 from rippl_core._runtime.wire import Query, parse
 from rippl_core.errors import (
     ConflictError,
@@ -215,6 +215,7 @@ class SyncDriver:
         step = _Step(gen)
         while not step.done:
             request = step.value
+            reply: Any
             try:
                 with translated_errors(self.location):
                     if isinstance(request, Commit) and pipe is None:
@@ -224,6 +225,8 @@ class SyncDriver:
                         read, command = self.query, self.command  # the transaction is over
                     elif isinstance(request, Command):
                         reply = command(request)
+                    elif isinstance(request, GraphName):
+                        reply = self.keys.name
                     else:
                         reply = read(request)
             except RipplError as exc:
@@ -305,6 +308,7 @@ class AsyncDriver:
         step = _Step(gen)
         while not step.done:
             request = step.value
+            reply: Any
             try:
                 with translated_errors(self.location):
                     if isinstance(request, Commit) and pipe is None:
@@ -314,6 +318,8 @@ class AsyncDriver:
                         read, command = self.query, self.command  # the transaction is over
                     elif isinstance(request, Command):
                         reply = await command(request)
+                    elif isinstance(request, GraphName):
+                        reply = self.keys.name
                     else:
                         reply = await read(request)
             except RipplError as exc:

@@ -3,7 +3,8 @@
 An operation is a generator. It yields a `Query` to read (and receives its rows), a `Batch` of
 queries to read in one round trip (and receives the rows of each), a `Commit` to write (and
 receives the rows of each of its queries), or a `Command` for a plain key (and receives the
-reply). The sync and async drivers run the same generators; a write operation is re-run from the
+reply), or `GraphName()` (the graph it runs on, answered without I/O: telemetry names it).
+The sync and async drivers run the same generators; a write operation is re-run from the
 start if another writer committed in between (optimistic concurrency), and its `Commit` is
 applied atomically (MULTI/EXEC). A database error is raised inside the operation at the `yield`
 that caused it, so an operation may handle it (e.g. an index that another process just created).
@@ -54,3 +55,8 @@ class Command:
 
     def __init__(self, *args: Any) -> None:
         object.__setattr__(self, "args", args)
+
+
+@dataclass(frozen=True)
+class GraphName:
+    """Which graph the operation runs on (the driver answers without I/O; telemetry asks)."""

@@ -23,6 +23,8 @@ Modules: `toolguard` (mapping and fail-closed verdicts), `guard` (bound to a gra
 - **Per-tool settings**: `ToolSettings` (in `rippl_core`) given per tool name to a guard
   (`tools=`), or read from a tool's own metadata under `METADATA_KEY` ("rippl") with
   `ToolGuard.learn`.
+- **Tracing**: `parent_source` registers where a framework's tracing keeps its current span when
+  it does not make it OpenTelemetry's current span, so that Rippl's spans nest under it.
 - Input helpers the adapters validate with: `check_id`, `check_text`, `normalise_text`,
   `semantic_id`, `to_ms`, `from_ms`, `now_ms`; `text_ref`, the ref of a message known only by its
   text (frameworks that give messages no ids).
@@ -30,6 +32,7 @@ Modules: `toolguard` (mapping and fail-closed verdicts), `guard` (bound to a gra
 
 from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.schema import Index, Schema
+from rippl_core._runtime.telemetry import parent_source
 from rippl_core._runtime.timeutil import from_ms, now_ms, to_ms
 from rippl_core._runtime.validation import check_id, check_text, normalise_text, semantic_id
 from rippl_core._runtime.wire import Query
@@ -101,6 +104,7 @@ __all__ = [
     "from_ms",
     "normalise_text",
     "now_ms",
+    "parent_source",
     "rank",
     "require_handle",
     "run_calls",

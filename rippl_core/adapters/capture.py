@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rippl_core._runtime import telemetry
 from rippl_core._runtime.validation import SequenceNotStr, check_id
 from rippl_core.adapters.guard import Guard
 from rippl_core.adapters.handles import Call, Calls, arun_calls, run_calls
@@ -204,9 +205,11 @@ class Capture:
         """A call denied because the run could not be recorded or checked (every call, guarded
         or not: what is not on record cannot be protected later)."""
         name, args, call_id = call
-        return logged(Verdict(allowed=False, target=None, tool_call=safe_call(name, args, call_id),
-                              reason=f"denied (fail closed): the run {self.run_id} could not be "
-                                     f"recorded or checked: {type(exc).__name__}: {exc}"), name, args)
+        verdict = Verdict(allowed=False, target=None, tool_call=safe_call(name, args, call_id),
+                          reason=f"denied (fail closed): the run {self.run_id} could not be "
+                                 f"recorded or checked: {type(exc).__name__}: {exc}")
+        telemetry.guard_verdict(verdict, "unrecorded", exc, tool=name, call_id=call_id)
+        return logged(verdict, name, args)
 
     def _sync_run(self) -> Run:
         handle = self.guard.source

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from rippl_core._runtime import telemetry
 from rippl_core._runtime.validation import CollectionNotStr, plain_errors
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import Policy, RepeatScope, ToolCall, ToolSettings, Verdict
@@ -189,9 +190,11 @@ def unmappable(name: str, args: Arguments, call_id: str | None, exc: Exception,
                policy: Policy) -> Verdict:
     """The verdict on a call that cannot be mapped to an action (policy `unknown`)."""
     allowed = policy.unknown == "allow"
-    return Verdict(allowed=allowed, target=None, tool_call=safe_call(name, args, call_id), reason=(
+    verdict = Verdict(allowed=allowed, target=None, tool_call=safe_call(name, args, call_id), reason=(
         f"{_outcome(allowed, 'unknown')}: the call to {name} could not be mapped to an action of "
         f"the premise graph: {type(exc).__name__}: {exc}"))
+    telemetry.guard_verdict(verdict, "unmappable", exc, tool=name, call_id=call_id)
+    return verdict
 
 
 def unanswered(call: ToolCall, exc: Exception, policy: Policy) -> Verdict:
@@ -199,9 +202,11 @@ def unanswered(call: ToolCall, exc: Exception, policy: Policy) -> Verdict:
     if isinstance(exc, InvalidInputError):
         return unmappable(call.name, call.args, call.id, exc, policy)
     allowed = policy.on_error == "allow"
-    return Verdict(allowed=allowed, target=None, tool_call=call, reason=(
+    verdict = Verdict(allowed=allowed, target=None, tool_call=call, reason=(
         f"{_outcome(allowed, 'on_error')}: the premise graph could not be checked for {call.name}: "
         f"{type(exc).__name__}: {exc}"))
+    telemetry.guard_verdict(verdict, "error", exc)
+    return verdict
 
 
 def _mapped(name: str, values: dict[str, Any], call_id: str | None, found: object) -> ToolCall:

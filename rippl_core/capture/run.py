@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from rippl_core._runtime import telemetry
 from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
 from rippl_core._runtime.validation import (
@@ -134,6 +135,7 @@ def observe(run: RunRef, claims: SequenceNotStr[str], *, ref: str | None, kind: 
 # ------------------------------------------------------------------------------------ deciding
 
 
+@telemetry.traced(telemetry.DECIDE)
 def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: SequenceNotStr[str] | None,
            told: SequenceNotStr[str], policy: Policy, repeat_scope: RepeatScopes = "args",
            inputs: SequenceNotStr[str] = ()) -> Op[list[Verdict]]:
@@ -341,6 +343,7 @@ def _repeat_reason(verdict: Verdict, own: Own) -> str:
 # ------------------------------------------------------------------------------------ judging
 
 
+@telemetry.traced(telemetry.JUDGE)
 def judge(run: RunRef, call: ToolCall, *, policy: Policy,
           repeat_scope: RepeatScopes = "args") -> Op[Verdict]:
     """Re-check a call about to execute. Its captured action (by the run and the call id) and
@@ -390,6 +393,7 @@ def _edited(run: RunRef, call: ToolCall, named: ids.Call, *, decision: str | Non
 # ------------------------------------------------------------------------------------ executing
 
 
+@telemetry.traced(telemetry.EXECUTED)
 def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
              fresh_for: float | None = None, reads: bool | None = None) -> Op[str]:
     """Mark a captured call executed and record its output as an observation of the run (a

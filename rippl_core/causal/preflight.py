@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from rippl_core._runtime import telemetry
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.timeutil import now_ms
 from rippl_core._runtime.validation import call_key, canonical_args, check_id
@@ -54,6 +55,8 @@ def resolve(call: ToolCall) -> Op[str | list[str] | None]:
     return ids[0] if len(ids) == 1 else ids or None
 
 
+@telemetry.traced(telemetry.check_spec(lambda target, exc, policy: error_verdict(target, exc,
+                                                                               policy)))
 def check(target: str | ToolCall, policy: Policy) -> Op[Verdict]:
     """Allow or deny `target` (an action or decision id, or a tool call), failing closed.
 

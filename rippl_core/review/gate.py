@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from rippl_core._runtime import telemetry
 from rippl_core._runtime.op import Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, now_ms, to_ms
 from rippl_core._runtime.validation import canonical_args, check_actor, check_id, check_text, repeat_key
@@ -86,6 +87,7 @@ def set_retracted(claim_id: str, *, retracted: bool, reason: str, by: str, at: i
     return wave_of(claim_id, commit, at)
 
 
+@telemetry.traced(telemetry.PROPOSE)
 def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: int) -> Op[ReviewItem]:
     """Put a claim and everything that would lose support AT_RISK until a human decides."""
     claim_id, props = yield from _retractable(claim_id)
@@ -109,6 +111,7 @@ def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: i
     return review_model(item)
 
 
+@telemetry.traced(telemetry.DECIDE_REVIEW)
 def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int,
            signing_key: SigningKey | None, distinct_approver: bool) -> Op[Receipt]:
     """Approve (commit the wave) or reject (withdraw it) a pending review."""
@@ -293,6 +296,7 @@ def verify(public_keys: Mapping[str, Any] | None) -> Op[ReceiptCheck]:
     return check
 
 
+@telemetry.traced(telemetry.RETRACTION)
 def retraction(node_id: str, *, retracted: bool, reason: str, by: str, at: TimeLike | None,
                signing_key: SigningKey | None = None) -> Op[Wave]:
     now = now_ms()

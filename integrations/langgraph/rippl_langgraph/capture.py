@@ -34,6 +34,7 @@ middleware; each operation is a generator of steps run by a sync or an async dri
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 import uuid
 from collections import OrderedDict
@@ -47,7 +48,16 @@ from langgraph.config import get_config
 from langgraph.types import Command
 
 from rippl_core import InvalidInputError, Policy, ToolCall, Verdict
-from rippl_core.adapters import Call, Capture, FrameworkCall, check_id, run_calls, sync_handle, text_ref
+from rippl_core.adapters import (
+    Call,
+    Capture,
+    FrameworkCall,
+    check_id,
+    parent_source,
+    run_calls,
+    sync_handle,
+    text_ref,
+)
 from rippl_langgraph.guard import Guard
 
 NS_SEP, NS_END = "|", ":"  # LangGraph's checkpoint namespace separators
@@ -95,6 +105,20 @@ def current_config() -> RunnableConfig | None:
         return get_config()
     except RuntimeError:
         return None
+
+
+def openinference_span() -> object | None:
+    """The span of the LangChain run in progress, when OpenInference's LangChain instrumentation
+    traces it (it keeps its spans by run rather than making them current): Rippl's spans nest
+    under it. Imports nothing; None without that instrumentation."""
+    module = sys.modules.get("openinference.instrumentation.langchain")
+    if module is None or not module.LangChainInstrumentor().is_instrumented_by_opentelemetry:
+        return None
+    span: object | None = module.get_current_span()
+    return span
+
+
+parent_source(openinference_span)
 
 
 # ------------------------------------------------------------------------------------ turns
