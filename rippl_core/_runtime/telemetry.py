@@ -207,7 +207,10 @@ def _meters() -> _Instruments:
 def _traced[T](spec: Spec[..., T], gen: Op[T], args: tuple[Any, ...],
                kwargs: dict[str, Any]) -> Op[T]:
     began = time.perf_counter()
-    name, attributes = spec.start(*args, **kwargs)
+    try:
+        name, attributes = spec.start(*args, **kwargs)
+    except Exception:  # arguments the operation itself refuses (with the error that says why)
+        name, attributes = "rippl", {}
     operation = name
     span = _spans().start_span(
         f"{name} {attributes[TOOL_NAME]}" if TOOL_NAME in attributes else name,

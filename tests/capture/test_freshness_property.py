@@ -36,10 +36,11 @@ class Reading:
 
 
 def valid_until(reading: Reading, readings: list[Reading]) -> float:
-    """Where a reading's validity ends: its freshness, or the first later differing reading."""
+    """Where a reading's validity ends: its freshness, or the first later differing reading (later
+    in the order they were recorded: two readings may share a millisecond)."""
     end = float("inf") if reading.fresh_for is None else reading.at + reading.fresh_for * 1000
-    later = [r.at for r in readings if r.shard == reading.shard and r.output != reading.output
-             and r.at >= reading.at and r is not reading]
+    after = readings[readings.index(reading) + 1:]
+    later = [r.at for r in after if r.shard == reading.shard and r.output != reading.output]
     return min(end, *later) if later else end
 
 
