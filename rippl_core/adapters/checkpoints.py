@@ -520,10 +520,19 @@ _WITH_HEAD = f" OPTIONAL MATCH (h:{HEAD} {{key: c.head_key}})"
 
 
 def read_latest(hkey: str) -> Query:
-    """The newest checkpoint of a (thread, namespace) through its head: one row whose checkpoint
-    is null when the head names a checkpoint that is missing; no row without a head."""
-    return Query(f"MATCH (h:{HEAD} {{key: $hk}}) WITH h OPTIONAL MATCH (c:{CHECKPOINT} "
+    """The newest checkpoint of a (thread, namespace) through its head (no row without a head,
+    or when the head names a checkpoint that is missing: `head_and_any` tells which)."""
+    return Query(f"MATCH (h:{HEAD} {{key: $hk}}) WITH h MATCH (c:{CHECKPOINT} "
                  "{key: h.latest_key})" + _ROW, {"hk": hkey}, read_only=True)
+
+
+def head_and_any(hkey: str, tkey: str, checkpoint_ns: str) -> Query:
+    """When `read_latest` found nothing: the newest id the head names (null without a head), and
+    whether the (thread, namespace) holds any checkpoint."""
+    return Query(f"OPTIONAL MATCH (h:{HEAD} {{key: $hk}}) WITH h "
+                 f"OPTIONAL MATCH (c:{CHECKPOINT} {{thread_key: $tk}}) WHERE c.checkpoint_ns = $ns "
+                 "RETURN h.latest_id, count(c)", {"hk": hkey, "tk": tkey, "ns": checkpoint_ns},
+                 read_only=True)
 
 
 def read_by_keys(keys: Sequence[str]) -> Query:
@@ -535,13 +544,6 @@ def read_by_keys(keys: Sequence[str]) -> Query:
 def rows_after(match: str, params: Mapping[str, Any]) -> Query:
     """Checkpoints bound to `c` by `match` (a MATCH ... WITH c ... fragment), with their heads."""
     return Query(match + _WITH_HEAD + _ROW, params, read_only=True)
-
-
-def any_checkpoint(tkey: str, checkpoint_ns: str) -> Query:
-    """Whether a (thread, namespace) holds any checkpoint (asked when it has no head)."""
-    return Query(f"MATCH (c:{CHECKPOINT} {{thread_key: $tk}}) WHERE c.checkpoint_ns = $ns "
-                 "RETURN c.checkpoint_id LIMIT 1", {"tk": tkey, "ns": checkpoint_ns},
-                 read_only=True)
 
 
 def read_heads(after: str | None = None, limit: int = 1000) -> Query:

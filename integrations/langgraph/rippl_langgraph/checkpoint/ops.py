@@ -429,22 +429,24 @@ class CheckpointOps:
         if checkpoint_id is not None:
             rows = yield chain.read_by_keys([key(thread_id, ns, checkpoint_id)])
             return self._tuple(rows[0]) if rows else None
-        rows = yield chain.read_latest(head_key(thread_id, ns))
-        if not rows:
+        hkey = head_key(thread_id, ns)
+        rows = yield chain.read_latest(hkey)
+        if rows:
+            return self._tuple(rows[0], latest=True)
+        # no checkpoint through the head: a new thread, or one whose newest checkpoint is gone
+        ((latest_id, count),) = yield chain.head_and_any(hkey, thread_key(thread_id), ns)
+        if latest_id is not None:
+            problems = [f"its head names checkpoint {latest_id} as the newest, and it is missing: "
+                        "the newest checkpoints were deleted outside Rippl"]
+        elif count:
+            problems = ["it holds checkpoints but its head is missing (deleted outside Rippl)"]
+        else:
             problems = chain.anchor_problems(self.policy, None, thread_id=thread_id,
                                              checkpoint_ns=ns)
-            if not problems and (yield chain.any_checkpoint(thread_key(thread_id), ns)):
-                problems = ["it holds checkpoints but its head is missing (deleted outside Rippl)"]
-            if problems:
-                raise chain.integrity_error(None, problems, thread_id=thread_id, checkpoint_ns=ns)
-            return None
-        if rows[0][8] is None:
-            head = rows[0][22]
-            raise chain.integrity_error(None, [
-                f"its head names checkpoint {head[0]} as the newest, and it is missing: the newest "
-                "checkpoints were deleted outside Rippl"], thread_id=thread_id, checkpoint_ns=ns,
-                checkpoint_id=head[0])
-        return self._tuple(rows[0], latest=True)
+        if problems:
+            raise chain.integrity_error(None, problems, thread_id=thread_id, checkpoint_ns=ns,
+                                        checkpoint_id=latest_id)
+        return None
 
     def page(self, *, thread_id: str | None, checkpoint_ns: str | None = None,
              checkpoint_id: str | None = None, before: str | None = None,
