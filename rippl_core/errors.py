@@ -71,7 +71,8 @@ class CheckpointIntegrityError(RipplError):
         self.thread_id, self.checkpoint_ns, self.checkpoint_id = thread_id, checkpoint_ns, checkpoint_id
         self.problems = problems
         where = f"thread {thread_id!r}" + (f", namespace {checkpoint_ns!r}" if checkpoint_ns else "")
-        what = f"checkpoint {checkpoint_id} of {where}" if checkpoint_id else f"the newest checkpoint of {where}"
+        what = (f"checkpoint {checkpoint_id} of {where}" if checkpoint_id
+                else f"the newest checkpoint of {where}")
         why = "; ".join(problems)
         message = (f"{what} failed verification, so it is not served: {why}. Do not resume from it: "
                    "find every problem of the thread with verify_checkpoints(handle, thread_id=...), "

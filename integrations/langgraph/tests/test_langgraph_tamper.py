@@ -232,7 +232,7 @@ def test_the_newest_checkpoints_deleted_with_the_head_left(saver: FalkorDBSaver,
     newest = stored[-1]["configurable"]["checkpoint_id"]
     cypher(saver, rippl, f"MATCH (c:{queries.CHECKPOINT} {{key: $k}}) DELETE c",
            k=key("t", "", newest))
-    with pytest.raises(CheckpointIntegrityError, match="its head names checkpoint .* missing"):
+    with pytest.raises(CheckpointIntegrityError, match=r"its head names checkpoint .* missing"):
         saver.get_tuple(latest("t"))
     assert any(p.checkpoint_id == newest for p in saver.verify("t").problems)
 
@@ -444,3 +444,41 @@ def test_a_store_written_before_the_chain_is_sealed_once_and_reported(saver: Fal
            k=key("old", "", stored[0]["configurable"]["checkpoint_id"]))
     assert any(p.checkpoint_id == stored[0]["configurable"]["checkpoint_id"]
                for p in FalkorDBSaver(rippl).verify().problems)
+
+
+# ---------------------------------------------------------------------------------- the CLI
+
+
+def test_rippl_checkpoints_verify(tmp_path: Path) -> None:
+    """`rippl checkpoints verify [--thread]` checks the store without LangGraph: exit 0 when it
+    verifies, 1 naming the thread, the checkpoint and the problem when it does not."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from rippl_core.cli import app
+
+    db = tmp_path / "rippl.db"
+    runner = CliRunner()
+
+    def run(*args: str) -> Any:
+        return runner.invoke(app, ["--db", str(db), "--graph", "ops", "checkpoints", *args])
+
+    with FalkorDBSaver(path=db, graph="ops") as saver:
+        stored = seed(saver, "t1", 3)
+        seed(saver, "t2", 2)
+        ok = run("verify")
+        assert ok.exit_code == 0 and "5 checkpoints of 2 threads verify" in ok.output, ok.output
+        digest = run("heads-digest")
+        assert digest.exit_code == 0 and digest.output.strip() == saver.heads_digest()
+        target = stored[1]["configurable"]["checkpoint_id"]
+        cypher(saver, saver.memory, f"MATCH (c:{queries.CHECKPOINT} {{key: $k}}) SET c.meta = 'x'",
+               k=key("t1", "", target))
+        broken = run("verify")
+        assert broken.exit_code == 1 and "'t1'" in broken.output and target in broken.output
+        assert "does not match its digest" in broken.output
+        assert run("verify", "--thread", "t2").exit_code == 0
+        as_json = json.loads(run("verify", "--thread", "t1", "--format", "json").output)
+        assert as_json["ok"] is False and as_json["problems"][0]["checkpoint_id"] == target
+        rolled = run("verify", "--heads-digest", "0" * 64)
+        assert rolled.exit_code == 1 and "every head differs" in rolled.output

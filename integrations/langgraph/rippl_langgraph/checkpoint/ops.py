@@ -38,7 +38,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from rippl_core import ConflictError, InvalidInputError
-from rippl_core.adapters import Batch, ChainPolicy, Commit, Head, Op, Query, now_ms
+from rippl_core.adapters import Batch, ChainPolicy, Commit, Head, Op, now_ms
 from rippl_core.adapters import checkpoints as chain
 from rippl_langgraph.checkpoint import queries
 
