@@ -341,7 +341,7 @@ class StoredCheckpoint:
             None if write_set is None else (list(write_set[0] or ()), write_set[1], write_set[2],
                                             write_set[3]),
             None if parent is None else (parent[0],),
-            None if head is None else tuple(head),  # type: ignore[arg-type]
+            None if head is None else (head[0], head[1], head[2], head[3], head[4]),
         )
 
     def blob_digest_of(self, blob_key: str) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -47,7 +47,10 @@ PAGE = 64  # checkpoints fetched per round trip when listing
 
 _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True,
                                    allow_nan=False)
-key, thread_key, head_key, head_key_of = chain.key, chain.thread_key, chain.head_key, chain.head_key_of
+key: Callable[..., str] = chain.key
+thread_key: Callable[[str], str] = chain.thread_key
+head_key: Callable[[str, str], str] = chain.head_key
+head_key_of: Callable[[str, str], str] = chain.head_key_of
 
 
 def _canonical(value: Any) -> str | None:
@@ -125,6 +128,10 @@ class Page:
 class CheckpointOps:
     """The checkpointer's logic over a serde, a chain policy (keys, anchor) and a digest cache;
     the savers run these generators."""
+
+    serde: SerializerProtocol
+    policy: ChainPolicy
+    cache: chain.DigestCache
 
     def __init__(self, serde: SerializerProtocol, policy: ChainPolicy | None = None,
                  cache: chain.DigestCache | None = None) -> None:

@@ -27,7 +27,7 @@ caller strings.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rippl_core.adapters import Query
@@ -37,7 +37,8 @@ CHECKPOINT, BLOB, WRITE, WRITES, HEAD = (chain.CHECKPOINT, chain.BLOB, chain.WRI
                                          chain.HEAD)
 LABELS = chain.LABELS
 SCHEMA = chain.SCHEMA
-read_latest, read_by_keys = chain.read_latest, chain.read_by_keys
+read_latest: Callable[[str], Query] = chain.read_latest
+read_by_keys: Callable[[Sequence[str]], Query] = chain.read_by_keys
 
 
 def put_checkpoint(key: str, props: Mapping[str, Any], blobs: Sequence[Mapping[str, Any]],

@@ -110,6 +110,7 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     """
 
     graph: str
+    policy: ChainPolicy
 
     def __init__(self, memory: Rippl | None = None, *, path: str | os.PathLike[str] | None = None,
                  url: str | None = None, graph: str = "rippl",
@@ -323,6 +324,7 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     """
 
     graph: str
+    policy: ChainPolicy
 
     def __init__(self, memory: AsyncRippl, *, serde: SerializerProtocol | None = None,
                  signing_key: SigningKey | None = None,
