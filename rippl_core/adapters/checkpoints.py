@@ -135,6 +135,49 @@ def base_mark(digest: str) -> str:
     return _digest("base", digest)
 
 
+def pack_seal(digest: str, pdigest: str, blob_digests: Sequence[str], chained: bool,
+              signed: Mapping[str, str]) -> str:
+    """A checkpoint's `seal` property: its digest and what the digest was computed with (its
+    parent's digest, its blobs' digests, whether it was chained when written) and its signature,
+    in one string (a read returns one property instead of six)."""
+    return _JSON.encode([digest, pdigest, list(blob_digests), chained, signed.get("sig"),
+                         signed.get("pub")])
+
+
+def unpack_seal(seal: str | None) -> tuple[str, str, list[str], bool, str | None, str | None] | None:
+    """The fields of a `seal` property (None if absent or not a seal)."""
+    if seal is None:
+        return None
+    try:
+        digest, pdigest, bd, chained, sig, pub = json.loads(seal)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(digest, str) or not isinstance(bd, list):
+        return None
+    return digest, str(pdigest), [str(b) for b in bd], chained is not False, sig, pub
+
+
+def seal_digest(seal: str | None) -> str | None:
+    """The digest in a checkpoint's (or a head's) `seal` property."""
+    if seal is None:
+        return None
+    try:
+        found = json.loads(seal)
+    except (TypeError, ValueError):
+        return None
+    return found[0] if isinstance(found, list) and found and isinstance(found[0], str) else None
+
+
+def pack_head(digest: str, signed: Mapping[str, str]) -> str:
+    """A head's `seal` property: its newest checkpoint's digest and the head's signature."""
+    return _JSON.encode([digest, signed.get("sig"), signed.get("pub")])
+
+
+def pack_writes(manifest: Sequence[str], seal: str, signed: Mapping[str, str]) -> str:
+    """A write set's `chain` property: the manifest, its seal and the seal's signature."""
+    return _JSON.encode([list(manifest), seal, signed.get("sig"), signed.get("pub")])
+
+
 # ------------------------------------------------------------------------------- signatures
 
 
@@ -324,33 +367,44 @@ class StoredCheckpoint:
     blobs: dict[str, tuple[str, Any, str, str | None]]  # key -> (channel, version, type, data)
     writes: list[tuple[str, str, int, str, str, str | None, str]]  # key, task, idx, channel...
     write_set: tuple[list[str], str, str | None, str | None] | None  # manifest, seal, sig, pub
-    parent: tuple[str | None] | None  # (the parent's digest,) if the parent is stored
+    parent: tuple[str | None] | None | bool  # (its digest,) if stored; None if not; False: not read
     head: tuple[str, str, str | None, str | None, str | None] | None  # id, key, digest, sig, pub
+    _blob_digests: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, row: Sequence[Any]) -> StoredCheckpoint:
         (thread_id, ns, checkpoint_id, parent_id, type_, data, meta_type, meta, ckey, blob_keys,
-         bd, digest, pdigest, chained, sig, pub, base, base_sig, blobs, writes, write_set, parent,
-         head) = row
+         seal, base, base_sig, blobs, writes, write_set, parent, head) = row
+        sealed = unpack_seal(seal)
+        digest, pdigest, bd, chained, sig, pub = sealed if sealed is not None else \
+            (None, None, None, True, None, None)
+        ws = unpack_writes(write_set)
+        hd = None
+        if head is not None:
+            head_seal = _json_list(head[2]) or [None, None, None]
+            hd = (head[0], head[1], head_seal[0], head_seal[1], head_seal[2])
         return cls(
             thread_id, ns, checkpoint_id, parent_id, type_, data, meta_type, meta, ckey,
-            list(blob_keys or ()), None if bd is None else list(bd), digest, pdigest,
-            chained is not False, sig, pub, base, base_sig,
+            list(blob_keys or ()), bd, digest, pdigest, chained, sig, pub, base, base_sig,
             {b[0]: (b[1], b[2], b[3], b[4]) for b in blobs or () if b is not None},
             [(w[0], w[1], int(w[2]), w[3], w[4], w[5], w[6] or "") for w in writes or ()],
-            None if write_set is None else (list(write_set[0] or ()), write_set[1], write_set[2],
-                                            write_set[3]),
-            None if parent is None else (parent[0],),
-            None if head is None else (head[0], head[1], head[2], head[3], head[4]),
+            ws,
+            False if parent is False else None if parent is None else (seal_digest(parent[0]),),
+            hd,
         )
 
     def blob_digest_of(self, blob_key: str) -> str:
         """The digest of a blob as read (NO_BLOB when it is missing)."""
+        known = self._blob_digests.get(blob_key)
+        if known is not None:
+            return known
         found = self.blobs.get(blob_key)
         if found is None:
             return NO_BLOB
         channel, version, type_, data = found
-        return blob_digest(self.thread_id, self.checkpoint_ns, channel, version, type_, data)
+        digest = blob_digest(self.thread_id, self.checkpoint_ns, channel, version, type_, data)
+        self._blob_digests[blob_key] = digest
+        return digest
 
     def recomputed(self) -> str:
         """The digest of the checkpoint's stored fields (its blob digests as recorded)."""
@@ -365,6 +419,24 @@ class StoredCheckpoint:
         """The digest of each pending write as read, by its key."""
         return {w[0]: write_digest(self.thread_id, self.checkpoint_ns, self.checkpoint_id, w[1],
                                    w[2], w[3], w[4], w[5], w[6]) for w in self.writes}
+
+
+def _json_list(text: Any) -> list[Any] | None:
+    try:
+        found = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return found if isinstance(found, list) else None
+
+
+def unpack_writes(text: Any) -> tuple[list[str], str, str | None, str | None] | None:
+    """The manifest, seal and signature in a write set's `chain` property (None if absent)."""
+    if text is None:
+        return None
+    found = _json_list(text)
+    if found is None or len(found) != 4 or not isinstance(found[0], list):
+        return ([], "", None, None)  # present but not a write set: its seal cannot match
+    return [str(e) for e in found[0]], str(found[1]), found[2], found[3]
 
 
 def verify(stored: StoredCheckpoint, policy: ChainPolicy, *, latest: bool = False) -> list[str]:
@@ -406,10 +478,12 @@ def _blob_problems(stored: StoredCheckpoint) -> list[str]:
 
 
 def _parent_problems(stored: StoredCheckpoint, policy: ChainPolicy) -> list[str]:
+    if stored.parent is False:  # a read of one checkpoint: its own seal covers its parent's digest
+        return []
     if stored.parent_id is None:
         return [] if stored.pdigest in (NO_PARENT, None) else \
             ["it records a parent digest but no parent: its parent link was edited"]
-    if stored.parent is not None:
+    if isinstance(stored.parent, tuple):
         if stored.pdigest in (PARENT_NOT_STORED, stored.parent[0]):
             return []
         return [f"its parent {stored.parent_id} is not the checkpoint it was chained to (the "
@@ -458,11 +532,13 @@ def _head_problems(stored: StoredCheckpoint, policy: ChainPolicy, *, latest: boo
         problems.append(f"it is newer than the thread's head ({latest_id}): appended outside "
                         "Rippl, or the head was rolled back")
     if latest and digest is not None:
-        signed = head_digest(stored.thread_id, stored.checkpoint_ns, latest_id, digest)
-        if (why := policy.signature_problem(signed, sig, pub, "the thread's head")) is not None:
-            problems.append(why)
-        problems.extend(anchor_problems(policy, Head(stored.thread_id, stored.checkpoint_ns,
-                                                     latest_id, digest)))
+        if sig is not None or policy.trusted_keys is not None:
+            signed = head_digest(stored.thread_id, stored.checkpoint_ns, latest_id, digest)
+            if (why := policy.signature_problem(signed, sig, pub, "the thread's head")) is not None:
+                problems.append(why)
+        if policy.anchor is not None:
+            problems.extend(anchor_problems(policy, Head(stored.thread_id, stored.checkpoint_ns,
+                                                         latest_id, digest)))
     return problems
 
 
@@ -500,22 +576,23 @@ def integrity_error(stored: StoredCheckpoint | None, problems: Sequence[str], *,
 # --------------------------------------------------------------------------------- queries
 
 # For each checkpoint `c` (and its head `h`, if the match bound it): everything `verify` needs.
-# Blobs and writes are collected in subqueries; the parent, the write set and the head are
-# single indexed lookups.
-_ROW = (
-    f" OPTIONAL MATCH (p:{CHECKPOINT} {{key: c.parent_key}})"
+# Blobs and writes are collected in subqueries; the write set and the head are single indexed
+# lookups, and so is the parent, which reads of a single checkpoint leave out (`links`).
+_PARENT = f" OPTIONAL MATCH (p:{CHECKPOINT} {{key: c.parent_key}})"
+_REST = (
     f" OPTIONAL MATCH (s:{WRITES} {{key: c.key}})"
     f" CALL {{ WITH c UNWIND coalesce(c.blob_keys, []) AS k MATCH (b:{BLOB} {{key: k}})"
     " RETURN collect([b.key, b.channel, b.version, b.type, b.data]) AS blobs }"
     f" CALL {{ WITH c MATCH (w:{WRITE} {{cp_key: c.key}})"
     " RETURN collect([w.key, w.task_id, w.idx, w.channel, w.type, w.data, w.task_path]) AS writes }"
     " RETURN c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_id, c.type, c.data,"
-    " c.meta_type, c.meta, c.key, c.blob_keys, c.bd, c.digest, c.pdigest, c.chained, c.sig,"
-    " c.pub, c.base, c.base_sig, blobs, writes,"
-    " CASE WHEN s IS NULL THEN null ELSE [s.wm, s.seal, s.sig, s.pub] END,"
-    " CASE WHEN p IS NULL THEN null ELSE [p.digest] END,"
-    " CASE WHEN h IS NULL THEN null ELSE [h.latest_id, h.latest_key, h.digest, h.sig, h.pub] END"
+    " c.meta_type, c.meta, c.key, c.blob_keys, c.seal,"
 )
+_HEAD_COLUMN = " CASE WHEN h IS NULL THEN null ELSE [h.latest_id, h.latest_key, h.seal] END"
+_ROW = _PARENT + _REST + " c.base, c.base_sig, blobs, writes, s.chain," + \
+    " CASE WHEN p IS NULL THEN null ELSE [p.seal] END," + _HEAD_COLUMN
+_ROW_ALONE = _REST + " null AS base, null AS base_sig, blobs, writes, s.chain, false AS parent," + \
+    _HEAD_COLUMN
 _WITH_HEAD = f" OPTIONAL MATCH (h:{HEAD} {{key: c.head_key}})"
 
 
@@ -523,7 +600,7 @@ def read_latest(hkey: str) -> Query:
     """The newest checkpoint of a (thread, namespace) through its head (no row without a head,
     or when the head names a checkpoint that is missing: `head_and_any` tells which)."""
     return Query(f"MATCH (h:{HEAD} {{key: $hk}}) WITH h MATCH (c:{CHECKPOINT} "
-                 "{key: h.latest_key})" + _ROW, {"hk": hkey}, read_only=True)
+                 "{key: h.latest_key})" + _ROW_ALONE, {"hk": hkey}, read_only=True)
 
 
 def head_and_any(hkey: str, tkey: str, checkpoint_ns: str) -> Query:
@@ -535,10 +612,11 @@ def head_and_any(hkey: str, tkey: str, checkpoint_ns: str) -> Query:
                  read_only=True)
 
 
-def read_by_keys(keys: Sequence[str]) -> Query:
-    """Checkpoints by key (one indexed lookup each), with their heads."""
-    return Query(f"UNWIND $keys AS k MATCH (c:{CHECKPOINT} {{key: k}})" + _WITH_HEAD + _ROW,
-                 {"keys": list(keys)}, read_only=True)
+def read_by_keys(keys: Sequence[str], *, links: bool = False) -> Query:
+    """Checkpoints by key (one indexed lookup each), with their heads (and their parents'
+    digests if `links`)."""
+    return Query(f"UNWIND $keys AS k MATCH (c:{CHECKPOINT} {{key: k}})" + _WITH_HEAD
+                 + (_ROW if links else _ROW_ALONE), {"keys": list(keys)}, read_only=True)
 
 
 def rows_after(match: str, params: Mapping[str, Any]) -> Query:
@@ -550,7 +628,7 @@ def read_heads(after: str | None = None, limit: int = 1000) -> Query:
     """Every head, ordered by key, a page at a time."""
     where = " WHERE h.key > $after" if after is not None else ""
     return Query(f"MATCH (h:{HEAD}){where} RETURN h.key, h.thread_id, h.checkpoint_ns, "
-                 "h.latest_id, h.digest ORDER BY h.key LIMIT $limit",
+                 "h.latest_id, h.seal ORDER BY h.key LIMIT $limit",
                  {"after": after, "limit": limit} if after is not None else {"limit": limit},
                  read_only=True)
 
@@ -668,7 +746,7 @@ def all_heads() -> Op[list[Head]]:
     after = None
     while True:
         rows = yield read_heads(after)
-        heads.extend(Head(str(r[1]), str(r[2]), str(r[3]), str(r[4] or "")) for r in rows)
+        heads.extend(Head(str(r[1]), str(r[2]), str(r[3]), seal_digest(r[4]) or "") for r in rows)
         if len(rows) < 1000:
             return heads
         after = rows[-1][0]
@@ -699,7 +777,7 @@ def backfill() -> Op[None]:
     before now is not attested), with its blobs' digests, its pending writes' seal, and its
     head's digest. Checkpoints written afterwards chain onto them."""
     while True:
-        rows = yield Query(f"MATCH (c:{CHECKPOINT}) WHERE c.digest IS NULL "
+        rows = yield Query(f"MATCH (c:{CHECKPOINT}) WHERE c.seal IS NULL "
                            f"RETURN DISTINCT c.thread_key LIMIT {UNCHAINED_PAGE}", read_only=True)
         if not rows:
             return
@@ -715,15 +793,16 @@ def _seal_thread(tkey: str) -> Op[None]:
         f"CALL {{ WITH c MATCH (w:{WRITE} {{cp_key: c.key}}) "
         "RETURN collect([w.key, w.task_id, w.idx, w.channel, w.type, w.data, w.task_path]) AS writes } "
         "RETURN c.key, c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_id, c.type, c.data, "
-        "c.meta_type, c.meta, c.blob_keys, c.digest, blobs, writes",
+        "c.meta_type, c.meta, c.blob_keys, c.seal, blobs, writes",
         {"t": tkey}, read_only=True)
     by_key = {row[0]: row for row in nodes}
-    sealed: dict[str, str] = {k: row[10] for k, row in by_key.items() if row[10] is not None}
+    sealed: dict[str, str] = {k: d for k, row in by_key.items()
+                              if (d := seal_digest(row[10])) is not None}
     updates, write_sets = [], []
     for row in sorted(nodes, key=lambda r: (r[2], r[3])):  # ids are time-ordered: parents first
         (ckey, thread_id, ns, checkpoint_id, parent_id, type_, data, meta_type, meta, blob_keys,
-         digest, blobs, writes) = row
-        if digest is not None:
+         seal, blobs, writes) = row
+        if seal is not None:
             continue
         found = {b[0]: b for b in blobs or ()}
         bd = [blob_digest(thread_id, ns, found[k][1], found[k][2], found[k][3], found[k][4])
@@ -736,14 +815,15 @@ def _seal_thread(tkey: str) -> Op[None]:
                                 blob_digests=bd, chained=False)
         sealed[ckey] = new
         updates.append({"key": ckey, "props": {
-            "digest": new, "pdigest": pdigest, "bd": bd, "chained": False,
+            "seal": pack_seal(new, pdigest, bd, False, {}),
             "parent_key": parent_key, "head_key": head_key_of(tkey, ns)}})
         if writes:
             manifest = [f"{w[0]}:" + write_digest(thread_id, ns, checkpoint_id, w[1], int(w[2]),
                                                   w[3], w[4], w[5], w[6]) for w in writes]
             write_sets.append({"key": ckey, "props": {
-                "thread_key": tkey, "wm": manifest,
-                "seal": writes_seal(thread_id, ns, checkpoint_id, manifest)}})
+                "thread_key": tkey,
+                "chain": pack_writes(manifest, writes_seal(thread_id, ns, checkpoint_id, manifest),
+                                     {})}})
     if not updates:
         return
     heads = yield Query(f"MATCH (h:{HEAD} {{thread_key: $t}}) RETURN h.key, h.latest_key",
@@ -752,7 +832,7 @@ def _seal_thread(tkey: str) -> Op[None]:
     for hkey, latest_key in heads:
         if latest_key in by_key and latest_key in sealed:
             head_rows.append({"key": hkey, "props": {"thread_id": by_key[latest_key][1],
-                                                      "digest": sealed[latest_key]}})
+                                                      "seal": pack_head(sealed[latest_key], {})}})
     queries = [Query(f"UNWIND $rows AS r MATCH (c:{CHECKPOINT} {{key: r.key}}) SET c += r.props",
                      {"rows": chunk}) for chunk in _chunks(updates)]
     queries += [Query(f"UNWIND $rows AS r MERGE (s:{WRITES} {{key: r.key}}) SET s += r.props",

@@ -8,6 +8,7 @@ checkpoint. agmi's at-rest attacks run against the embedded store (`agmi_falkord
 from __future__ import annotations
 
 import base64
+import json
 import operator
 import uuid
 from pathlib import Path
@@ -189,18 +190,28 @@ def test_an_untouched_store_verifies_and_serves(saver: FalkorDBSaver, rippl: Rip
     assert report.ok and report.checkpoints == 4 and report.threads == 1 and not report.problems
 
 
-# Each edit of one stored field of the middle checkpoint, as an attacker would make it, and the
-# words of the problem it must be refused with.
+def _in_seal(index: int, value: Any) -> Any:
+    """An edit of one field kept in a checkpoint's seal (digest, parent digest, blob digests,
+    chained)."""
+    def edit(seal: str) -> str:
+        import json
+        fields = json.loads(seal)
+        fields[index] = value
+        return json.dumps(fields)
+    return edit
+
+
+# Each edit of one stored field of a checkpoint, as an attacker would make it.
 EDITS = {
-    "data": ("content, metadata, parent link", lambda v: v[:-4] + "AAA="),
-    "meta": ("content, metadata, parent link", lambda v: v[:-4] + "AAA="),
-    "type": ("content, metadata, parent link", lambda v: "json"),
-    "parent_id": ("content, metadata, parent link", lambda v: v[:-1] + "0"),
-    "blob_keys": ("content, metadata, parent link", lambda v: [key("x")]),
-    "bd": ("content, metadata, parent link", lambda v: ["0" * 64]),
-    "digest": ("content, metadata, parent link", lambda v: "0" * 64),
-    "pdigest": ("content, metadata, parent link", lambda v: "0" * 64),
-    "chained": ("content, metadata, parent link", lambda v: False),
+    "data": ("data", lambda v: v[:-4] + "AAA="),
+    "meta": ("meta", lambda v: v[:-4] + "AAA="),
+    "type": ("type", lambda v: "json"),
+    "parent_id": ("parent_id", lambda v: (v or "1f1f0000-0000-6000-8000-000000000000")[:-1] + "0"),
+    "blob_keys": ("blob_keys", lambda v: [key("x")]),
+    "digest": ("seal", _in_seal(0, "0" * 64)),
+    "pdigest": ("seal", _in_seal(1, "0" * 64)),
+    "blob digests": ("seal", _in_seal(2, ["0" * 64])),
+    "chained": ("seal", _in_seal(3, False)),
 }
 
 
@@ -212,17 +223,15 @@ def test_an_edit_of_any_sealed_field_is_refused(saver: FalkorDBSaver, rippl: Rip
     stored = seed(saver, thread, 4)
     target = stored[position]["configurable"]["checkpoint_id"]
     ckey = key(thread, "", target)
-    words, edit = EDITS[field]
-    rows = cypher(saver, rippl, f"MATCH (c:{queries.CHECKPOINT} {{key: $k}}) RETURN c.{field}",
+    prop, edit = EDITS[field]
+    rows = cypher(saver, rippl, f"MATCH (c:{queries.CHECKPOINT} {{key: $k}}) RETURN c.{prop}",
                   k=ckey)[1]
-    value = rows[0][0][1] if field != "blob_keys" and field != "bd" else None
-    if field == "parent_id" and value is None:
-        value = "1f1f0000-0000-6000-8000-000000000000"
-    cypher(saver, rippl, f"MATCH (c:{queries.CHECKPOINT} {{key: $k}}) SET c.{field} = $v",
+    value = rows[0][0][1] if prop != "blob_keys" else None
+    cypher(saver, rippl, f"MATCH (c:{queries.CHECKPOINT} {{key: $k}}) SET c.{prop} = $v",
            k=ckey, v=edit(value))
     error = refused(FalkorDBSaver(rippl), stored[position])
     assert error.checkpoint_id == target and error.thread_id == thread
-    assert any(words in p for p in error.problems), error.problems
+    assert any("does not match its digest" in p for p in error.problems), error.problems
     assert not saver.verify(thread).ok
 
 
@@ -272,8 +281,11 @@ def test_pending_writes_edited_deleted_or_forged(saver: FalkorDBSaver, rippl: Ri
                    k=cp_key, f=key("forged"))
             words = "never sealed"
         else:
-            cypher(saver, rippl, f"MATCH (s:{queries.WRITES} {{key: $k}}) SET s.wm = s.wm[0..1]",
-                   k=cp_key)
+            chain_text = cypher(saver, rippl, f"MATCH (s:{queries.WRITES} {{key: $k}}) "
+                                "RETURN s.chain", k=cp_key)[1][0][0][1]
+            manifest, seal, sig, pub = json.loads(chain_text)
+            cypher(saver, rippl, f"MATCH (s:{queries.WRITES} {{key: $k}}) SET s.chain = $c",
+                   k=cp_key, c=json.dumps([manifest[:1], seal, sig, pub]))
             words = "manifest of its pending writes"
         error = refused(saver, latest(thread))
         assert any(words in p for p in error.problems), (case, error.problems)
@@ -331,18 +343,19 @@ def test_signed_checkpoints_resist_a_writer_who_knows_the_scheme(saver: FalkorDB
         from rippl_core._runtime.wire import parse
         props = parse(row)[0][0]
         meta = base64.b64encode(signer.serde.dumps_typed({"source": "forged", "step": 9})[1]).decode()
+        _, pdigest, bd, _, _, _ = json.loads(props["seal"])
         digest = chain.checkpoint_digest(
             thread_id=thread, checkpoint_ns="", checkpoint_id=props["checkpoint_id"],
-            parent_id=props.get("parent_id"), pdigest=props["pdigest"], type_=props["type"],
+            parent_id=props.get("parent_id"), pdigest=pdigest, type_=props["type"],
             data=props["data"], meta_type=props["meta_type"], meta=meta,
-            blob_keys=props["blob_keys"], blob_digests=props["bd"], chained=True)
+            blob_keys=props["blob_keys"], blob_digests=bd, chained=True)
         sig = {} if signing is None else {
             "sig": signing.sign(digest.encode()).hex(), "pub": public_hex(signing.public_key())}
         cypher(signer, rippl, f"MATCH (c:{queries.CHECKPOINT} {{key: $k}}) "
-               "SET c.meta = $m, c.digest = $d, c.sig = $s, c.pub = $p", k=props["key"], m=meta,
-               d=digest, s=sig.get("sig"), p=sig.get("pub"))
-        cypher(signer, rippl, f"MATCH (h:{queries.HEAD} {{key: $k}}) SET h.digest = $d, "
-               "h.sig = null, h.pub = null", k=chain.head_key(thread, ""), d=digest)
+               "SET c.meta = $m, c.seal = $s", k=props["key"], m=meta,
+               s=chain.pack_seal(digest, pdigest, bd, True, sig))
+        cypher(signer, rippl, f"MATCH (h:{queries.HEAD} {{key: $k}}) SET h.seal = $s",
+               k=chain.head_key(thread, ""), s=chain.pack_head(digest, {}))
 
     reseal("signed", signing=None)
     with pytest.raises(CheckpointIntegrityError, match="not signed"):
@@ -381,13 +394,13 @@ def test_an_anchor_catches_a_store_rolled_back(saver: FalkorDBSaver, rippl: Ripp
     assert before is not None and before.checkpoint_id == newest
 
     older = stored[1]["configurable"]["checkpoint_id"]
-    parent_digest = cypher(saver, rippl, f"MATCH (c:{queries.CHECKPOINT} {{key: $k}}) "
-                           "RETURN c.digest", k=key("t", "", older))[1][0][0][1]
+    parent_seal = cypher(saver, rippl, f"MATCH (c:{queries.CHECKPOINT} {{key: $k}}) "
+                         "RETURN c.seal", k=key("t", "", older))[1][0][0][1]
     cypher(saver, rippl, f"MATCH (c:{queries.CHECKPOINT} {{key: $k}}) DELETE c",
            k=key("t", "", newest))
     cypher(saver, rippl, f"MATCH (h:{queries.HEAD} {{key: $k}}) SET h.latest_id = $i, "
-           "h.latest_key = $l, h.digest = $d", k=chain.head_key("t", ""), i=older,
-           l=key("t", "", older), d=parent_digest)
+           "h.latest_key = $l, h.seal = $s", k=chain.head_key("t", ""), i=older,
+           l=key("t", "", older), s=chain.pack_head(chain.seal_digest(parent_seal) or "", {}))
     assert FalkorDBSaver(rippl).get_tuple(latest("t")) is not None  # no anchor: not noticed
     with pytest.raises(CheckpointIntegrityError, match="older than its anchor"):
         FalkorDBSaver(rippl, anchor=FileAnchor(tmp_path / "heads.jsonl")).get_tuple(latest("t"))
@@ -423,10 +436,9 @@ def test_a_store_written_before_the_chain_is_sealed_once_and_reported(saver: Fal
     checkpoints chain onto them."""
     stored = seed(saver, "old", 3)
     saver.put_writes(stored[-1], [("state", "w")], "task")
-    cypher(saver, rippl, f"MATCH (c:{queries.CHECKPOINT}) REMOVE c.digest, c.pdigest, c.bd, "
-           "c.chained, c.parent_key, c.head_key")
+    cypher(saver, rippl, f"MATCH (c:{queries.CHECKPOINT}) REMOVE c.seal, c.parent_key, c.head_key")
     cypher(saver, rippl, f"MATCH (s:{queries.WRITES}) DELETE s")
-    cypher(saver, rippl, f"MATCH (h:{queries.HEAD}) REMOVE h.digest, h.thread_id")
+    cypher(saver, rippl, f"MATCH (h:{queries.HEAD}) REMOVE h.seal, h.thread_id")
     rippl.redis.set(saver._store.keys.schema, "1")
 
     migrated = FalkorDBSaver(rippl)
@@ -452,8 +464,6 @@ def test_a_store_written_before_the_chain_is_sealed_once_and_reported(saver: Fal
 def test_rippl_checkpoints_verify(tmp_path: Path) -> None:
     """`rippl checkpoints verify [--thread]` checks the store without LangGraph: exit 0 when it
     verifies, 1 naming the thread, the checkpoint and the problem when it does not."""
-    import json
-
     from typer.testing import CliRunner
 
     from rippl_core.cli import app

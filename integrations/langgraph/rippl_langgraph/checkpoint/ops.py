@@ -203,17 +203,16 @@ class CheckpointOps:
             "checkpoint_id": checkpoint_id, "parent_id": parent_id, "parent_key": parent_key,
             "head_key": hkey, "type": type_, "data": data,
             "meta_type": meta_type, "meta": meta, "meta_kv": meta_kv(full_meta),
-            "blob_keys": blob_keys, "bd": bd, "digest": digest, "pdigest": pdigest,
-            "chained": True, "sig": None, "pub": None, "base": None, "base_sig": None,
-            **self.policy.sign(digest),
+            "blob_keys": blob_keys,
+            "seal": chain.pack_seal(digest, pdigest, bd, True, self.policy.sign(digest)),
+            "base": None, "base_sig": None,
             "run_id": str(run_id) if run_id is not None else None,
             "run_key": run_key(str(run_id)) if run_id is not None else None,
             "taken_at": _taken_at(checkpoint), "recorded_at": now_ms(),
         }
-        head = {"thread_id": thread_id, "latest_id": checkpoint_id, "digest": digest,
-                "sig": None, "pub": None,
-                **self.policy.sign(chain.head_digest(thread_id, checkpoint_ns, checkpoint_id,
-                                                     digest))}
+        head = {"thread_id": thread_id, "latest_id": checkpoint_id,
+                "seal": chain.pack_head(digest, self.policy.sign(
+                    chain.head_digest(thread_id, checkpoint_ns, checkpoint_id, digest)))}
         checkpoint_key = key(thread_id, checkpoint_ns, checkpoint_id)
         # upserts only: a blind commit (no read needed), one transaction, one round trip
         replies = yield Commit(queries.put_checkpoint(checkpoint_key, props, blobs, hkey, head),
@@ -285,8 +284,9 @@ class CheckpointOps:
             return
         for _attempt in range(64):
             found = yield queries.read_write_set(cp_key)
-            old_seal = found[0][1] if found else None
-            manifest = dict(e.rsplit(":", 1) for e in (found[0][0] or ())) if found else {}
+            old_chain = found[0][0] if found else None
+            current = chain.unpack_writes(old_chain)
+            manifest = dict(e.rsplit(":", 1) for e in current[0]) if current else {}
             changed = {}
             for special, row, digest in rows:
                 if special or row["key"] not in manifest:  # regular writes: the first one stays
@@ -296,9 +296,9 @@ class CheckpointOps:
                 return
             entries = sorted(f"{k}:{d}" for k, d in manifest.items())
             seal = chain.writes_seal(thread_id, checkpoint_ns, checkpoint_id, entries)
-            write_set = {"thread_key": thread_key(thread_id), "wm": entries, "seal": seal,
-                         "sig": None, "pub": None, **self.policy.sign(seal)}
-            replies = yield Commit([queries.put_writes(cp_key, old_seal, write_set,
+            write_set = {"thread_key": thread_key(thread_id),
+                         "chain": chain.pack_writes(entries, seal, self.policy.sign(seal))}
+            replies = yield Commit([queries.put_writes(cp_key, old_chain, write_set,
                                                        list(changed.values()))], blind=True)
             if replies[0]:
                 return
@@ -355,13 +355,14 @@ class CheckpointOps:
 
     def _bases(self, rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
         """The marks of where the chain begins, for checkpoints whose parent Rippl deletes (rows
-        whose key is at [2] and digest at [8], or (key, digest) pairs)."""
+        whose key is at [2] and seal at [8], or (key, seal) pairs)."""
         marks = []
         for row in rows:
-            ckey, digest = (row[2], row[8]) if len(row) > 2 else (row[0], row[1])
+            ckey, seal = (row[2], row[8]) if len(row) > 2 else (row[0], row[1])
+            digest = chain.seal_digest(seal)
             if digest is None:
                 continue
-            mark = chain.base_mark(str(digest))
+            mark = chain.base_mark(digest)
             signed = self.policy.sign(mark)
             marks.append({"key": ckey, "props": {"base": mark, "base_sig": signed.get("sig")}})
         return marks
@@ -378,12 +379,13 @@ class CheckpointOps:
             survivor = yield queries.newest_outside_runs(tkey, ns, keys)
             hkey = head_key_of(tkey, ns)
             if survivor:
-                latest_id, latest_key, digest = survivor[0]
-                signed = self.policy.sign(chain.head_digest(thread_id, ns, latest_id, digest or ""))
+                latest_id, latest_key, seal = survivor[0]
+                digest = chain.seal_digest(seal) or ""
+                signed = self.policy.sign(chain.head_digest(thread_id, ns, latest_id, digest))
                 moved.append({"key": hkey, "props": {
-                    "latest_id": latest_id, "latest_key": latest_key, "digest": digest,
-                    "thread_id": thread_id, **signed}})
-                anchored.append(Head(thread_id, ns, latest_id, digest or ""))
+                    "latest_id": latest_id, "latest_key": latest_key,
+                    "seal": chain.pack_head(digest, signed), "thread_id": thread_id}})
+                anchored.append(Head(thread_id, ns, latest_id, digest))
             else:
                 emptied.append(hkey)
                 anchored.append(Head(thread_id, ns, "", ""))
@@ -556,17 +558,20 @@ class _Copy:
             ns, checkpoint_id, parent_id = (props.get("checkpoint_ns", ""), props["checkpoint_id"],
                                             props.get("parent_id"))
             source_keys = props.get("blob_keys") or []
+            sealed = chain.unpack_seal(props.get("seal"))
+            recorded = sealed[2] if sealed else []
             blob_keys = [blobs[k][0] if k in blobs else key(target, ns, "missing", k)
                          for k in source_keys]
-            bd = [blobs[k][1] if k in blobs else chain.NO_BLOB for k in source_keys]
+            bd = [blobs[k][1] if k in blobs and i < len(recorded) and recorded[i] != chain.NO_BLOB
+                  else chain.NO_BLOB for i, k in enumerate(source_keys)]
             if parent_id is None:
                 pdigest = chain.NO_PARENT
             elif (ns, parent_id) in copied:
-                pdigest = digests[key(target, ns, parent_id)] if props.get("pdigest") != \
+                pdigest = digests[key(target, ns, parent_id)] if sealed and sealed[1] != \
                     chain.PARENT_NOT_STORED else chain.PARENT_NOT_STORED
             else:
                 pdigest = chain.PARENT_NOT_STORED
-            chained = props.get("chained") is not False
+            chained = sealed[3] if sealed else True
             digest = chain.checkpoint_digest(
                 thread_id=target, checkpoint_ns=ns, checkpoint_id=checkpoint_id,
                 parent_id=parent_id, pdigest=pdigest, type_=props["type"], data=props.get("data"),
@@ -575,10 +580,11 @@ class _Copy:
             row_key = key(target, ns, checkpoint_id)
             digests[row_key] = digest
             out[queries.CHECKPOINT].append({"key": row_key, "props": {
-                **_without(props, "key", "sig", "pub", "base", "base_sig"),
-                "blob_keys": blob_keys, "bd": bd, "digest": digest, "pdigest": pdigest,
+                **_without(props, "key", "base", "base_sig"),
+                "blob_keys": blob_keys,
+                "seal": chain.pack_seal(digest, pdigest, bd, chained, policy.sign(digest)),
                 "parent_key": None if parent_id is None else key(target, ns, parent_id),
-                "head_key": head_key(target, ns), "sig": None, "pub": None, **policy.sign(digest)}})
+                "head_key": head_key(target, ns)}})
         manifests: dict[str, dict[str, str]] = {}
         for props in self.nodes[queries.WRITE]:
             ns, checkpoint_id = props.get("checkpoint_ns", ""), props["checkpoint_id"]
@@ -598,8 +604,8 @@ class _Copy:
             entries = sorted(f"{k}:{d}" for k, d in manifests.get(cp_key, {}).items())
             seal = chain.writes_seal(target, ns, checkpoint_id, entries)
             out[queries.WRITES].append({"key": cp_key, "props": {
-                "thread_key": self.tkey, "wm": entries, "seal": seal, "sig": None, "pub": None,
-                **policy.sign(seal)}})
+                "thread_key": self.tkey, "chain": chain.pack_writes(entries, seal,
+                                                                    policy.sign(seal))}})
         for props in self.nodes[queries.HEAD]:
             ns = props.get("checkpoint_ns", "")
             latest_id = props["latest_id"]
@@ -607,9 +613,9 @@ class _Copy:
             digest = digests.get(latest_key, "")
             self.heads.append(Head(target, ns, latest_id, digest))
             out[queries.HEAD].append({"key": head_key(target, ns), "props": {
-                **_without(props, "key", "sig", "pub"), "latest_key": latest_key,
-                "digest": digest, "sig": None, "pub": None,
-                **policy.sign(chain.head_digest(target, ns, latest_id, digest))}})
+                **_without(props, "key"), "latest_key": latest_key,
+                "seal": chain.pack_head(digest, policy.sign(
+                    chain.head_digest(target, ns, latest_id, digest)))}})
         return out
 
     def nodes_by_key(self) -> dict[str, Mapping[str, Any]]:

@@ -5,14 +5,14 @@ Layout, in the tenant's companion graph "checkpoints" (key `rippl:{<tenant>}:che
 
     (:Checkpoint {key, thread_key, thread_id, checkpoint_ns, checkpoint_id, parent_id, type, data,
                   meta_type, meta, meta_kv, blob_keys, run_key, run_id, taken_at, recorded_at,
-                  parent_key, head_key, digest, pdigest, bd, chained, sig, pub, base, base_sig})
+                  parent_key, head_key, seal, base, base_sig})
     (:CheckpointBlob {key, thread_key, thread_id, checkpoint_ns, channel, version, type, data})
     (:CheckpointWrite {key, cp_key, thread_key, thread_id, checkpoint_ns, checkpoint_id, task_id,
                        idx, channel, type, data, task_path})
-    (:CheckpointWrites {key (= the checkpoint's key), thread_key, wm, seal, sig, pub})   the
-                                                               manifest and seal of its writes
-    (:CheckpointHead {key, thread_key, thread_id, checkpoint_ns, latest_id, latest_key, digest,
-                      sig, pub})                 the newest, per (thread, namespace)
+    (:CheckpointWrites {key (= the checkpoint's key), thread_key, chain})   the manifest of its
+                                                                writes, their seal, signature
+    (:CheckpointHead {key, thread_key, thread_id, checkpoint_ns, latest_id, latest_key, seal})
+                                                 the newest, per (thread, namespace)
 
 The chain (digests, signatures, what a read verifies) is `rippl_core.adapters.checkpoints`.
 
@@ -38,7 +38,7 @@ CHECKPOINT, BLOB, WRITE, WRITES, HEAD = (chain.CHECKPOINT, chain.BLOB, chain.WRI
 LABELS = chain.LABELS
 SCHEMA = chain.SCHEMA
 read_latest: Callable[[str], Query] = chain.read_latest
-read_by_keys: Callable[[Sequence[str]], Query] = chain.read_by_keys
+read_by_keys: Callable[..., Query] = chain.read_by_keys
 
 
 def put_checkpoint(key: str, props: Mapping[str, Any], blobs: Sequence[Mapping[str, Any]],
@@ -81,9 +81,9 @@ def _inline(key: str, props: str, fields: Mapping[str, Any]) -> str:
 
 
 def set_heads(rows: Sequence[Mapping[str, Any]]) -> Query:
-    """Re-point heads: rows of {key, props: {latest_id, latest_key, digest, sig, pub}}."""
-    return Query(f"UNWIND $rows AS r MATCH (h:{HEAD} {{key: r.key}}) "
-                 "REMOVE h.sig, h.pub SET h += r.props", {"rows": rows})
+    """Re-point heads: rows of {key, props: {latest_id, latest_key, seal, thread_id}}."""
+    return Query(f"UNWIND $rows AS r MATCH (h:{HEAD} {{key: r.key}}) SET h += r.props",
+                 {"rows": rows})
 
 
 def set_bases(rows: Sequence[Mapping[str, Any]]) -> Query:
@@ -103,7 +103,7 @@ def orphaned_children(thread_keys: Sequence[str], doomed: Sequence[str]) -> Quer
     """The checkpoints of these threads that survive a deletion of `doomed` but lose their
     parent to it: (key, digest)."""
     return Query(f"UNWIND $tks AS t MATCH (c:{CHECKPOINT} {{thread_key: t}}) "
-                 "WHERE c.parent_key IN $doomed AND NOT c.key IN $doomed RETURN c.key, c.digest",
+                 "WHERE c.parent_key IN $doomed AND NOT c.key IN $doomed RETURN c.key, c.seal",
                  {"tks": list(thread_keys), "doomed": list(doomed)}, read_only=True)
 
 
@@ -113,22 +113,22 @@ def delete_heads(keys: Sequence[str]) -> Query:
 
 def read_write_set(cp_key: str) -> Query:
     """The manifest and seal of a checkpoint's pending writes."""
-    return Query(f"MATCH (s:{WRITES} {{key: $k}}) RETURN s.wm, s.seal", {"k": cp_key},
+    return Query(f"MATCH (s:{WRITES} {{key: $k}}) RETURN s.chain", {"k": cp_key},
                  read_only=True)
 
 
-def put_writes(cp_key: str, old_seal: str | None, write_set: Mapping[str, Any],
+def put_writes(cp_key: str, old_chain: str | None, write_set: Mapping[str, Any],
                rows: Sequence[Mapping[str, Any]]) -> Query:
     """Pending writes (rows of {key, props}) with the new manifest and seal of the checkpoint's
-    writes, only if the seal is still `old_seal` (compare and set: FalkorDB runs write queries
+    writes, only if they are still `old_chain` (compare and set: FalkorDB runs write queries
     one at a time, so two writers of one checkpoint's writes never both pass); returns one row
     when written, none when another writer got there first."""
     return Query(
         f"OPTIONAL MATCH (s:{WRITES} {{key: $k}}) WITH s "
-        "WHERE ($old IS NULL AND s IS NULL) OR s.seal = $old "
+        "WHERE ($old IS NULL AND s IS NULL) OR s.chain = $old "
         f"MERGE (t:{WRITES} {{key: $k}}) SET t += $set "
         f"FOREACH (r IN $rows | MERGE (w:{WRITE} {{key: r.key}}) SET w += r.props) "
-        "RETURN t.seal", {"k": cp_key, "old": old_seal, "set": write_set, "rows": list(rows)})
+        "RETURN t.key", {"k": cp_key, "old": old_chain, "set": write_set, "rows": list(rows)})
 
 
 def read_checkpoints(*, thread_key: str | None, checkpoint_ns: str | None, checkpoint_id: str | None,
@@ -206,7 +206,7 @@ def newest_outside_runs(thread_key: str, checkpoint_ns: str, run_keys: Sequence[
     """The newest checkpoint of a (thread, namespace) that none of these runs wrote."""
     return Query(f"MATCH (c:{CHECKPOINT} {{thread_key: $tk}}) WHERE c.checkpoint_ns = $ns AND "
                  "NOT coalesce(c.run_key, '') IN $keys "
-                 "RETURN c.checkpoint_id, c.key, c.digest ORDER BY c.checkpoint_id DESC LIMIT 1",
+                 "RETURN c.checkpoint_id, c.key, c.seal ORDER BY c.checkpoint_id DESC LIMIT 1",
                  {"tk": thread_key, "ns": checkpoint_ns, "keys": list(run_keys)}, read_only=True)
 
 
@@ -229,7 +229,7 @@ def prune_candidates(thread_keys: Sequence[str]) -> tuple[Query, Query, Query]:
     return (
         Query(f"UNWIND $keys AS t MATCH (c:{CHECKPOINT} {{thread_key: t}}) "
               "RETURN c.thread_key, c.checkpoint_ns, c.key, c.parent_id, c.thread_id, "
-              "c.meta_type, c.meta, c.blob_keys, c.digest", keys, read_only=True),
+              "c.meta_type, c.meta, c.blob_keys, c.seal", keys, read_only=True),
         Query(f"UNWIND $keys AS t MATCH (b:{BLOB} {{thread_key: t}}) RETURN b.key", keys,
               read_only=True),
         Query(f"UNWIND $keys AS t MATCH (h:{HEAD} {{thread_key: t}}) "
