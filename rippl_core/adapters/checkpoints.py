@@ -71,10 +71,28 @@ _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=Fa
 _KEY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def _frame(part: Any) -> str:
+    """An unambiguous text of a part: its type and length before its content (so no two
+    different sequences of parts give the same text, whatever characters the strings hold)."""
+    if isinstance(part, str):
+        return f"s{len(part)}:{part}"
+    if part is None:
+        return "n"
+    if isinstance(part, bool):
+        return "t" if part else "f"
+    if isinstance(part, int):
+        return f"i{part};"
+    if isinstance(part, float):
+        return f"d{part!r};"
+    if isinstance(part, list | tuple):
+        return f"l{len(part)}:" + "".join(map(_frame, part))
+    raise TypeError(f"cannot seal a {type(part).__name__}")
+
+
 def _digest(kind: str, *parts: Any) -> str:
-    """SHA-256 over the JSON array of a kind and its parts (an array keeps their order: no
-    canonicalisation needed for the strings, numbers, nulls and lists the store holds)."""
-    return hashlib.sha256(_JSON.encode([kind, *parts]).encode("utf-8", "surrogatepass")).hexdigest()
+    """SHA-256 over the framed kind and parts (see `_frame`)."""
+    text = _frame(kind) + "".join(map(_frame, parts))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def key(*parts: Any) -> str:
@@ -324,6 +342,8 @@ class FileAnchor:
 
     def _catch_up(self) -> None:
         try:
+            if os.stat(self.path).st_size == self._offset:  # nothing appended since
+                return
             with self.path.open("rb") as source:
                 source.seek(self._offset)
                 chunk = source.read()
