@@ -492,3 +492,24 @@ def test_rippl_checkpoints_verify(tmp_path: Path) -> None:
         assert as_json["ok"] is False and as_json["problems"][0]["checkpoint_id"] == target
         rolled = run("verify", "--heads-digest", "0" * 64)
         assert rolled.exit_code == 1 and "every head differs" in rolled.output
+
+
+def test_concurrent_put_writes_of_one_checkpoint_are_all_sealed(saver: FalkorDBSaver) -> None:
+    """Parallel tasks write to one checkpoint from several threads: every write joins the
+    manifest (the manifest is read under WATCH, a writer that lost the race re-runs), so the
+    checkpoint verifies and serves all of them."""
+    import threading
+
+    [stored] = seed(saver, "parallel", 1)
+
+    def write(i: int) -> None:
+        saver.put_writes(stored, [("state", f"from {i}"), ("__resume__", i)], f"task-{i}")
+
+    workers = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    found = saver.get_tuple(stored)
+    assert found is not None and len(found.pending_writes or []) == 16
+    assert {w[2] for w in found.pending_writes or [] if w[1] == "state"} == {f"from {i}" for i in range(8)}

@@ -37,7 +37,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from rippl_core import ConflictError, InvalidInputError
+from rippl_core import InvalidInputError
 from rippl_core.adapters import Batch, ChainPolicy, Commit, Head, Op, now_ms
 from rippl_core.adapters import checkpoints as chain
 from rippl_langgraph.checkpoint import queries
@@ -257,7 +257,9 @@ class CheckpointOps:
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> Op[None]:
         """Pending writes, sealed: each write's digest joins the manifest of its checkpoint's
-        writes, whose seal (and signature) is replaced by compare and set."""
+        writes, whose seal (and signature) is replaced in the same transaction. A write
+        operation (run with `write=True`): the manifest is read under WATCH, so concurrent
+        writers of one checkpoint's writes (parallel tasks) are serialised, the loser re-run."""
         conf = configurable(config)
         thread_id = clean(conf["thread_id"], "thread_id")
         checkpoint_ns = clean(conf.get("checkpoint_ns") or "", "checkpoint_ns")
@@ -282,28 +284,21 @@ class CheckpointOps:
             rows.append((idx < 0, row, digest))
         if not rows:
             return
-        for _attempt in range(64):
-            found = yield queries.read_write_set(cp_key)
-            old_chain = found[0][0] if found else None
-            current = chain.unpack_writes(old_chain)
-            manifest = dict(e.rsplit(":", 1) for e in current[0]) if current else {}
-            changed = {}
-            for special, row, digest in rows:
-                if special or row["key"] not in manifest:  # regular writes: the first one stays
-                    manifest[row["key"]] = digest
-                    changed[row["key"]] = row
-            if not changed:
-                return
-            entries = sorted(f"{k}:{d}" for k, d in manifest.items())
-            seal = chain.writes_seal(thread_id, checkpoint_ns, checkpoint_id, entries)
-            write_set = {"thread_key": thread_key(thread_id),
-                         "chain": chain.pack_writes(entries, seal, self.policy.sign(seal))}
-            replies = yield Commit([queries.put_writes(cp_key, old_chain, write_set,
-                                                       list(changed.values()))], blind=True)
-            if replies[0]:
-                return
-        raise ConflictError("too many concurrent writers kept changing this checkpoint's pending "
-                            "writes; try again")
+        found = yield queries.read_write_set(cp_key)  # under WATCH: the saver runs this as a write
+        current = chain.unpack_writes(found[0][0] if found else None)
+        manifest = dict(e.rsplit(":", 1) for e in current[0]) if current else {}
+        changed = {}
+        for special, row, digest in rows:
+            if special or row["key"] not in manifest:  # regular writes: the first one stays
+                manifest[row["key"]] = digest
+                changed[row["key"]] = row
+        if not changed:
+            return
+        entries = sorted(f"{k}:{d}" for k, d in manifest.items())
+        seal = chain.writes_seal(thread_id, checkpoint_ns, checkpoint_id, entries)
+        write_set = {"thread_key": thread_key(thread_id),
+                     "chain": chain.pack_writes(entries, seal, self.policy.sign(seal))}
+        yield Commit([queries.put_writes(cp_key, write_set, list(changed.values()))])
 
     def delete_thread(self, thread_id: str) -> Op[None]:
         yield Commit(queries.delete_thread(thread_key(str(thread_id))), blind=True)

@@ -117,18 +117,13 @@ def read_write_set(cp_key: str) -> Query:
                  read_only=True)
 
 
-def put_writes(cp_key: str, old_chain: str | None, write_set: Mapping[str, Any],
-               rows: Sequence[Mapping[str, Any]]) -> Query:
+def put_writes(cp_key: str, write_set: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Query:
     """Pending writes (rows of {key, props}) with the new manifest and seal of the checkpoint's
-    writes, only if they are still `old_chain` (compare and set: FalkorDB runs write queries
-    one at a time, so two writers of one checkpoint's writes never both pass); returns one row
-    when written, none when another writer got there first."""
+    writes (committed under WATCH of the manifest read: see `CheckpointOps.put_writes`)."""
     return Query(
-        f"OPTIONAL MATCH (s:{WRITES} {{key: $k}}) WITH s "
-        "WHERE ($old IS NULL AND s IS NULL) OR s.chain = $old "
         f"MERGE (t:{WRITES} {{key: $k}}) SET t += $set "
-        f"FOREACH (r IN $rows | MERGE (w:{WRITE} {{key: r.key}}) SET w += r.props) "
-        "RETURN t.key", {"k": cp_key, "old": old_chain, "set": write_set, "rows": list(rows)})
+        f"FOREACH (r IN $rows | MERGE (w:{WRITE} {{key: r.key}}) SET w += r.props)",
+        {"k": cp_key, "set": write_set, "rows": list(rows)})
 
 
 def read_checkpoints(*, thread_key: str | None, checkpoint_ns: str | None, checkpoint_id: str | None,

@@ -206,7 +206,7 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
-        self._store.run(lambda: self._ops.put_writes(config, writes, task_id, task_path))
+        self._store.run(lambda: self._ops.put_writes(config, writes, task_id, task_path), write=True)
 
     def delete_thread(self, thread_id: str) -> None:
         self._store.run(lambda: self._ops.delete_thread(thread_id))
@@ -449,7 +449,8 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                           task_id: str, task_path: str = "") -> None:
-        await self._run(lambda: self._ops.put_writes(config, writes, task_id, task_path))
+        await self._run(lambda: self._ops.put_writes(config, writes, task_id, task_path),
+                        write=True)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._run(lambda: self._ops.delete_thread(thread_id))
