@@ -153,26 +153,25 @@ def base_mark(digest: str) -> str:
     return _digest("base", digest)
 
 
-def pack_seal(digest: str, pdigest: str, blob_digests: Sequence[str], chained: bool,
-              signed: Mapping[str, str]) -> str:
-    """A checkpoint's `seal` property: its digest and what the digest was computed with (its
-    parent's digest, its blobs' digests, whether it was chained when written) and its signature,
-    in one string (a read returns one property instead of six)."""
-    return _JSON.encode([digest, pdigest, list(blob_digests), chained, signed.get("sig"),
-                         signed.get("pub")])
+def pack_seal(digest: str, pdigest: str, chained: bool, signed: Mapping[str, str]) -> str:
+    """A checkpoint's `seal` property: its digest, its parent's digest, whether it was chained
+    when written, and its signature, in one string (a read returns one property instead of five;
+    the blob digests the digest covers are the `bd` list beside it, which a read of one
+    checkpoint recomputes from the blobs instead of reading)."""
+    return _JSON.encode([digest, pdigest, chained, signed.get("sig"), signed.get("pub")])
 
 
-def unpack_seal(seal: str | None) -> tuple[str, str, list[str], bool, str | None, str | None] | None:
+def unpack_seal(seal: str | None) -> tuple[str, str, bool, str | None, str | None] | None:
     """The fields of a `seal` property (None if absent or not a seal)."""
     if seal is None:
         return None
     try:
-        digest, pdigest, bd, chained, sig, pub = json.loads(seal)
+        digest, pdigest, chained, sig, pub = json.loads(seal)
     except (TypeError, ValueError):
         return None
-    if not isinstance(digest, str) or not isinstance(bd, list):
+    if not isinstance(digest, str):
         return None
-    return digest, str(pdigest), [str(b) for b in bd], chained is not False, sig, pub
+    return digest, str(pdigest), chained is not False, sig, pub
 
 
 def seal_digest(seal: str | None) -> str | None:
@@ -376,7 +375,7 @@ class StoredCheckpoint:
     meta: str | None
     key: str
     blob_keys: list[str]
-    blob_digests: list[str] | None
+    blob_digests: list[str] | None  # as recorded (None: not read; recomputed from the blobs)
     digest: str | None
     pdigest: str | None
     chained: bool
@@ -387,17 +386,17 @@ class StoredCheckpoint:
     blobs: dict[str, tuple[str, Any, str, str | None]]  # key -> (channel, version, type, data)
     writes: list[tuple[str, str, int, str, str, str | None, str]]  # key, task, idx, channel...
     write_set: tuple[list[str], str, str | None, str | None] | None  # manifest, seal, sig, pub
-    parent: tuple[str | None] | None | bool  # (its digest,) if stored; None if not; False: not read
+    parent: tuple[str | None] | bool | None  # (its digest,) if stored; None if not; False: not read
     head: tuple[str, str, str | None, str | None, str | None] | None  # id, key, digest, sig, pub
     _blob_digests: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, row: Sequence[Any]) -> StoredCheckpoint:
         (thread_id, ns, checkpoint_id, parent_id, type_, data, meta_type, meta, ckey, blob_keys,
-         seal, base, base_sig, blobs, writes, write_set, parent, head) = row
+         seal, bd, base, base_sig, blobs, writes, write_set, parent, head) = row
         sealed = unpack_seal(seal)
-        digest, pdigest, bd, chained, sig, pub = sealed if sealed is not None else \
-            (None, None, None, True, None, None)
+        digest, pdigest, chained, sig, pub = sealed if sealed is not None else \
+            (None, None, True, None, None)
         ws = unpack_writes(write_set)
         hd = None
         if head is not None:
@@ -405,7 +404,8 @@ class StoredCheckpoint:
             hd = (head[0], head[1], head_seal[0], head_seal[1], head_seal[2])
         return cls(
             thread_id, ns, checkpoint_id, parent_id, type_, data, meta_type, meta, ckey,
-            list(blob_keys or ()), bd, digest, pdigest, chained, sig, pub, base, base_sig,
+            list(blob_keys or ()), None if bd is None else [str(b) for b in bd], digest, pdigest,
+            chained, sig, pub, base, base_sig,
             {b[0]: (b[1], b[2], b[3], b[4]) for b in blobs or () if b is not None},
             [(w[0], w[1], int(w[2]), w[3], w[4], w[5], w[6] or "") for w in writes or ()],
             ws,
@@ -427,12 +427,15 @@ class StoredCheckpoint:
         return digest
 
     def recomputed(self) -> str:
-        """The digest of the checkpoint's stored fields (its blob digests as recorded)."""
+        """The digest of the checkpoint's stored fields: its blob digests as recorded, or, when
+        they were not read, as its blobs give them (a changed blob then changes the digest)."""
+        blob_digests = self.blob_digests if self.blob_digests is not None else \
+            [self.blob_digest_of(k) for k in self.blob_keys]
         return checkpoint_digest(
             thread_id=self.thread_id, checkpoint_ns=self.checkpoint_ns,
             checkpoint_id=self.checkpoint_id, parent_id=self.parent_id,
             pdigest=self.pdigest or "", type_=self.type, data=self.data, meta_type=self.meta_type,
-            meta=self.meta, blob_keys=self.blob_keys, blob_digests=self.blob_digests or (),
+            meta=self.meta, blob_keys=self.blob_keys, blob_digests=blob_digests,
             chained=self.chained)
 
     def write_manifest(self) -> dict[str, str]:
@@ -466,10 +469,11 @@ def verify(stored: StoredCheckpoint, policy: ChainPolicy, *, latest: bool = Fals
         return ["it has no digest: it was written outside Rippl, or by a Rippl without the chain "
                 "after this store was migrated"]
     problems: list[str] = []
-    if stored.blob_digests is None or len(stored.blob_digests) != len(stored.blob_keys) \
+    if (stored.blob_digests is not None and len(stored.blob_digests) != len(stored.blob_keys)) \
             or stored.recomputed() != stored.digest:
-        problems.append("its content, metadata, parent link or blob list does not match its "
-                        "digest: it was edited or replaced")
+        what = "its content, metadata, parent link or blob list" if stored.blob_digests is not None \
+            else "its content, metadata, parent link or blobs"
+        problems.append(f"{what} does not match its digest: it was edited or replaced")
     elif not stored.chained and not policy.accept_unchained:
         problems.append("it is unchained: it was written before this store had the chain, and was "
                         "only sealed when the store was migrated, so its content before then is "
@@ -485,6 +489,8 @@ def verify(stored: StoredCheckpoint, policy: ChainPolicy, *, latest: bool = Fals
 
 
 def _blob_problems(stored: StoredCheckpoint) -> list[str]:
+    if stored.blob_digests is None:  # not read: the digest check above covers the blobs
+        return []
     problems = []
     for blob_key, recorded in zip(stored.blob_keys, stored.blob_digests or (), strict=False):
         found = stored.blobs.get(blob_key)
@@ -609,10 +615,10 @@ _REST = (
     " c.meta_type, c.meta, c.key, c.blob_keys, c.seal,"
 )
 _HEAD_COLUMN = " CASE WHEN h IS NULL THEN null ELSE [h.latest_id, h.latest_key, h.seal] END"
-_ROW = _PARENT + _REST + " c.base, c.base_sig, blobs, writes, s.chain," + \
+_ROW = _PARENT + _REST + " c.bd, c.base, c.base_sig, blobs, writes, s.chain," + \
     " CASE WHEN p IS NULL THEN null ELSE [p.seal] END," + _HEAD_COLUMN
-_ROW_ALONE = _REST + " null AS base, null AS base_sig, blobs, writes, s.chain, false AS parent," + \
-    _HEAD_COLUMN
+_ROW_ALONE = _REST + " null AS bd, null AS base, null AS base_sig, blobs, writes, s.chain," + \
+    " false AS parent," + _HEAD_COLUMN
 _WITH_HEAD = f" OPTIONAL MATCH (h:{HEAD} {{key: c.head_key}})"
 
 
@@ -835,7 +841,7 @@ def _seal_thread(tkey: str) -> Op[None]:
                                 blob_digests=bd, chained=False)
         sealed[ckey] = new
         updates.append({"key": ckey, "props": {
-            "seal": pack_seal(new, pdigest, bd, False, {}),
+            "seal": pack_seal(new, pdigest, False, {}), "bd": bd,
             "parent_key": parent_key, "head_key": head_key_of(tkey, ns)}})
         if writes:
             manifest = [f"{w[0]}:" + write_digest(thread_id, ns, checkpoint_id, w[1], int(w[2]),

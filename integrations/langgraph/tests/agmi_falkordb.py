@@ -37,7 +37,7 @@ THREAD, OTHER_THREAD = "agmi-thread", "agmi-thread-B"
 SEED_TOKEN, OTHER_TOKEN = "agmi-seed-", "agmi-othr-"  # the same length: edits keep the encoding
 GRAPH = "agmi"
 # What an edit moves: a checkpoint's payload and seal, never its identity (key, id, thread).
-PAYLOAD = ("type", "data", "meta_type", "meta", "meta_kv", "blob_keys", "seal")
+PAYLOAD = ("type", "data", "meta_type", "meta", "meta_kv", "blob_keys", "seal", "bd")
 
 
 class FalkorDBAdapter(MemoryAdapter):

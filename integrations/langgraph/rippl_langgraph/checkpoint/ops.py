@@ -37,7 +37,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from rippl_core import InvalidInputError
+from rippl_core import CheckpointIntegrityError, InvalidInputError
 from rippl_core.adapters import Batch, ChainPolicy, Commit, Head, Op, now_ms
 from rippl_core.adapters import checkpoints as chain
 from rippl_langgraph.checkpoint import queries
@@ -204,7 +204,7 @@ class CheckpointOps:
             "head_key": hkey, "type": type_, "data": data,
             "meta_type": meta_type, "meta": meta, "meta_kv": meta_kv(full_meta),
             "blob_keys": blob_keys,
-            "seal": chain.pack_seal(digest, pdigest, bd, True, self.policy.sign(digest)),
+            "seal": chain.pack_seal(digest, pdigest, True, self.policy.sign(digest)), "bd": bd,
             "base": None, "base_sig": None,
             "run_id": str(run_id) if run_id is not None else None,
             "run_key": run_key(str(run_id)) if run_id is not None else None,
@@ -432,11 +432,11 @@ class CheckpointOps:
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is not None:
             rows = yield chain.read_by_keys([key(thread_id, ns, checkpoint_id)])
-            return self._tuple(rows[0]) if rows else None
+            return (yield from self._one(rows[0])) if rows else None
         hkey = head_key(thread_id, ns)
         rows = yield chain.read_latest(hkey)
         if rows:
-            return self._tuple(rows[0], latest=True)
+            return (yield from self._one(rows[0], latest=True))
         # no checkpoint through the head: a new thread, or one whose newest checkpoint is gone
         ((latest_id, count),) = yield chain.head_and_any(hkey, thread_key(thread_id), ns)
         if latest_id is not None:
@@ -481,6 +481,20 @@ class CheckpointOps:
         last = (rows[-1][2], rows[-1][8]) if rows else None
         return Page(tuples, last, limit is not None and len(rows) >= limit)
 
+    def _one(self, row: Sequence[Any], *, latest: bool = False) -> Op[CheckpointTuple]:
+        """`_tuple` of a checkpoint read alone (its blob digests recomputed, not read); when it
+        does not verify, it is read again with everything a precise report needs (the blob
+        digests it recorded, its parent), so the error names each problem."""
+        try:
+            return self._tuple(row, latest=latest)
+        except CheckpointIntegrityError:
+            detail = yield chain.read_by_keys([row[8]], links=True)
+            if detail:
+                stored = chain.StoredCheckpoint.of(detail[0])
+                if problems := chain.verify(stored, self.policy, latest=latest):
+                    raise chain.integrity_error(stored, problems) from None
+            raise
+
     def _tuple(self, row: Sequence[Any], *, latest: bool = False) -> CheckpointTuple:
         """The CheckpointTuple of a stored row, verified first (`CheckpointIntegrityError`
         instead of a checkpoint that does not verify)."""
@@ -488,7 +502,7 @@ class CheckpointOps:
         problems = chain.verify(stored, self.policy, latest=latest)
         if problems:
             raise chain.integrity_error(stored, problems)
-        assert stored.digest is not None and stored.blob_digests is not None
+        assert stored.digest is not None
         self.cache.put(stored.key, stored.digest, _blob_map(stored))
         checkpoint: Checkpoint = self.load(stored.type, stored.data)
         values = {channel: self.load(btype, bdata)
@@ -554,7 +568,7 @@ class _Copy:
                                             props.get("parent_id"))
             source_keys = props.get("blob_keys") or []
             sealed = chain.unpack_seal(props.get("seal"))
-            recorded = sealed[2] if sealed else []
+            recorded = [str(b) for b in props.get("bd") or []]
             blob_keys = [blobs[k][0] if k in blobs else key(target, ns, "missing", k)
                          for k in source_keys]
             bd = [blobs[k][1] if k in blobs and i < len(recorded) and recorded[i] != chain.NO_BLOB
@@ -566,7 +580,7 @@ class _Copy:
                     chain.PARENT_NOT_STORED else chain.PARENT_NOT_STORED
             else:
                 pdigest = chain.PARENT_NOT_STORED
-            chained = sealed[3] if sealed else True
+            chained = sealed[2] if sealed else True
             digest = chain.checkpoint_digest(
                 thread_id=target, checkpoint_ns=ns, checkpoint_id=checkpoint_id,
                 parent_id=parent_id, pdigest=pdigest, type_=props["type"], data=props.get("data"),
@@ -577,7 +591,7 @@ class _Copy:
             out[queries.CHECKPOINT].append({"key": row_key, "props": {
                 **_without(props, "key", "base", "base_sig"),
                 "blob_keys": blob_keys,
-                "seal": chain.pack_seal(digest, pdigest, bd, chained, policy.sign(digest)),
+                "seal": chain.pack_seal(digest, pdigest, chained, policy.sign(digest)), "bd": bd,
                 "parent_key": None if parent_id is None else key(target, ns, parent_id),
                 "head_key": head_key(target, ns)}})
         manifests: dict[str, dict[str, str]] = {}
