@@ -269,7 +269,7 @@ class CheckpointOps:
             raise InvalidInputError("put_writes needs the checkpoint_id of the checkpoint the writes follow")
         checkpoint_id = clean(raw_id, "checkpoint id")
         cp_key = key(thread_id, checkpoint_ns, checkpoint_id)
-        rows: list[tuple[bool, dict[str, Any], str]] = []
+        rows: list[tuple[bool, dict[str, Any], str]] = []  # (special channel?, {key, props}, digest)
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(clean(channel, "channel"), position)
             type_, data = self.dump(value)
@@ -286,12 +286,13 @@ class CheckpointOps:
             return
         found = yield queries.read_write_set(cp_key)  # under WATCH: the saver runs this as a write
         current = chain.unpack_writes(found[0][0] if found else None)
-        manifest = dict(e.rsplit(":", 1) for e in current[0]) if current else {}
-        changed = {}
+        manifest: dict[str, str] = dict(e.rsplit(":", 1) for e in current[0]) if current else {}
+        changed: dict[str, dict[str, Any]] = {}
         for special, row, digest in rows:
-            if special or row["key"] not in manifest:  # regular writes: the first one stays
-                manifest[row["key"]] = digest
-                changed[row["key"]] = row
+            write_key: str = row["key"]
+            if special or write_key not in manifest:  # regular writes: the first one stays
+                manifest[write_key] = digest
+                changed[write_key] = row
         if not changed:
             return
         entries = sorted(f"{k}:{d}" for k, d in manifest.items())
