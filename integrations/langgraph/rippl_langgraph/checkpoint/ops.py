@@ -288,11 +288,11 @@ class CheckpointOps:
         current = chain.unpack_writes(found[0][0] if found else None)
         manifest: dict[str, str] = dict(e.rsplit(":", 1) for e in current[0]) if current else {}
         changed: dict[str, dict[str, Any]] = {}
-        for special, row, digest in rows:
-            write_key: str = row["key"]
+        for special, write, digest in rows:
+            write_key: str = write["key"]
             if special or write_key not in manifest:  # regular writes: the first one stays
                 manifest[write_key] = digest
-                changed[write_key] = row
+                changed[write_key] = write
         if not changed:
             return
         entries = sorted(f"{k}:{d}" for k, d in manifest.items())
