@@ -302,6 +302,7 @@ class CheckpointOps:
         yield Commit([queries.put_writes(cp_key, write_set, list(changed.values()))])
 
     def delete_thread(self, thread_id: str) -> Op[None]:
+        self.cache.clear()  # what Rippl deletes is not chained onto from the cache
         yield Commit(queries.delete_thread(thread_key(str(thread_id))), blind=True)
         if self.policy.anchor is not None:
             self.policy.anchor.forget(str(thread_id))
@@ -318,6 +319,7 @@ class CheckpointOps:
         tkeys = sorted({thread_key(clean(t, "thread_id")) for t in thread_ids})
         if not tkeys:
             return
+        self.cache.clear()
         if strategy == "delete":
             yield Commit([q for t in tkeys for q in queries.delete_thread(t)])
             if self.policy.anchor is not None:
@@ -367,6 +369,7 @@ class CheckpointOps:
         keys = [run_key(str(r)) for r in run_ids]
         if not keys:
             return
+        self.cache.clear()
         pairs = yield queries.runs_threads(keys)
         doomed = [k for (k,) in (yield queries.run_checkpoints(keys))]
         orphans = yield queries.orphaned_children(sorted({p[0] for p in pairs}), doomed)

@@ -140,7 +140,11 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     @classmethod
     @contextmanager
     def from_conn_string(cls, conn_string: str, *, graph: str = "rippl",
-                         serde: SerializerProtocol | None = None) -> Iterator[FalkorDBSaver]:
+                         serde: SerializerProtocol | None = None,
+                         signing_key: SigningKey | None = None,
+                         trusted_keys: Collection[str | Ed25519PublicKey] | None = None,
+                         anchor: HeadAnchor | None = None,
+                         accept_unchained: bool = False) -> Iterator[FalkorDBSaver]:
         """A saver on its own connection, closed on exit, as with langgraph's SQLite and Postgres
         savers. `conn_string` is a FalkorDB URL, a database file path, or ":memory:":
 
@@ -149,7 +153,9 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
                 app = builder.compile(checkpointer=saver)
         """
         with connection_options(conn_string) as options, cls(
-                **options, graph=graph, serde=serde) as saver:
+                **options, graph=graph, serde=serde, signing_key=signing_key,
+                trusted_keys=trusted_keys, anchor=anchor,
+                accept_unchained=accept_unchained) as saver:
             yield saver
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -171,6 +177,7 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     def drop(self) -> None:
         """Delete every checkpoint of every thread (the whole checkpoint graph)."""
         self._store.drop()
+        self._cache.clear()
 
     @property
     def _ops(self) -> CheckpointOps:
@@ -370,7 +377,11 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(cls, conn_string: str, *, graph: str = "rippl",
-                               serde: SerializerProtocol | None = None
+                               serde: SerializerProtocol | None = None,
+                               signing_key: SigningKey | None = None,
+                               trusted_keys: Collection[str | Ed25519PublicKey] | None = None,
+                               anchor: HeadAnchor | None = None,
+                               accept_unchained: bool = False
                                ) -> AsyncIterator[AsyncFalkorDBSaver]:
         """A saver on its own connection, closed on exit, as with langgraph's async SQLite and
         Postgres savers. `conn_string` is a FalkorDB URL, a database file path, or ":memory:":
@@ -380,7 +391,9 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
                 app = builder.compile(checkpointer=saver)
         """
         with connection_options(conn_string) as options:
-            saver = await cls.open(options.get("path"), url=options.get("url"), graph=graph, serde=serde)
+            saver = await cls.open(options.get("path"), url=options.get("url"), graph=graph,
+                                   serde=serde, signing_key=signing_key, trusted_keys=trusted_keys,
+                                   anchor=anchor, accept_unchained=accept_unchained)
             async with saver:
                 yield saver
 
@@ -408,6 +421,7 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     async def adrop(self) -> None:
         """Delete every checkpoint of every thread (the whole checkpoint graph)."""
         await self._store.drop()
+        self._cache.clear()
         self._ready = False
 
     @property
