@@ -85,13 +85,15 @@ def _frame(part: Any) -> str:
     if isinstance(part, float):
         return f"d{part!r};"
     if isinstance(part, list | tuple):
-        return f"l{len(part)}:" + "".join(map(_frame, part))
+        return f"l{len(part)}:" + "".join([f"s{len(p)}:{p}" if type(p) is str else _frame(p)
+                                           for p in part])
     raise TypeError(f"cannot seal a {type(part).__name__}")
 
 
 def _digest(kind: str, *parts: Any) -> str:
-    """SHA-256 over the framed kind and parts (see `_frame`)."""
-    text = _frame(kind) + "".join(map(_frame, parts))
+    """SHA-256 over the framed kind and parts (see `_frame`; strings, the common part, framed
+    inline)."""
+    text = "".join([f"s{len(p)}:{p}" if type(p) is str else _frame(p) for p in (kind, *parts)])
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
