@@ -68,6 +68,7 @@ MODULES: dict[str, list[str]] = {
     "causal/tms.py": ["tests/causal/test_tms.py", "tests/causal/test_tms_graph.py"],
     "capture/context.py": ["tests/capture/test_context_property.py"],
     "console/auth.py": ["tests/console/test_auth.py", "tests/console/test_auth_limits.py"],
+    "adapters/checkpoints.py": ["integrations/langgraph/tests/test_langgraph_tamper.py"],
 }
 
 _SWAP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE,

@@ -522,3 +522,19 @@ def test_concurrent_put_writes_of_one_checkpoint_are_all_sealed(saver: FalkorDBS
     found = saver.get_tuple(stored)
     assert found is not None and len(found.pending_writes or []) == 16
     assert {w[2] for w in found.pending_writes or [] if w[1] == "state"} == {f"from {i}" for i in range(8)}
+
+
+def test_trusted_keys_as_key_objects_and_a_store_larger_than_a_page(saver: FalkorDBSaver,
+                                                                    rippl: Rippl) -> None:
+    """trusted_keys take Ed25519PublicKey objects as well as hex; a whole-store check pages
+    through more checkpoints than one read returns (64), each of them checked."""
+    key_ = Ed25519PrivateKey.generate()
+    signer = FalkorDBSaver(rippl, signing_key=key_, trusted_keys=[key_.public_key()])
+    stored = seed(signer, "long", 70)
+    assert signer.get_tuple(latest("long")) is not None
+    report = signer.verify()
+    assert report.ok and report.checkpoints == 70
+    cypher(saver, rippl, f"MATCH (c:{queries.CHECKPOINT} {{key: $k}}) SET c.meta = 'x'",
+           k=key("long", "", stored[3]["configurable"]["checkpoint_id"]))
+    assert [p.checkpoint_id for p in signer.verify("long").problems] == \
+        [stored[3]["configurable"]["checkpoint_id"]]
