@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rippl_core.causal.write import LoadProgress
     from rippl_core.client import AsyncRippl, PathLike, Rippl, Target
     from rippl_core.errors import (
+        CheckpointIntegrityError,
         ConflictError,
         DatabaseError,
         InvalidInputError,
@@ -115,7 +116,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "rippl_core.causal.write": ("LoadProgress",),
     "rippl_core.client": ("AsyncRippl", "PathLike", "Rippl", "Target"),
     "rippl_core.errors": (
-        "ConflictError", "DatabaseError", "InvalidInputError", "NotFoundError",
+        "CheckpointIntegrityError", "ConflictError", "DatabaseError", "InvalidInputError", "NotFoundError",
         "PremiseRetractedError", "ReplicationError", "ReviewError", "RipplError",
         "UnavailableError",
     ),
@@ -158,6 +159,7 @@ __all__ = [
     "Belief",
     "BeliefChange",
     "Blocker",
+    "CheckpointIntegrityError",
     "ClaimEntry",
     "ClaimItem",
     "CollectionNotStr",

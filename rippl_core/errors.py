@@ -58,3 +58,26 @@ class PremiseRetractedError(RipplError, PermissionError):
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
         super().__init__(verdict.explain())
+
+
+class CheckpointIntegrityError(RipplError):
+    """A stored checkpoint (of a LangGraph thread, or another framework's saved state) does not
+    verify against its chain: it was edited, replaced, replayed or deleted outside Rippl, the
+    store was restored from an older copy, or it predates the chain. The read is refused so that
+    the agent never resumes from a state nobody wrote."""
+
+    def __init__(self, *, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None,
+                 problems: list[str]) -> None:
+        self.thread_id, self.checkpoint_ns, self.checkpoint_id = thread_id, checkpoint_ns, checkpoint_id
+        self.problems = problems
+        where = f"thread {thread_id!r}" + (f", namespace {checkpoint_ns!r}" if checkpoint_ns else "")
+        what = (f"checkpoint {checkpoint_id} of {where}" if checkpoint_id
+                else f"the newest checkpoint of {where}")
+        why = "; ".join(problems)
+        message = (f"{what} failed verification, so it is not served: {why}. Do not resume from it: "
+                   "find every problem of the thread with verify_checkpoints(handle, thread_id=...), "
+                   "resume from an earlier checkpoint that verifies, or restore the store from a "
+                   "backup you trust")
+        cli = message.replace("verify_checkpoints(handle, thread_id=...)",
+                              f"`rippl checkpoints verify --thread {thread_id}`")
+        super().__init__(message, cli=cli)

@@ -70,6 +70,7 @@ MODULES: dict[str, list[str]] = {
     "capture/run.py": ["tests/capture/test_run.py", "tests/capture/test_veto_holds.py",
                        "tests/capture/test_flow.py"],
     "console/auth.py": ["tests/console/test_auth.py", "tests/console/test_auth_limits.py"],
+    "adapters/checkpoints.py": ["integrations/langgraph/tests/test_langgraph_tamper.py"],
 }
 
 _SWAP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE,

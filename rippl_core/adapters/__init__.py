@@ -18,6 +18,11 @@ Modules: `toolguard` (mapping and fail-closed verdicts), `guard` (bound to a gra
 - **Framework state**: `StateGraph`/`AsyncStateGraph`, a companion graph of the tenant's graph
   (e.g. LangGraph checkpoints) with its own schema, running operations written as generators of
   `Query` and `Commit` (the same protocol as the core's).
+- **Checkpoints that notice tampering**: `checkpoints`, the chained layout of the companion
+  graph "checkpoints" (digests, signatures, what a read verifies, the migration of a store
+  written before the chain); `verify_checkpoints` checks a whole store, `checkpoint_heads_digest`
+  gives the digest of every thread head (for the receipt log's anchored head), `FileAnchor` keeps
+  the newest heads outside the database.
 - **Capture**: `Capture` records one run of a framework's agent (its turns, calls, executions,
   the messages its model wrote) and judges its calls, failing closed.
 - **Per-tool settings**: `ToolSettings` (in `rippl_core`) given per tool name to a guard
@@ -36,7 +41,20 @@ from rippl_core._runtime.telemetry import parent_source
 from rippl_core._runtime.timeutil import from_ms, now_ms, to_ms
 from rippl_core._runtime.validation import check_id, check_text, normalise_text, semantic_id
 from rippl_core._runtime.wire import Query
+from rippl_core.adapters import checkpoints
 from rippl_core.adapters.capture import Capture, FrameworkCall
+from rippl_core.adapters.checkpoints import (
+    ChainPolicy,
+    ChainReport,
+    CheckpointProblem,
+    FileAnchor,
+    Head,
+    HeadAnchor,
+    acheckpoint_heads_digest,
+    averify_checkpoints,
+    checkpoint_heads_digest,
+    verify_checkpoints,
+)
 from rippl_core.adapters.guard import Guard, HandleSource
 from rippl_core.adapters.handles import (
     Call,
@@ -78,11 +96,17 @@ __all__ = [
     "Call",
     "Calls",
     "Capture",
+    "ChainPolicy",
+    "ChainReport",
+    "CheckpointProblem",
     "Commit",
+    "FileAnchor",
     "FrameworkCall",
     "Guard",
     "Handle",
     "HandleSource",
+    "Head",
+    "HeadAnchor",
     "Index",
     "Op",
     "Query",
@@ -95,11 +119,15 @@ __all__ = [
     "ToolGuard",
     "ToolSettingsMap",
     "acall",
+    "acheckpoint_heads_digest",
     "arguments",
     "arun_calls",
+    "averify_checkpoints",
     "capture_policy",
     "check_id",
     "check_text",
+    "checkpoint_heads_digest",
+    "checkpoints",
     "content_words",
     "from_ms",
     "normalise_text",
@@ -116,5 +144,6 @@ __all__ = [
     "tool_settings",
     "unanswered",
     "unmappable",
+    "verify_checkpoints",
     "veto_text",
 ]

@@ -4,6 +4,15 @@ Both run the same generator operations (`ops.CheckpointOps`) through the core dr
 and async savers share one implementation. Checkpoints live in the tenant's companion graph
 "checkpoints" (among the tenant's keys: the same shard of a cluster, deleted with the tenant by
 `Rippl.drop()`), with its own version key, so checkpoint writes never contend with causal writes.
+
+Checkpoints are chained and every read verifies what it returns (`rippl_core.adapters.checkpoints`):
+a checkpoint edited, replaced, replayed or deleted outside Rippl is refused with
+`CheckpointIntegrityError`, so a graph never resumes from a state nobody wrote. Options shared by
+both savers: `signing_key` (Ed25519, the service's or a reviewer's) signs what the saver writes;
+`trusted_keys` makes every read require a signature by one of them; `anchor` (a `HeadAnchor`, e.g.
+`FileAnchor(path)`) keeps each thread's newest head outside the database, which catches a store
+restored from an older copy; `accept_unchained` serves checkpoints written before the chain (sealed
+by the migration; refused by default).
 """
 
 from __future__ import annotations
@@ -11,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
@@ -29,8 +39,20 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from rippl_core import AsyncRippl, InvalidInputError, Rippl
-from rippl_core.adapters import AsyncStateGraph, StateGraph, from_ms
+from rippl_core import AsyncRippl, InvalidInputError, Rippl, SigningKey
+from rippl_core.adapters import (
+    AsyncStateGraph,
+    ChainPolicy,
+    ChainReport,
+    HeadAnchor,
+    StateGraph,
+    acheckpoint_heads_digest,
+    averify_checkpoints,
+    checkpoint_heads_digest,
+    from_ms,
+    verify_checkpoints,
+)
+from rippl_core.adapters import checkpoints as chain
 from rippl_langgraph.checkpoint.ops import PAGE, CheckpointOps, configurable
 from rippl_langgraph.checkpoint.queries import SCHEMA
 
@@ -88,11 +110,17 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     """
 
     graph: str
+    policy: ChainPolicy
 
     def __init__(self, memory: Rippl | None = None, *, path: str | os.PathLike[str] | None = None,
                  url: str | None = None, graph: str = "rippl",
-                 serde: SerializerProtocol | None = None) -> None:
+                 serde: SerializerProtocol | None = None, signing_key: SigningKey | None = None,
+                 trusted_keys: Collection[str | Ed25519PublicKey] | None = None,
+                 anchor: HeadAnchor | None = None, accept_unchained: bool = False) -> None:
         super().__init__(serde=serde)
+        self.policy = ChainPolicy.of(signing_key=signing_key, trusted_keys=trusted_keys,
+                                     anchor=anchor, accept_unchained=accept_unchained)
+        self._cache = chain.DigestCache()
         if memory is not None and (path is not None or url is not None):
             raise InvalidInputError("give either a Rippl handle or path/url, not both")
         if memory is not None and not isinstance(memory, Rippl):
@@ -112,7 +140,11 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     @classmethod
     @contextmanager
     def from_conn_string(cls, conn_string: str, *, graph: str = "rippl",
-                         serde: SerializerProtocol | None = None) -> Iterator[FalkorDBSaver]:
+                         serde: SerializerProtocol | None = None,
+                         signing_key: SigningKey | None = None,
+                         trusted_keys: Collection[str | Ed25519PublicKey] | None = None,
+                         anchor: HeadAnchor | None = None,
+                         accept_unchained: bool = False) -> Iterator[FalkorDBSaver]:
         """A saver on its own connection, closed on exit, as with langgraph's SQLite and Postgres
         savers. `conn_string` is a FalkorDB URL, a database file path, or ":memory:":
 
@@ -121,7 +153,9 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
                 app = builder.compile(checkpointer=saver)
         """
         with connection_options(conn_string) as options, cls(
-                **options, graph=graph, serde=serde) as saver:
+                **options, graph=graph, serde=serde, signing_key=signing_key,
+                trusted_keys=trusted_keys, anchor=anchor,
+                accept_unchained=accept_unchained) as saver:
             yield saver
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -143,10 +177,24 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     def drop(self) -> None:
         """Delete every checkpoint of every thread (the whole checkpoint graph)."""
         self._store.drop()
+        self._cache.clear()
 
     @property
     def _ops(self) -> CheckpointOps:
-        return CheckpointOps(self.serde)
+        return CheckpointOps(self.serde, self.policy, self._cache)
+
+    def verify(self, thread_id: str | None = None, *,
+               expected_heads_digest: str | None = None) -> ChainReport:
+        """Check every checkpoint of the store (or of one thread), with this saver's trusted keys
+        and anchor: every problem found, and the checkpoints written before the chain."""
+        return verify_checkpoints(self.memory, thread_id=thread_id,
+                                  trusted_keys=self.policy.trusted_keys, anchor=self.policy.anchor,
+                                  expected_heads_digest=expected_heads_digest)
+
+    def heads_digest(self) -> str:
+        """The digest of every thread's head (`checkpoint_heads_digest`): what the receipt log's
+        anchored tree head covers."""
+        return checkpoint_heads_digest(self.memory)
 
     # -- BaseCheckpointSaver ----------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -165,7 +213,7 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
-        self._store.run(lambda: self._ops.put_writes(config, writes, task_id, task_path))
+        self._store.run(lambda: self._ops.put_writes(config, writes, task_id, task_path), write=True)
 
     def delete_thread(self, thread_id: str) -> None:
         self._store.run(lambda: self._ops.delete_thread(thread_id))
@@ -283,9 +331,16 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     """
 
     graph: str
+    policy: ChainPolicy
 
-    def __init__(self, memory: AsyncRippl, *, serde: SerializerProtocol | None = None) -> None:
+    def __init__(self, memory: AsyncRippl, *, serde: SerializerProtocol | None = None,
+                 signing_key: SigningKey | None = None,
+                 trusted_keys: Collection[str | Ed25519PublicKey] | None = None,
+                 anchor: HeadAnchor | None = None, accept_unchained: bool = False) -> None:
         super().__init__(serde=serde)
+        self.policy = ChainPolicy.of(signing_key=signing_key, trusted_keys=trusted_keys,
+                                     anchor=anchor, accept_unchained=accept_unchained)
+        self._cache = chain.DigestCache()
         if not isinstance(memory, AsyncRippl):
             raise InvalidInputError(
                 f"AsyncFalkorDBSaver needs an AsyncRippl handle, got {type(memory).__name__}; "
@@ -302,12 +357,16 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
 
     @classmethod
     async def open(cls, path: str | os.PathLike[str] | None = None, *, url: str | None = None,
-                   graph: str = "rippl",
-                   serde: SerializerProtocol | None = None) -> AsyncFalkorDBSaver:
+                   graph: str = "rippl", serde: SerializerProtocol | None = None,
+                   signing_key: SigningKey | None = None,
+                   trusted_keys: Collection[str | Ed25519PublicKey] | None = None,
+                   anchor: HeadAnchor | None = None,
+                   accept_unchained: bool = False) -> AsyncFalkorDBSaver:
         """Open the graph with the same options as `AsyncRippl.open`; `aclose()` closes it."""
         memory = await AsyncRippl.open(path, url=url, graph=graph)
         try:
-            saver = cls(memory, serde=serde)
+            saver = cls(memory, serde=serde, signing_key=signing_key, trusted_keys=trusted_keys,
+                        anchor=anchor, accept_unchained=accept_unchained)
             saver._owned = True
             await saver.setup()
         except BaseException:
@@ -318,7 +377,11 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(cls, conn_string: str, *, graph: str = "rippl",
-                               serde: SerializerProtocol | None = None
+                               serde: SerializerProtocol | None = None,
+                               signing_key: SigningKey | None = None,
+                               trusted_keys: Collection[str | Ed25519PublicKey] | None = None,
+                               anchor: HeadAnchor | None = None,
+                               accept_unchained: bool = False
                                ) -> AsyncIterator[AsyncFalkorDBSaver]:
         """A saver on its own connection, closed on exit, as with langgraph's async SQLite and
         Postgres savers. `conn_string` is a FalkorDB URL, a database file path, or ":memory:":
@@ -328,7 +391,9 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
                 app = builder.compile(checkpointer=saver)
         """
         with connection_options(conn_string) as options:
-            saver = await cls.open(options.get("path"), url=options.get("url"), graph=graph, serde=serde)
+            saver = await cls.open(options.get("path"), url=options.get("url"), graph=graph,
+                                   serde=serde, signing_key=signing_key, trusted_keys=trusted_keys,
+                                   anchor=anchor, accept_unchained=accept_unchained)
             async with saver:
                 yield saver
 
@@ -356,11 +421,24 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     async def adrop(self) -> None:
         """Delete every checkpoint of every thread (the whole checkpoint graph)."""
         await self._store.drop()
+        self._cache.clear()
         self._ready = False
 
     @property
     def _ops(self) -> CheckpointOps:
-        return CheckpointOps(self.serde)
+        return CheckpointOps(self.serde, self.policy, self._cache)
+
+    async def averify(self, thread_id: str | None = None, *,
+                      expected_heads_digest: str | None = None) -> ChainReport:
+        """Check every checkpoint of the store (or of one thread); see `FalkorDBSaver.verify`."""
+        return await averify_checkpoints(self.memory, thread_id=thread_id,
+                                         trusted_keys=self.policy.trusted_keys,
+                                         anchor=self.policy.anchor,
+                                         expected_heads_digest=expected_heads_digest)
+
+    async def aheads_digest(self) -> str:
+        """The digest of every thread's head; see `FalkorDBSaver.heads_digest`."""
+        return await acheckpoint_heads_digest(self.memory)
 
     async def _run[T](self, make: Any, *, write: bool = False) -> T:
         if not self._ready:
@@ -385,7 +463,8 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                           task_id: str, task_path: str = "") -> None:
-        await self._run(lambda: self._ops.put_writes(config, writes, task_id, task_path))
+        await self._run(lambda: self._ops.put_writes(config, writes, task_id, task_path),
+                        write=True)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._run(lambda: self._ops.delete_thread(thread_id))
