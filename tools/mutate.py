@@ -65,6 +65,7 @@ MODULES: dict[str, list[str]] = {
     "adapters/toolguard.py": ["tests/test_adapters.py", "tests/test_toolguard.py"],
     "review/receipts.py": ["tests/review/test_receipts.py", "tests/review/test_canonical_json.py",
                            "tests/review/test_receipt_verification.py"],
+    "review/merkle.py": ["tests/review/test_merkle.py"],
     "causal/tms.py": ["tests/causal/test_tms.py", "tests/causal/test_tms_graph.py"],
     "capture/context.py": ["tests/capture/test_context_property.py"],
     "console/auth.py": ["tests/console/test_auth.py", "tests/console/test_auth_limits.py"],
