@@ -1,7 +1,12 @@
-"""Tamper-evident receipts: canonical JSON (RFC 8785), SHA-256, a hash chain, Ed25519 signatures.
+"""Tamper-evident receipts: canonical JSON (RFC 8785), SHA-256, a hash chain, Ed25519 signatures,
+and the leaves of the log's Merkle tree.
 
 Pure functions: building a receipt and verifying a chain need no database, so an exported chain
 (JSON Lines) can be verified anywhere.
+
+Each receipt is also a leaf of an RFC 9162 Merkle tree (`review/merkle.py`), whatever its kind: the
+leaf is the canonical JSON of what the receipt stores and proves (its body, hash, signature and
+public key), so editing, re-signing or stripping the signature of any receipt changes the root.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import Receipt, ReceiptCheck
+from rippl_core.review import merkle
+from rippl_core.review.keys import Registry, statement_problems
 
 GENESIS = "0" * 64
 
@@ -87,17 +94,33 @@ PROOF = ("body", "hash", "signature", "public_key")
 MIRRORED = ("kind", "actor")
 
 
+def leaf_data(record: Mapping[str, Any]) -> bytes:
+    """A receipt's leaf in the Merkle tree: the canonical JSON of its proof fields (those present),
+    the same for every receipt kind."""
+    return canonical({k: record[k] for k in PROOF if record.get(k) is not None})
+
+
+def leaf_hash(record: Mapping[str, Any]) -> bytes:
+    return merkle.leaf_hash(leaf_data(record))
+
+
 def verify_chain(records: Iterable[Mapping[str, Any]], *, head: tuple[int, str] | None = None,
-                 public_keys: Mapping[str, str | Ed25519PublicKey] | None = None) -> ReceiptCheck:
+                 public_keys: Mapping[str, str | Ed25519PublicKey] | None = None,
+                 distinct_approver: bool = False) -> ReceiptCheck:
     """Re-walk a chain and report every broken link: an edited body, a deleted, inserted or
     reordered receipt, a field beside the body that disagrees with it, a bad or untrusted
-    signature. `head` is the recorded (seq, hash) of the last receipt, which catches a deleted
-    tail. `public_keys` maps an actor to the key it must have signed with; without it the key
-    recorded beside each signature is used."""
+    signature, a reviewer key misused (see `review/keys.py`). `head` is the recorded (seq, hash)
+    of the last receipt, which catches a deleted tail. `public_keys` maps an actor to the key it
+    must have signed with; without it the key recorded beside each signature is used.
+    `distinct_approver`: an approval by the identity that proposed the review is a problem too.
+    The check's `root` is the Merkle root of the receipts walked (one leaf each)."""
     public_keys = _trusted(public_keys)
     problems: list[str] = []
+    registry = Registry()
+    frontier: list[bytes] = []
     previous, expected_seq, count = GENESIS, 1, 0
     for record in records:
+        frontier, _ = merkle.frontier_append(frontier, count, leaf_hash(record))
         count += 1
         seq = record.get("seq")
         try:
@@ -115,13 +138,36 @@ def verify_chain(records: Iterable[Mapping[str, Any]], *, head: tuple[int, str] 
         if body.get("prev") != previous:
             problems.append(f"receipt #{seq}: does not link to the receipt before it")
         problems.extend(_field_problems(record, body))
-        problems.extend(_signature_problems(record, body, public_keys))
+        signature = _signature_problems(record, body, public_keys)
+        problems.extend(signature)
+        problems.extend(statement_problems(seq, body))
+        problems.extend(registry.problems(seq, record, body, record.get("signature") is not None
+                                          and not signature))
+        problems.extend(_statement_trust_problems(seq, body, public_keys))
+        if distinct_approver and body.get("kind") == "retraction_approved" \
+                and body.get("proposed_by") == body.get("actor"):
+            problems.append(f"receipt #{seq}: {body.get('actor')} approved their own proposal "
+                            "(separation of duties)")
         previous = str(record.get("hash"))
         expected_seq = (seq if isinstance(seq, int) else expected_seq) + 1
     if head is not None and head[0] is not None and (head[0] != expected_seq - 1 or head[1] != previous):
         problems.append(f"the chain ends at #{expected_seq - 1} but its head records #{head[0]}: "
                         "receipts were deleted or appended outside Rippl")
-    return ReceiptCheck(ok=not problems, count=count, problems=problems)
+    return ReceiptCheck(ok=not problems, count=count, problems=problems,
+                        root=merkle.frontier_root(frontier).hex())
+
+
+def _statement_trust_problems(seq: object, body: Mapping[str, Any],
+                              public_keys: Mapping[str, str | Ed25519PublicKey] | None) -> list[str]:
+    """With trusted keys, a statement's key must be the trusted key of its signer."""
+    trusted = (public_keys or {}).get(str(body.get("actor")))
+    if trusted is None or "statement" not in body:
+        return []
+    wanted = public_hex(trusted) if isinstance(trusted, Ed25519PublicKey) else str(trusted).lower()
+    if str(body.get("statement_key")).lower() != wanted:
+        return [f"receipt #{seq}: the statement is signed by a key that is not {body.get('actor')}'s "
+                "trusted key"]
+    return []
 
 
 def _trusted(public_keys: Any) -> Mapping[str, str | Ed25519PublicKey] | None:
@@ -188,7 +234,7 @@ def receipt_model(props: Mapping[str, Any]) -> Receipt:
     seq), so nothing shown is outside what the hash and signature cover."""
     body = json.loads(props["body"])
     return Receipt(id=receipt_id(body["seq"]), seq=body["seq"], kind=body["kind"],
-                   review=body.get("review"), claim=body["claim"], actor=body["actor"],
+                   review=body.get("review"), claim=body.get("claim"), actor=body["actor"],
                    at=body["at"], hash=props["hash"], prev_hash=body["prev"], body=body,
                    signature=props.get("signature"), public_key=props.get("public_key"))
 
