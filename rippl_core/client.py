@@ -461,14 +461,16 @@ class Rippl:
     def anchor(self, witness: PathLike, *, signing_key: SigningKey | None = None,
                by: str | None = None) -> TreeHead:
         """Write the current tree head to a witness outside the database (file:PATH, git:PATH,
-        an http(s) URL), after checking that the log extends the witness's latest head (a
-        rewritten history is refused, never anchored). Returns the head anchored."""
+        an http(s) URL), after checking that the log extends the witness's latest head and that
+        the receipts added since hash to the tree's leaves (a rewritten history is refused, never
+        anchored). Returns the head anchored."""
         target = anchors.witness(witness)
         head = self.tree_head(signing_key=signing_key, by=by)
         previous = target.heads(self.graph)
         proof = self.consistency(previous[-1].size, new_size=head.size) \
             if previous and previous[-1].size <= head.size else None
         anchors.check_extends(previous[-1] if previous else None, head, proof)
+        self._driver.run(lambda: log.check_leaves(previous[-1].size if previous else 0, head.size))
         target.publish(head)
         return head
 
@@ -501,7 +503,7 @@ class Rippl:
         by `by` with `signing_key` if given), which makes a cut tail detectable, then each
         receipt as stored."""
         records, head = self._driver.run(gate.chain)
-        return export_lines(records, head=head, signing_key=signing_key, by=by)
+        return export_lines(records, head=head, signing_key=signing_key, by=by, log=self.graph)
 
     def subscribe(self) -> EventStream:
         """Live events of this graph (status changes, review decisions), from now on."""
@@ -870,6 +872,8 @@ class AsyncRippl:
         proof = await self.consistency(previous[-1].size, new_size=head.size) \
             if previous and previous[-1].size <= head.size else None
         anchors.check_extends(previous[-1] if previous else None, head, proof)
+        await self._driver.run(lambda: log.check_leaves(previous[-1].size if previous else 0,
+                                                        head.size))
         await asyncio.to_thread(target.publish, head)
         return head
 
@@ -896,7 +900,7 @@ class AsyncRippl:
         """The receipt chain as JSON Lines, headed by its count and last hash (see the sync
         twin)."""
         records, head = await self._driver.run(gate.chain)
-        return export_lines(records, head=head, signing_key=signing_key, by=by)
+        return export_lines(records, head=head, signing_key=signing_key, by=by, log=self.graph)
 
     async def subscribe(self) -> AsyncEventStream:
         """Live events of this graph (status changes, review decisions), from now on."""

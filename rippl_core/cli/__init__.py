@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from rippl_core.cli import beliefs, capture, demo, graph, ingest, mcp, review, serve  # noqa: F401  (they register their commands)
+from rippl_core.cli import beliefs, capture, demo, graph, ingest, keys, mcp, review, serve  # noqa: F401  (they register their commands)
 from rippl_core.cli.app import app
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from rippl_core.cli.app import command, connection, errors, styled
+from rippl_core.cli.app import command, connection, errors, signing_key_file, styled
 from rippl_core.mcp import serve  # light: the SDK is imported when a server is built
 
 
@@ -43,6 +44,9 @@ def mcp_cmd(
         help="With --allow-review: the identity every approval's receipt names.")] = None,
     log_level: Annotated[LogLevel, typer.Option(help="Server log level (to stderr).",
                                                 case_sensitive=False)] = LogLevel.WARNING,
+    reviewer_key: Annotated[Path | None, typer.Option(
+        help="With --allow-review: the reviewer's key file; their decisions are signed with it "
+             "(required when they have a registered key).")] = None,
 ) -> None:
     """Serve Rippl to MCP clients: check_premises, blast_radius, explain, the review queue and
     belief memory as tools. stdio by default; --transport http for streamable HTTP."""
@@ -54,4 +58,5 @@ def mcp_cmd(
             errors.print(styled("[yellow]warning:[/yellow] listening on {} without authentication; "
                                 "anyone who can reach it can use the tools", host))
     serve(db=conn.db, url=conn.url, graph=conn.graph, transport=transport.value, host=host, port=port,
-          allow_review=allow_review, reviewer=reviewer, log_level=log_level.value)
+          allow_review=allow_review, reviewer=reviewer, log_level=log_level.value,
+          reviewer_key=signing_key_file(reviewer_key))

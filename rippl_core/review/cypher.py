@@ -57,6 +57,14 @@ def append_receipt(props: Mapping[str, Any], tree: Mapping[str, Any],
                  {"props": props, "tree": tree, "nodes": nodes})
 
 
+def receipts_since(after: int, upto: int) -> Query:
+    """The receipts after seq `after` up to `upto`, with the tree's stored leaf of each."""
+    return Query("MATCH (r:Receipt) WHERE r.seq > $after AND r.seq <= $upto "
+                 "OPTIONAL MATCH (m:MerkleNode {id: '0:' + toString(r.seq - 1)}) "
+                 "RETURN properties(r), m.h ORDER BY r.seq", {"after": after, "upto": upto},
+                 read_only=True)
+
+
 def merkle_nodes(ids: list[str]) -> Query:
     return Query("UNWIND $ids AS id MATCH (m:MerkleNode {id: id}) RETURN m.id, m.h", {"ids": ids},
                  read_only=True)

@@ -212,6 +212,21 @@ def _seq(receipt: str | int) -> int:
                             f"{receipt!r:.80}")
 
 
+def check_leaves(after: int, upto: int) -> Op[None]:
+    """Refuse (ConflictError) when a receipt after seq `after` up to `upto` is missing or does not
+    hash to the leaf the tree keeps for it: before a head is anchored, the receipts it adds beyond
+    the last anchored one must be what the tree says (older ones are covered by that head)."""
+    rows = yield cypher.receipts_since(after, upto)
+    seqs = [row[0].get("seq") for row in rows]
+    if seqs != list(range(after + 1, upto + 1)):
+        raise ConflictError(f"receipts {after + 1}..{upto} are not all in the log; nothing was "
+                            "anchored. Run `rippl receipts verify`")
+    for record, stored in rows:
+        if stored != leaf_hash(record).hex():
+            raise ConflictError(f"receipt #{record.get('seq')} does not match the log's tree (edited "
+                                "in the database?); nothing was anchored. Run `rippl receipts verify`")
+
+
 def reviewer_keys() -> Op[dict[str, str]]:
     """Each reviewer's registered key (hex), as the log's key receipts left them."""
     rows = yield cypher.REVIEWER_KEYS

@@ -240,7 +240,8 @@ def receipt_model(props: Mapping[str, Any]) -> Receipt:
 
 
 def export_lines(records: Sequence[Mapping[str, Any]], *, head: tuple[int, str] | None,
-                 signing_key: SigningKey | None = None, by: str | None = None) -> list[str]:
+                 signing_key: SigningKey | None = None, by: str | None = None,
+                 log: str | None = None) -> list[str]:
     """A chain as JSON Lines (no newlines): first its head (how many receipts, the last seq and
     hash, as the database records them; signed by `by` with `signing_key` if given), then each
     receipt as stored, one per line (so an edit made in the database shows in the file too). The
@@ -252,6 +253,8 @@ def export_lines(records: Sequence[Mapping[str, Any]], *, head: tuple[int, str] 
                                "exported_at": datetime.now(UTC).isoformat()}
     if by is not None:
         summary["by"] = by
+    if log is not None:
+        summary["log"] = log
     lines = [json.dumps({"head": summary, **_sign(summary, signing_key)})]
     lines.extend(json.dumps({k: v for k, v in record.items() if v is not None}) for record in records)
     return lines
@@ -266,25 +269,30 @@ def _sign(summary: Mapping[str, Any], signing_key: SigningKey | None) -> dict[st
 
 
 def verify_export(records: Sequence[Mapping[str, Any]], *,
-                  public_keys: Mapping[str, str | Ed25519PublicKey] | None = None) -> ReceiptCheck:
+                  public_keys: Mapping[str, str | Ed25519PublicKey] | None = None,
+                  distinct_approver: bool = False) -> ReceiptCheck:
     """Verify an exported chain, its head included: a cut or padded tail, a missing or edited
     head, and (when `public_keys` are given) a head not signed by a trusted key are reported."""
     public_keys = _trusted(public_keys)
     heads = [i for i, record in enumerate(records) if "head" in record]
     receipts = [record for record in records if "head" not in record]
     if not heads:
-        check = verify_chain(receipts, public_keys=public_keys)
+        check = verify_chain(receipts, public_keys=public_keys,
+                         distinct_approver=distinct_approver)
         return _failed(check, "the file has no head (how many receipts, the last hash): a cut "
                        "tail cannot be detected. Export it again with `rippl receipts export`")
     if heads != [0]:
-        check = verify_chain(receipts, public_keys=public_keys)
+        check = verify_chain(receipts, public_keys=public_keys,
+                         distinct_approver=distinct_approver)
         return _failed(check, "the head must be the file's first line, and only one")
     summary = records[0]["head"]
     if not isinstance(summary, dict) or not {"count", "seq", "hash"} <= summary.keys() \
             or not isinstance(summary["seq"], int):
-        return _failed(verify_chain(receipts, public_keys=public_keys),
+        return _failed(verify_chain(receipts, public_keys=public_keys,
+                         distinct_approver=distinct_approver),
                        "the head is malformed (it needs count, seq and hash)")
-    check = verify_chain(receipts, head=(summary["seq"], summary["hash"]), public_keys=public_keys)
+    check = verify_chain(receipts, head=(summary["seq"], summary["hash"]), public_keys=public_keys,
+                         distinct_approver=distinct_approver)
     problems = []
     if summary["count"] != len(receipts):
         problems.append(f"the head records {summary['count']} receipts but the file holds "
