@@ -133,20 +133,22 @@ def test_inclusion_vectors(index: int, size: int, proof: list[str]) -> None:
         flipped[i] = bytes([flipped[i][0] ^ 8]) + flipped[i][1:]
         bad.append((index, size, LEAF_HASHES[index], flipped, ROOTS[size]))
     for args in bad:
-        assert not verify_inclusion(*args), args
+        assert False is verify_inclusion(*args), args
 
 
 def test_inclusion_edge_cases() -> None:
     single = leaf_hash(b"data")
     assert verify_inclusion(0, 1, single, [], single)
-    assert not verify_inclusion(0, 1, b"", [], single)
-    assert not verify_inclusion(0, 1, single, [], b"")
+    assert False is verify_inclusion(0, 1, b"", [], single)
+    assert False is verify_inclusion(0, 1, single, [], b"")
     for index, size in ((0, 0), (1, 0), (2, 1), (1, 1)):
-        assert not verify_inclusion(index, size, SOME_HASH, [], EMPTY_ROOT)
-        assert not verify_inclusion(index, size, EMPTY_ROOT, [], EMPTY_ROOT)
+        assert False is verify_inclusion(index, size, SOME_HASH, [], EMPTY_ROOT)
+        assert False is verify_inclusion(index, size, EMPTY_ROOT, [], EMPTY_ROOT)
         with pytest.raises(ValueError, match="not in a tree"):
             inclusion_ranges(index, size)
-    assert not verify_inclusion(-1, 4, SOME_HASH, [], SOME_HASH)
+    assert False is verify_inclusion(-1, 4, SOME_HASH, [], SOME_HASH)
+    text = "a" * 32  # 32 long but not bytes: refused, not compared
+    assert False is verify_inclusion(0, 1, text, [], text)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("old", "new", "proof"), CONSISTENCY)
@@ -174,24 +176,27 @@ def test_consistency_vectors(old: int, new: int, proof: list[str]) -> None:
         flipped[i] = bytes([flipped[i][0] ^ 16]) + flipped[i][1:]
         bad.append((old, new, r1, r2, flipped))
     for args in bad:
-        assert not verify_consistency(*args), args
+        assert False is verify_consistency(*args), args
 
 
 def test_consistency_edge_cases() -> None:
     r1, r2 = b"1" * 32, b"2" * 32
-    assert not verify_consistency(0, 0, r1, r2, [])
-    assert not verify_consistency(1, 1, r1, r2, [])
+    assert False is verify_consistency(0, 0, r1, r2, [])
+    assert False is verify_consistency(1, 1, r1, r2, [])
     assert verify_consistency(0, 0, r1, r1, [])
     assert verify_consistency(1, 1, r2, r2, [])
-    assert not verify_consistency(0, 1, r1, r2, [])
-    assert not verify_consistency(1, 0, r1, r2, [])
-    assert not verify_consistency(2, 1, r1, r2, [])
-    assert not verify_consistency(1, 2, r1, r2, [])
-    assert not verify_consistency(0, 0, EMPTY_ROOT, r2, [])
-    assert not verify_consistency(0, 0, EMPTY_ROOT, EMPTY_ROOT, [EMPTY_ROOT])
-    assert not verify_consistency(1, 1, EMPTY_ROOT, EMPTY_ROOT, [EMPTY_ROOT])
-    assert not verify_consistency(0, 1, EMPTY_ROOT, EMPTY_ROOT, [EMPTY_ROOT])
-    assert not verify_consistency(0, 4, EMPTY_ROOT, ROOTS[4], TREE.consistency_proof(1, 4))
+    assert False is verify_consistency(0, 1, r1, r2, [])
+    assert False is verify_consistency(1, 0, r1, r2, [])
+    assert False is verify_consistency(2, 1, r1, r2, [])
+    assert False is verify_consistency(1, 2, r1, r2, [])
+    assert False is verify_consistency(0, 0, EMPTY_ROOT, r2, [])
+    assert False is verify_consistency(-1, -1, r1, r1, [])  # sizes checked before anything else
+    text = "b" * 32
+    assert False is verify_consistency(1, 1, text, text, [])  # type: ignore[arg-type]
+    assert False is verify_consistency(0, 0, EMPTY_ROOT, EMPTY_ROOT, [EMPTY_ROOT])
+    assert False is verify_consistency(1, 1, EMPTY_ROOT, EMPTY_ROOT, [EMPTY_ROOT])
+    assert False is verify_consistency(0, 1, EMPTY_ROOT, EMPTY_ROOT, [EMPTY_ROOT])
+    assert False is verify_consistency(0, 4, EMPTY_ROOT, ROOTS[4], TREE.consistency_proof(1, 4))
     assert consistency_ranges(0, 5) == [] and consistency_ranges(5, 5) == []
     with pytest.raises(ValueError, match="no consistency proof"):
         consistency_ranges(6, 5)
@@ -256,17 +261,17 @@ def test_every_inclusion_proof_verifies_and_any_bit_flip_is_rejected(size: int,
     assert len(proof) <= max(at - 1, 0).bit_length()
     assert verify_inclusion(index, at, tree.leaves[index], proof, top)
     bit = data.draw(st.integers(0, 255))
-    assert not verify_inclusion(index, at, flip(tree.leaves[index], bit), proof, top)
-    assert not verify_inclusion(index, at, tree.leaves[index], proof, flip(top, bit))
+    assert False is verify_inclusion(index, at, flip(tree.leaves[index], bit), proof, top)
+    assert False is verify_inclusion(index, at, tree.leaves[index], proof, flip(top, bit))
     if proof:
         which = data.draw(st.integers(0, len(proof) - 1))
         broken = [*proof]
         broken[which] = flip(broken[which], bit)
-        assert not verify_inclusion(index, at, tree.leaves[index], broken, top)
-        assert not verify_inclusion(index, at, tree.leaves[index], proof[:-1], top)
+        assert False is verify_inclusion(index, at, tree.leaves[index], broken, top)
+        assert False is verify_inclusion(index, at, tree.leaves[index], proof[:-1], top)
     other = data.draw(st.integers(0, at - 1))
     if other != index:
-        assert not verify_inclusion(other, at, tree.leaves[index], proof, top)
+        assert False is verify_inclusion(other, at, tree.leaves[index], proof, top)
 
 
 @settings(max_examples=150, deadline=None)
@@ -281,17 +286,17 @@ def test_every_consistency_proof_verifies_and_any_bit_flip_is_rejected(size: int
     assert len(proof) <= new.bit_length() + 1
     assert verify_consistency(old, new, r1, r2, proof)
     bit = data.draw(st.integers(0, 255))
-    assert not verify_consistency(old, new, flip(r1, bit), r2, proof)
-    assert not verify_consistency(old, new, r1, flip(r2, bit), proof)
+    assert False is verify_consistency(old, new, flip(r1, bit), r2, proof)
+    assert False is verify_consistency(old, new, r1, flip(r2, bit), proof)
     if proof:
         which = data.draw(st.integers(0, len(proof) - 1))
         broken = [*proof]
         broken[which] = flip(broken[which], bit)
-        assert not verify_consistency(old, new, r1, r2, broken)
+        assert False is verify_consistency(old, new, r1, r2, broken)
     # a history rewritten below the old size is not consistent with the old head
     if old < new:
         rewritten = Tree([*tree.leaves[:old - 1], leaf_hash(b"forged"), *tree.leaves[old:new]])
-        assert not verify_consistency(old, new, r1, rewritten.root(),
+        assert False is verify_consistency(old, new, r1, rewritten.root(),
                                       rewritten.consistency_proof(old, new))
 
 
