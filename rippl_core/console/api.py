@@ -95,7 +95,7 @@ class Proposal(_Body):
 
 class Ruling(_Body):
     note: str = Field(description="Why the reviewer decided so; recorded in the receipt.")
-    signature: str | None = Field(None, description=(
+    signature: str | None = Field(default=None, description=(
         "The reviewer's Ed25519 signature (hex) of the decision's statement: the canonical JSON "
         "(sorted keys, no spaces) of {claim, kind: retraction_approved|retraction_rejected, note, "
         "proposed_by, review, reviewer}. Required when the reviewer has a key."))
@@ -114,7 +114,7 @@ class Revocation(_Body):
 class SessionInfo(BaseModel):
     reviewer: str | None = Field(description="The signed-in reviewer, or null.")
     csrf: str | None = Field(description="Send it back as X-CSRF-Token on every change.")
-    public_key: str | None = Field(None, description="The reviewer's key as the reviewers file "
+    public_key: str | None = Field(default=None, description="The reviewer's key as the reviewers file "
                                                      "names it: decisions must be signed with it.")
 
 

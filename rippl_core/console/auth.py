@@ -96,8 +96,8 @@ def parse_reviewers(entries: Iterable[str], *, where: str) -> Reviewers:
         if not entry or entry.startswith("#"):
             continue
         name, sep, value = (part.strip() for part in entry.partition(":"))
-        value, _, public = value.partition(" ")
-        public = public.strip()
+        token, _, public = value.rpartition(" ")
+        value, public = (token.strip(), public) if public.startswith("ed25519:") else (value, "")
         if public:
             if not _PUBLIC_KEY.match(public):
                 raise AuthConfigError(f"{where}, entry {number} ({name}): after the token, a "
