@@ -264,9 +264,9 @@ def test_a_reviewer_signs_in_the_browser_with_their_own_key(
                 page.page.fill("#token", ALICE)
                 page.page.fill("#reviewer-key", key.private_bytes_raw().hex())
                 page.page.click("#sign-in-form button[type=submit]")
-                page.page.wait_for_selector("#who:has-text('reviewer: alice')")
-                page.page.wait_for_selector("#decision-note")
-                assert "signed with your key" in page.page.inner_text("#decide")
+                page.page.wait_for_selector("#toast:has-text('with your key')", timeout=15_000)
+                page.page.wait_for_selector("#decide label:has-text('signed with your key')")
+                assert page.page.inner_text("#who") == "reviewer: alice"
                 page.page.fill("#decision-note", "confirmed on the host")
                 page.page.click("#approve")
                 page.page.wait_for_selector("#toast:has-text('signed with their key')",
