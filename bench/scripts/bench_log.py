@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -203,7 +204,10 @@ def markdown(results: dict[str, Any]) -> str:
               "the index lookups. `verify_receipts()` reads and re-hashes the whole log (every leaf "
               "is recomputed from its receipt; the stored tree is never trusted). The backfill "
               "reads every receipt once and writes about 2n tree nodes.",
-              f"Machine: {results['machine']}.", ""]
+              f"Machine: {results['machine']}; load average at the start and end of the run: "
+              f"{results['load'][0]} and {results['load'][1]} on 2 cores (a machine shared with "
+              "other work: the database figures are upper bounds, compare them as ratios; the "
+              "`## Receipts` section's waves were measured idle).", ""]
     return "\n".join(lines)
 
 
@@ -219,11 +223,13 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"machine": f"{platform.processor() or platform.machine()}, Python "
                                           f"{platform.python_version()}"}
     results["proofs"] = []
+    start_load = [round(x, 2) for x in os.getloadavg()]
     for size in sizes:
         print(f"proofs at {size:,} receipts…", file=sys.stderr, flush=True)
         results["proofs"].append(proofs(size, rng))
     print("through the database…", file=sys.stderr, flush=True)
     results["database"] = database([200, 1_000] if args.quick else [1_000, 5_000], rng)
+    results["load"] = [start_load, [round(x, 2) for x in os.getloadavg()]]
     out = ROOT / "bench" / "results" / ("quick" if args.quick else "") / "log.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")

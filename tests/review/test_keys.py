@@ -121,9 +121,12 @@ def test_an_honest_log_with_keys_verifies_and_its_registry_follows_it() -> None:
     log.register("bob", "bob")
     log.revoke("bob", "bob")
     log.decide("bob", None, kind="retraction_rejected")  # no key any more: unsigned is fine
+    log.register("alice", "alice2")  # registering the current key again rotates nothing
+    log.decide("alice", "alice2", review="REV-9")
     assert log.problems() == []
     registry = registry_of((r, json.loads(r["body"])) for r in log.records)
     assert registry.keys() == {"alice": PUB["alice2"]}
+    assert registry.current["alice"] == (PUB["alice2"], 10)
     assert registry.retired == {PUB["alice"]: (5, "rotated"), PUB["bob"]: (8, "revoked")}
     assert registry.owner == {PUB["alice"]: "alice", PUB["alice2"]: "alice", PUB["bob"]: "bob"}
 
