@@ -486,3 +486,59 @@ def test_the_offline_verifier_loads_no_database_client(tmp_path: Path) -> None:
 @pytest.fixture
 def unused() -> Iterator[None]:
     yield
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_the_async_handle_and_periodic_anchoring(logged: Rippl, arippl: Any,
+                                                       tmp_path: Path) -> None:
+    import asyncio
+
+    from rippl_core.console.server import anchor_periodically
+
+    head = await arippl.tree_head(signing_key=KEYS["log"], by="operator")
+    assert (head.size, head.root) == (5, logged.tree_head().root) and head.by == "operator"
+    assert proves(await arippl.prove("RCP-00000002", tree_size=4))
+    assert consistent(await arippl.consistency(2))
+    witness = tmp_path / "heads.jsonl"
+    assert (await arippl.anchor(witness)).size == 5
+    assert (await arippl.verify_receipts(anchor=witness)).anchored == 5
+    assert await arippl.reviewer_keys() == {"alice": public_hex(KEYS["alice"])}
+    await arippl.register_key("bob", signing_key=KEYS["bob"])
+    item = await arippl.propose_retraction("CLM-004", reason="x", by="monitor")
+    with pytest.raises(ReviewError, match="bob has a registered reviewer key"):
+        await arippl.reject(item.id, by="bob", note="no")
+    assert (await arippl.reject(item.id, by="bob", note="no", signing_key=KEYS["bob"])).body[
+        "statement_key"] == public_hex(KEYS["bob"])
+    assert (await arippl.revoke_key("bob", by="security", reason="left")).kind == "key_revoked"
+    assert (await arippl.verify_receipts(distinct_approver=True)).ok
+
+    periodic = tmp_path / "periodic.jsonl"
+    reports: list[str] = []
+    task = asyncio.create_task(anchor_periodically(arippl, f"file:{periodic}", 0.05,
+                                                   report=reports.append))
+    try:
+        for _ in range(400):
+            if reports:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.2)  # more ticks: the log did not grow, nothing more is anchored
+        assert reports == [f"anchored 8 receipts (root {(await arippl.tree_head()).root[:16]}…) "
+                           f"at file:{periodic}"]
+        await arippl.retract("CLM-003", reason="x", by="ops")
+        for _ in range(400):
+            if len(reports) > 1:
+                break
+            await asyncio.sleep(0.05)
+        assert reports[1].startswith("anchored 9 receipts")
+        cypher(logged, "MATCH (r:Receipt {seq: 9}) DELETE r")
+        cypher(logged, "MATCH (h:ReceiptHead) SET h.seq = 8, h.size = 8")
+        for _ in range(400):
+            if len(reports) > 2:
+                break
+            await asyncio.sleep(0.05)
+        assert "failed" in reports[2]  # reported, and the console keeps serving
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert [h.size for h in anchor_witness(periodic).heads(logged.graph)] == [8, 9]
