@@ -21,7 +21,7 @@ from rippl_core.cli.app import (
 )
 from rippl_core.errors import InvalidInputError
 
-keys_app = typer.Typer(help="Reviewer keys: each reviewer signs their decisions with their own "
+keys_app: typer.Typer = typer.Typer(help="Reviewer keys: each reviewer signs their decisions with their own "
                             "Ed25519 key.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 

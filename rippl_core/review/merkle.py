@@ -113,6 +113,8 @@ class Tree:
     """An in-memory tree over leaf hashes, for computing roots and proofs of a whole list (an
     export, a test). Perfect subtrees are computed once and kept."""
 
+    leaves: list[bytes]
+
     def __init__(self, leaves: Sequence[bytes]) -> None:
         self.leaves = list(leaves)
         self._perfect: dict[Range, bytes] = {}

@@ -16,7 +16,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from rippl_core import InvalidInputError
 from rippl_core.models import TreeHead
 from rippl_core.review import merkle
-from rippl_core.review.heads import anchored_problems, head_model, head_problems, sign_head
+from rippl_core.review.heads import (
+    anchored_problems,
+    head_json,
+    head_model,
+    head_problems,
+    sign_head,
+)
 from rippl_core.review.keys import (
     Registry,
     canonical_statement,
@@ -271,6 +277,10 @@ def test_heads_are_signed_over_their_body() -> None:
         "the head of 5 receipts taken at 2026-01-01T00:00:00+00:00 is not signed; with trusted "
         "keys a signed head is required"]
     assert head_model(json.loads(signed.model_dump_json())) == signed
+    assert head_json(unsigned) == {"log": "g", "size": 5, "root": unsigned.root,
+                                   "at": "2026-01-01T00:00:00Z"}
+    assert head_model(head_json(signed)) == signed and set(head_json(signed)) == {
+        "log", "size", "root", "at", "by", "signature", "public_key"}
 
 
 @pytest.mark.parametrize("bad", [[], {"log": "g"}, {"log": "g", "size": -1, "root": "00" * 32,
