@@ -184,7 +184,8 @@ def receipts_verify(ctx: typer.Context,
                     anchor: Annotated[str | None, typer.Option(
                         help="Also check the log extends every head anchored at this witness "
                              "(file:PATH, git:PATH or an http(s) URL): a cut tail or a rewritten "
-                             "history fails without any trusted key.")] = None,
+                             "history fails without any trusted key. With --file, the heads of "
+                             "the log the export names (else of --graph).")] = None,
                     distinct_approver: Annotated[bool, typer.Option(
                         "--distinct-approver",
                         help="Report approvals by the identity that proposed them.")] = False,

@@ -30,11 +30,12 @@ from rippl_core.review.receipts import leaf_hash, read_jsonl, verify_export
 
 
 def log_name(records: Sequence[Mapping[str, Any]], given: str | None) -> str | None:
-    """The log an export is of: as given, else as its head records it."""
-    if given is not None:
-        return given
+    """The log an export is of: as its head records it, else as given (an export made before
+    heads named their log)."""
     head = records[0].get("head") if records else None
-    return str(head["log"]) if isinstance(head, dict) and isinstance(head.get("log"), str) else None
+    if isinstance(head, dict) and isinstance(head.get("log"), str):
+        return str(head["log"])
+    return given
 
 
 def verify_file(path: Path, *, anchor: str | None = None, log: str | None = None,

@@ -186,6 +186,9 @@ def test_the_review_gate_in_the_browser(browser: Any, console_url: str, graph: R
     reviewer.page.click("#tab-receipts")
     reviewer.page.wait_for_selector("#verify.ok")
     assert "alice" in reviewer.page.inner_text("#receipts tbody")
+    reviewer.page.click("#receipts tbody tr")  # the latest receipt: its inclusion proof is shown
+    reviewer.page.wait_for_selector("#receipt-proof:has-text('audit path')")
+    assert f"leaf {receipt.seq - 1} of {receipt.seq}" in reviewer.page.inner_text("#receipt-proof")
 
     # a second proposal, rejected: the at-risk region recovers on the other page
     graph.reinstate("CLM-001", reason="disk replaced", by="alice")

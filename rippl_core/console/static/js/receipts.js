@@ -54,7 +54,12 @@ async function load() {
       row.setAttribute("aria-selected", "true");
       clear($("#receipt-detail"), h("h2", {}, `Receipt ${r.id}`),
         h("p", {}, `${r.kind} of ${r.claim || r.body.reviewer} by ${r.actor}` + (r.body.statement ? " (signed by the reviewer's key)" : r.signature ? " (signed)" : " (unsigned)")),
-        h("pre", {}, JSON.stringify(r.body, null, 2)));
+        h("pre", {}, JSON.stringify(r.body, null, 2)),
+        h("p", { id: "receipt-proof", class: "muted" }, "Proving inclusion…"));
+      get(`api/receipts/${encodeURIComponent(r.id)}/proof`).then((proof) => {
+        $("#receipt-proof").textContent = `In the log's Merkle tree: leaf ${proof.index} of ${proof.tree_size}, `
+          + `audit path of ${proof.proof.length} hashes to root ${proof.root.slice(0, 16)}… (RFC 9162)`;
+      }).catch((error) => { $("#receipt-proof").textContent = `No inclusion proof: ${error.message}`; });
     };
     row.addEventListener("click", open);
     row.addEventListener("keydown", (event) => { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); open(); } });
