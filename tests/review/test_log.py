@@ -542,3 +542,51 @@ async def test_the_async_handle_and_periodic_anchoring(logged: Rippl, arippl: An
         with pytest.raises(asyncio.CancelledError):
             await task
     assert [h.size for h in anchor_witness(periodic).heads(logged.graph)] == [8, 9]
+
+
+def test_rippl_serve_anchors_periodically(logged: Rippl, backend: dict[str, object],
+                                          tmp_path: Path) -> None:
+    """`rippl serve --anchor WITNESS --anchor-interval S --anchor-key K --anchor-by NAME`: a
+    signed head lands at the witness while the console serves, and again when the log grows."""
+    import time
+
+    from helpers_mcp import wait_for_port
+
+    from rippl_core.testing import free_port
+
+    where = ["--db", str(backend["path"])] if "path" in backend else ["--url", str(backend["url"])]
+    key_file = tmp_path / "log.key"
+    key_file.write_text(KEYS["log"].private_bytes_raw().hex())
+    refused = CliRunner().invoke(app, [*where, "--graph", logged.graph, "serve", "--anchor",
+                                       "file:x", "--anchor-key", str(key_file)])
+    assert refused.exit_code == 2 and "--anchor-by" in refused.stderr
+    witness = tmp_path / "heads.jsonl"
+    port, log = free_port(), tmp_path / "serve.log"
+
+    def heads() -> list[Any]:
+        return anchor_witness(witness).heads(logged.graph)
+
+    def wait(count: int) -> None:
+        deadline = time.monotonic() + 60
+        while len(heads()) < count and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rippl_core.cli", *where, "--graph", logged.graph, "serve",
+             "--port", str(port), "--anchor", f"file:{witness}", "--anchor-interval", "0.2",
+             "--anchor-key", str(key_file), "--anchor-by", "operator"],
+            stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        try:
+            wait_for_port(port, process, log)
+            wait(1)
+            logged.retract("CLM-003", reason="x", by="ops")
+            wait(2)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    kept = heads()
+    assert [h.size for h in kept] == [5, 6], log.read_text()
+    assert all(h.by == "operator" and h.public_key == public_hex(KEYS["log"]) for h in kept)
+    assert "anchored 6 receipts" in log.read_text()
+    assert logged.verify_receipts(anchor=witness).ok
