@@ -22,6 +22,7 @@ from rippl_core.review.heads import (
     head_model,
     head_problems,
     sign_head,
+    signed_bytes,
 )
 from rippl_core.review.keys import (
     Registry,
@@ -277,6 +278,12 @@ def test_heads_are_signed_over_their_body() -> None:
         "the head of 5 receipts taken at 2026-01-01T00:00:00+00:00 is not signed; with trusted "
         "keys a signed head is required"]
     assert head_model(json.loads(signed.model_dump_json())) == signed
+    # the canonical JSON the signature covers: sorted keys, no spaces
+    assert signed_bytes(signed) == ('{"at":"2026-01-01T00:00:00Z","by":"operator","log":"g","root":"'
+                                    + signed.root + '","size":5}').encode()
+    empty = head_model({"log": "g", "size": 0, "root": merkle.EMPTY_ROOT.hex(),
+                        "at": "2026-01-01T00:00:00Z"})
+    assert empty.size == 0 and head_problems(empty) == []
     assert head_json(unsigned) == {"log": "g", "size": 5, "root": unsigned.root,
                                    "at": "2026-01-01T00:00:00Z"}
     assert head_model(head_json(signed)) == signed and set(head_json(signed)) == {
@@ -293,6 +300,14 @@ def test_heads_are_signed_over_their_body() -> None:
 def test_malformed_heads_are_refused(bad: Any) -> None:
     with pytest.raises(InvalidInputError, match="a tree head is a JSON object"):
         head_model(bad)
+
+
+def test_a_refused_head_is_quoted_up_to_200_characters() -> None:
+    for bad in ({"log": "g" * 500, "size": -1}, {"log": "g" * 500, "size": 1, "root": "0" * 64,
+                                                 "at": "not a time"}):
+        with pytest.raises(InvalidInputError) as refused:
+            head_model(bad)
+        assert str(refused.value).endswith("; got " + json.dumps(bad)[:200])
 
 
 def test_anchored_heads_are_checked_against_the_log() -> None:
