@@ -64,6 +64,8 @@ from rippl_core.ingest.writer import DocumentReport, IngestReport
 from rippl_core.models import (
     AtRiskPolicy,
     Compensation,
+    ConsistencyProof,
+    InclusionProof,
     LoadReport,
     Node,
     OnErrorPolicy,
@@ -78,14 +80,16 @@ from rippl_core.models import (
     Stats,
     StatusChange,
     ToolCall,
+    TreeHead,
     UnknownPolicy,
     Verdict,
     Wave,
     WhatIfRetracted,
 )
 from rippl_core.records.store import AsyncRecordStore, RecordStore
+from rippl_core.review import anchor as anchors
 from rippl_core.review import cypher as review_cypher
-from rippl_core.review import gate
+from rippl_core.review import gate, log
 from rippl_core.review.events import AsyncEventStream, EventStream
 from rippl_core.review.receipts import SigningKey, export_lines
 
@@ -96,9 +100,10 @@ type PathLike = str | os.PathLike[str]
 # Version 4: capture's indexes.
 GRAPH_SCHEMA = dataclasses.replace(
     causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA + capture_cypher.SCHEMA,
-    # 5: Claim.text_key, 6: own retraction records (:Retraction), 7: arguments re-canonicalised
-    version="7", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
-                            nodes.backfill_call_keys))
+    # 5: Claim.text_key, 6: own retraction records (:Retraction), 7: arguments re-canonicalised,
+    # 8: the receipt log's Merkle tree
+    version="8", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
+                            nodes.backfill_call_keys, log.backfill_tree))
 
 
 def _policy(base: Policy, at_risk: AtRiskPolicy | None, unknown: UnknownPolicy | None,
@@ -405,18 +410,22 @@ class Rippl:
                                                      evidence=evidence, now=now_ms()), write=True)
 
     def approve(self, review_id: str, *, by: str, note: str | None = None,
-                signing_key: SigningKey | None = None) -> Receipt:
-        """Commit the wave: what has no remaining support goes OUT. Returns the receipt."""
+                signing_key: SigningKey | None = None, signature: str | None = None) -> Receipt:
+        """Commit the wave: what has no remaining support goes OUT. Returns the receipt. With
+        the reviewer's `signing_key` (or their `signature` of the decision's statement, made
+        elsewhere and checked against their registered key) the receipt carries their signed
+        statement; a reviewer with a registered key must sign."""
         return self._driver.run(lambda: gate.decide(
             review_id, approve=True, by=by, note=note, now=now_ms(), signing_key=signing_key,
-            distinct_approver=self.distinct_approver), write=True)
+            distinct_approver=self.distinct_approver, signature=signature), write=True)
 
     def reject(self, review_id: str, *, by: str, note: str | None = None,
-               signing_key: SigningKey | None = None) -> Receipt:
-        """Withdraw the proposal: the at-risk nodes return to the state they had."""
+               signing_key: SigningKey | None = None, signature: str | None = None) -> Receipt:
+        """Withdraw the proposal: the at-risk nodes return to the state they had (signed as
+        `approve` is)."""
         return self._driver.run(lambda: gate.decide(
             review_id, approve=False, by=by, note=note, now=now_ms(), signing_key=signing_key,
-            distinct_approver=self.distinct_approver), write=True)
+            distinct_approver=self.distinct_approver, signature=signature), write=True)
 
     def override(self, target: str | ToolCall, *, reason: str, by: str,
                  run: str | None = None) -> ReviewItem:
@@ -444,9 +453,70 @@ class Rippl:
         """The receipt chain, in order."""
         return self._driver.run(gate.list_receipts)
 
-    def verify_receipts(self, public_keys: Mapping[str, Any] | None = None) -> ReceiptCheck:
-        """Re-walk the chain; report every edited, deleted, inserted or reordered receipt."""
-        return self._driver.run(lambda: gate.verify(public_keys))
+    def verify_receipts(self, public_keys: Mapping[str, Any] | None = None, *,
+                        anchor: PathLike | None = None,
+                        distinct_approver: bool = False) -> ReceiptCheck:
+        """Re-walk the chain; report every edited, deleted, inserted or reordered receipt, and
+        every misuse of a reviewer key. With `anchor` (a witness: file:PATH, git:PATH, an
+        http(s) URL), also check the log against the heads anchored there: a cut tail or a
+        rewritten history is caught without trusting any key."""
+        heads = anchors.anchored_heads(anchor, self.graph)
+        return self._driver.run(lambda: gate.verify(public_keys, anchors=heads, log_name=self.graph,
+                                                    distinct_approver=distinct_approver))
+
+    def tree_head(self, *, signing_key: SigningKey | None = None, by: str | None = None) -> TreeHead:
+        """The log's current signed tree head (RFC 9162): its size and Merkle root, now; signed
+        by `by` with `signing_key` if given."""
+        head = self._driver.run(lambda: log.tree_head(self.graph, now_ms()))
+        return anchors.signed(head, signing_key, by)
+
+    def prove(self, receipt: str | int, *, tree_size: int | None = None) -> InclusionProof:
+        """The inclusion proof of a receipt (`RCP-…` or its seq) in the tree of `tree_size`
+        receipts (default: the whole log)."""
+        return self._driver.run(lambda: log.inclusion(receipt, tree_size))
+
+    def consistency(self, old_size: int, *, new_size: int | None = None) -> ConsistencyProof:
+        """The proof that the log of `new_size` receipts (default: now) extends the log of
+        `old_size`: nothing in it was changed or removed since."""
+        return self._driver.run(lambda: log.consistency(old_size, new_size))
+
+    def anchor(self, witness: PathLike, *, signing_key: SigningKey | None = None,
+               by: str | None = None) -> TreeHead:
+        """Write the current tree head to a witness outside the database (file:PATH, git:PATH,
+        an http(s) URL), after checking that the log extends the witness's latest head and that
+        the receipts added since hash to the tree's leaves (a rewritten history is refused, never
+        anchored). Returns the head anchored."""
+        target = anchors.witness(witness)
+        head = self.tree_head(signing_key=signing_key, by=by)
+        previous = target.heads(self.graph)
+        proof = self.consistency(previous[-1].size, new_size=head.size) \
+            if previous and previous[-1].size <= head.size else None
+        anchors.check_extends(previous[-1] if previous else None, head, proof)
+        self._driver.run(lambda: log.check_leaves(previous[-1].size if previous else 0, head.size))
+        target.publish(head)
+        return head
+
+    def register_key(self, reviewer: str, *, signing_key: SigningKey | None = None,
+                     public_key: str | None = None, signature: str | None = None,
+                     current_key: SigningKey | None = None) -> Receipt:
+        """Register a reviewer's Ed25519 key (receipted): with their `signing_key`, or with their
+        `public_key` and the `signature` of the registration statement made where the key is
+        kept. Rotating to a new key needs the `current_key`. From then on, what the reviewer
+        approves or rejects must be signed with it."""
+        return self._driver.run(lambda: gate.register_key(
+            reviewer, public_key=public_key, signing_key=signing_key, signature=signature,
+            current_key=current_key, now=now_ms()), write=True)
+
+    def revoke_key(self, reviewer: str, *, by: str, reason: str,
+                   signing_key: SigningKey | None = None) -> Receipt:
+        """Revoke a reviewer's registered key (receipted): nothing it signs later is accepted."""
+        return self._driver.run(lambda: gate.revoke_key(reviewer, by=by, reason=reason,
+                                                        now=now_ms(), signing_key=signing_key),
+                                write=True)
+
+    def reviewer_keys(self) -> dict[str, str]:
+        """Each reviewer's registered public key (hex)."""
+        return self._driver.run(log.reviewer_keys)
 
     def export_receipts(self, *, signing_key: SigningKey | None = None,
                         by: str | None = None) -> list[str]:
@@ -455,7 +525,7 @@ class Rippl:
         by `by` with `signing_key` if given), which makes a cut tail detectable, then each
         receipt as stored."""
         records, head = self._driver.run(gate.chain)
-        return export_lines(records, head=head, signing_key=signing_key, by=by)
+        return export_lines(records, head=head, signing_key=signing_key, by=by, log=self.graph)
 
     def subscribe(self) -> EventStream:
         """Live events of this graph (status changes, review decisions), from now on."""
@@ -770,18 +840,20 @@ class AsyncRippl:
             claim_id, reason=reason, by=by, evidence=evidence, now=now_ms()), write=True)
 
     async def approve(self, review_id: str, *, by: str, note: str | None = None,
-                      signing_key: SigningKey | None = None) -> Receipt:
-        """Commit the wave: what has no remaining support goes OUT. Returns the receipt."""
+                      signing_key: SigningKey | None = None,
+                      signature: str | None = None) -> Receipt:
+        """Commit the wave: what has no remaining support goes OUT (see the sync twin)."""
         return await self._driver.run(lambda: gate.decide(
             review_id, approve=True, by=by, note=note, now=now_ms(), signing_key=signing_key,
-            distinct_approver=self.distinct_approver), write=True)
+            distinct_approver=self.distinct_approver, signature=signature), write=True)
 
     async def reject(self, review_id: str, *, by: str, note: str | None = None,
-                     signing_key: SigningKey | None = None) -> Receipt:
+                     signing_key: SigningKey | None = None,
+                     signature: str | None = None) -> Receipt:
         """Withdraw the proposal: the at-risk nodes return to the state they had."""
         return await self._driver.run(lambda: gate.decide(
             review_id, approve=False, by=by, note=note, now=now_ms(), signing_key=signing_key,
-            distinct_approver=self.distinct_approver), write=True)
+            distinct_approver=self.distinct_approver, signature=signature), write=True)
 
     async def override(self, target: str | ToolCall, *, reason: str, by: str,
                        run: str | None = None) -> ReviewItem:
@@ -809,16 +881,67 @@ class AsyncRippl:
         """The receipt chain, in order."""
         return await self._driver.run(gate.list_receipts)
 
-    async def verify_receipts(self, public_keys: Mapping[str, Any] | None = None) -> ReceiptCheck:
-        """Re-walk the chain; report every edited, deleted, inserted or reordered receipt."""
-        return await self._driver.run(lambda: gate.verify(public_keys))
+    async def verify_receipts(self, public_keys: Mapping[str, Any] | None = None, *,
+                              anchor: PathLike | None = None,
+                              distinct_approver: bool = False) -> ReceiptCheck:
+        """Re-walk the chain, and check it against the heads anchored at `anchor` (see the sync
+        twin)."""
+        heads = await asyncio.to_thread(anchors.anchored_heads, anchor, self.graph)
+        return await self._driver.run(lambda: gate.verify(
+            public_keys, anchors=heads, log_name=self.graph, distinct_approver=distinct_approver))
+
+    async def tree_head(self, *, signing_key: SigningKey | None = None,
+                        by: str | None = None) -> TreeHead:
+        """The log's current signed tree head (RFC 9162)."""
+        head = await self._driver.run(lambda: log.tree_head(self.graph, now_ms()))
+        return anchors.signed(head, signing_key, by)
+
+    async def prove(self, receipt: str | int, *, tree_size: int | None = None) -> InclusionProof:
+        """The inclusion proof of a receipt in the tree of `tree_size` receipts."""
+        return await self._driver.run(lambda: log.inclusion(receipt, tree_size))
+
+    async def consistency(self, old_size: int, *, new_size: int | None = None) -> ConsistencyProof:
+        """The proof that the log of `new_size` receipts extends the log of `old_size`."""
+        return await self._driver.run(lambda: log.consistency(old_size, new_size))
+
+    async def anchor(self, witness: PathLike, *, signing_key: SigningKey | None = None,
+                     by: str | None = None) -> TreeHead:
+        """Write the current tree head to a witness (see the sync twin)."""
+        target = anchors.witness(witness)
+        head = await self.tree_head(signing_key=signing_key, by=by)
+        previous = await asyncio.to_thread(target.heads, self.graph)
+        proof = await self.consistency(previous[-1].size, new_size=head.size) \
+            if previous and previous[-1].size <= head.size else None
+        anchors.check_extends(previous[-1] if previous else None, head, proof)
+        await self._driver.run(lambda: log.check_leaves(previous[-1].size if previous else 0,
+                                                        head.size))
+        await asyncio.to_thread(target.publish, head)
+        return head
+
+    async def register_key(self, reviewer: str, *, signing_key: SigningKey | None = None,
+                           public_key: str | None = None, signature: str | None = None,
+                           current_key: SigningKey | None = None) -> Receipt:
+        """Register a reviewer's Ed25519 key (see the sync twin)."""
+        return await self._driver.run(lambda: gate.register_key(
+            reviewer, public_key=public_key, signing_key=signing_key, signature=signature,
+            current_key=current_key, now=now_ms()), write=True)
+
+    async def revoke_key(self, reviewer: str, *, by: str, reason: str,
+                         signing_key: SigningKey | None = None) -> Receipt:
+        """Revoke a reviewer's registered key (receipted)."""
+        return await self._driver.run(lambda: gate.revoke_key(
+            reviewer, by=by, reason=reason, now=now_ms(), signing_key=signing_key), write=True)
+
+    async def reviewer_keys(self) -> dict[str, str]:
+        """Each reviewer's registered public key (hex)."""
+        return await self._driver.run(log.reviewer_keys)
 
     async def export_receipts(self, *, signing_key: SigningKey | None = None,
                               by: str | None = None) -> list[str]:
         """The receipt chain as JSON Lines, headed by its count and last hash (see the sync
         twin)."""
         records, head = await self._driver.run(gate.chain)
-        return export_lines(records, head=head, signing_key=signing_key, by=by)
+        return export_lines(records, head=head, signing_key=signing_key, by=by, log=self.graph)
 
     async def subscribe(self) -> AsyncEventStream:
         """Live events of this graph (status changes, review decisions), from now on."""

@@ -235,13 +235,14 @@ class ReviewItem(_Model):
 
 
 class Receipt(_Model):
-    """One link of the tamper-evident chain: a committed wave, rejection or reinstatement."""
+    """One link of the tamper-evident chain and one leaf of the log's Merkle tree: a committed
+    wave, rejection or reinstatement, or a reviewer key registered or revoked (no claim)."""
 
     id: str
     seq: int
     kind: str
     review: str | None
-    claim: str
+    claim: str | None
     actor: str
     at: datetime
     hash: str
@@ -252,11 +253,51 @@ class Receipt(_Model):
 
 
 class ReceiptCheck(_Model):
-    """The outcome of re-walking the receipt chain."""
+    """The outcome of re-walking the receipt chain (and, when given, of checking it against
+    anchored tree heads: `anchored` is the size of the latest head it was checked against)."""
 
     ok: bool
     count: int
     problems: list[str] = Field(default_factory=list)
+    root: str | None = None
+    anchored: int | None = None
+
+
+class TreeHead(_Model):
+    """A head of the receipt log's Merkle tree (RFC 9162): how many receipts it covers, its root
+    hash (hex), when it was taken, and optionally an Ed25519 signature over its canonical JSON
+    body `{"at", "log", "root", "size"}` with the signer's public key and name."""
+
+    log: str
+    size: int
+    root: str
+    at: datetime
+    by: str | None = None
+    signature: str | None = None
+    public_key: str | None = None
+
+
+class InclusionProof(_Model):
+    """That a receipt is in the log: its leaf hash at `index` (its seq - 1) and the audit path to
+    the root of the tree of `tree_size` receipts (RFC 9162 2.1.3)."""
+
+    receipt: str
+    index: int
+    tree_size: int
+    leaf_hash: str
+    root: str
+    proof: list[str]
+
+
+class ConsistencyProof(_Model):
+    """That the tree of `new_size` receipts extends the tree of `old_size` (RFC 9162 2.1.4): the
+    log only grew in between."""
+
+    old_size: int
+    new_size: int
+    old_root: str
+    new_root: str
+    proof: list[str]
 
 
 class Event(_Model):

@@ -29,7 +29,8 @@ from rippl_bench.measure import clock, median, sample, summary
 from rippl_core.client import Rippl
 from rippl_core.models import ToolCall
 from rippl_core.review import cypher as review_cypher
-from rippl_core.review.receipts import GENESIS, seal
+from rippl_core.review import log, merkle
+from rippl_core.review.receipts import GENESIS, leaf_hash, seal
 from rippl_core.vocabulary import State
 
 type Step = Callable[[str], None]
@@ -465,25 +466,23 @@ def receipts(backend: Backend, config: Config) -> dict[str, Any]:
 
 
 def _append_cost(backend: Backend, length: int) -> dict[str, Any]:
-    """The receipt's own share of a commit: read the chain head and append one receipt, as the
-    core does inside a wave, on a scratch chain already `length` receipts long."""
+    """The receipt's own share of a commit: read the chain head (with the Merkle tree's frontier)
+    and append one receipt (with the tree nodes it completes), as the core does inside a wave, on
+    a scratch chain already `length` receipts long."""
     rippl = backend.open(f"receipts-scratch-{length}")
-    prev, seq = GENESIS, 0
-    rows: list[dict[str, Any]] = []
-    for seq in range(1, length + 1):
-        props = _receipt_props(seq, prev)
-        rows.append(props)
-        prev = props["hash"]
-    for start in range(0, len(rows), 2000):
-        for props in rows[start:start + 2000]:
-            rippl.redis.execute_command("GRAPH.QUERY", rippl.keys.graph,
-                                        review_cypher.append_receipt(props).command(), "--compact")
+    prev, frontier = GENESIS, []
+    for start in range(1, length + 1, 2000):
+        for seq in range(start, min(start + 2000, length + 1)):
+            query, prev, frontier = _append_query(seq, prev, frontier)
+            rippl.redis.execute_command("GRAPH.QUERY", rippl.keys.graph, query.command(),
+                                        "--compact")
 
     def append(i: int) -> None:
-        head = baselines.run_query(rippl.redis, rippl.keys.graph, review_cypher.HEAD)
-        props = _receipt_props(int(head[0][0]) + 1, str(head[0][1]))
-        rippl.redis.execute_command("GRAPH.QUERY", rippl.keys.graph,
-                                    review_cypher.append_receipt(props).command(), "--compact")
+        head = baselines.run_query(rippl.redis, rippl.keys.graph, review_cypher.head(BY))
+        seq, prev, _, frontier = head[0][:4]
+        query, _, _ = _append_query(int(seq) + 1, str(prev),
+                                    [bytes.fromhex(h) for h in frontier or []])
+        rippl.redis.execute_command("GRAPH.QUERY", rippl.keys.graph, query.command(), "--compact")
 
     samples, _ = sample(append, range(200), warmup=10)
     with contextlib.suppress(Exception):
@@ -491,11 +490,18 @@ def _append_cost(backend: Backend, length: int) -> dict[str, Any]:
     return summary(samples) | {"chain_length": length}
 
 
-def _receipt_props(seq: int, prev: str) -> dict[str, Any]:
+def _append_query(seq: int, prev: str, frontier: list[bytes]) -> tuple[Any, str, list[bytes]]:
+    """The query appending receipt `seq` after `prev` to a tree with this frontier, the new head
+    hash and the new frontier."""
     body = {"kind": "retraction", "seq": seq, "prev": prev, "review": None, "claim": "X",
             "actor": BY, "at": "2026-10-08T09:00:00+00:00",
             "affected": [{"id": "X", "before": "IN", "after": "OUT"}]}
-    return {"id": f"RCP-{seq:08d}", "seq": seq, "kind": "retraction", "actor": BY, **seal(body, None)}
+    props = {"id": f"RCP-{seq:08d}", "seq": seq, "kind": "retraction", "actor": BY, **seal(body, None)}
+    frontier, created = merkle.frontier_append(frontier, seq - 1, leaf_hash(props))
+    tree = {"size": seq, "root": merkle.frontier_root(frontier).hex(),
+            "frontier": [h.hex() for h in frontier]}
+    nodes = [{"id": log.node_id(level, index), "h": h.hex()} for level, index, h in created]
+    return review_cypher.append_receipt(props, tree, nodes), props["hash"], frontier
 
 
 def blast_sizes(exact: dict[str, Sequence[str]]) -> list[int]:

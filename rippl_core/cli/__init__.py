@@ -3,7 +3,18 @@
 
 from __future__ import annotations
 
-from rippl_core.cli import beliefs, capture, checkpoints, demo, graph, ingest, mcp, review, serve  # noqa: F401  (they register their commands)
+from rippl_core.cli import (  # noqa: F401  (they register their commands)
+    beliefs,
+    capture,
+    checkpoints,
+    demo,
+    graph,
+    ingest,
+    keys,
+    mcp,
+    review,
+    serve,
+)
 from rippl_core.cli.app import app
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from rippl_core.cli.app import command, connection, errors, styled
+from rippl_core.cli.app import command, connection, errors, signing_key_file, styled
 from rippl_core.mcp import serve  # light: the SDK is imported when a server is built
 from rippl_core.mcp.options import DEFAULT_MAX_RUNS
 
@@ -47,6 +48,9 @@ def mcp_cmd(
     max_runs: Annotated[int, typer.Option(
         min=1, help="The most clients' runs held in memory; the least recently used leave first "
                     "(the graph keeps them, and they continue when used again).")] = DEFAULT_MAX_RUNS,
+    reviewer_key: Annotated[Path | None, typer.Option(
+        help="With --allow-review: the reviewer's key file; their decisions are signed with it "
+             "(required when they have a registered key).")] = None,
 ) -> None:
     """Serve Rippl to MCP clients: check_premises, blast_radius, explain, the review queue and
     belief memory as tools. stdio by default; --transport http for streamable HTTP."""
@@ -58,4 +62,5 @@ def mcp_cmd(
             errors.print(styled("[yellow]warning:[/yellow] listening on {} without authentication; "
                                 "anyone who can reach it can use the tools", host))
     serve(db=conn.db, url=conn.url, graph=conn.graph, transport=transport.value, host=host, port=port,
-          allow_review=allow_review, reviewer=reviewer, log_level=log_level.value, max_runs=max_runs)
+          allow_review=allow_review, reviewer=reviewer, log_level=log_level.value, max_runs=max_runs,
+          reviewer_key=signing_key_file(reviewer_key))

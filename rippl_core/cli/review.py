@@ -24,10 +24,11 @@ from rippl_core.cli.app import (
     styled,
 )
 from rippl_core.cli.render import STATE_STYLE
+from rippl_core.errors import InvalidInputError
 from rippl_core.vocabulary import State
 
 if TYPE_CHECKING:
-    from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, ReviewStatus
+    from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, ReviewStatus, TreeHead
 
 review_app = typer.Typer(help="The human review queue: proposed retractions and overrides.",
                          no_args_is_help=True)
@@ -63,9 +64,9 @@ def print_review(item: ReviewItem) -> None:
 
 
 def print_receipt(receipt: Receipt) -> None:
-    signed = " signed" if receipt.signature else ""
+    signed = " signed" if receipt.signature or receipt.body.get("statement") else ""
     console.print(styled("[bold]{}[/bold] {} of {} by {} ({} changes){}  sha256 {}…", receipt.id,
-                         receipt.kind, receipt.claim, receipt.actor,
+                         receipt.kind, receipt.claim or receipt.body.get("reviewer"), receipt.actor,
                          len(receipt.body.get("affected", [])), signed, receipt.hash[:16]))
 
 
@@ -210,6 +211,10 @@ def print_check(check: ReceiptCheck) -> None:
         console.print(f"  {problem}")
 
 
+ANCHOR = Annotated[str | None, typer.Option(
+    help="A witness of anchored tree heads: file:PATH, git:PATH or an http(s) URL.")]
+
+
 @command("verify", on=receipts_app)
 def receipts_verify(ctx: typer.Context,
                     file: Annotated[Path | None, typer.Option(
@@ -219,22 +224,138 @@ def receipts_verify(ctx: typer.Context,
                         help="JSON file mapping actor -> trusted Ed25519 public key (hex). With "
                              "--file, the export's head must then be signed by one of them.")
                     ] = None,
+                    anchor: Annotated[str | None, typer.Option(
+                        help="Also check the log extends every head anchored at this witness "
+                             "(file:PATH, git:PATH or an http(s) URL): a cut tail or a rewritten "
+                             "history fails without any trusted key. With --file, the heads of "
+                             "the log the export names (else of --graph).")] = None,
+                    distinct_approver: Annotated[bool, typer.Option(
+                        "--distinct-approver",
+                        help="Report approvals by the identity that proposed them.")] = False,
                     format: OutputFormat = Output.table) -> None:
-    """Re-walk the chain; exit 1 on any broken link."""
-    from rippl_core.review.receipts import read_jsonl, verify_export
+    """Re-walk the chain, the reviewer keys and the anchored heads; exit 1 on any problem."""
+    from rippl_core.review.verify import verify_file
 
     public_keys = public_keys_file(keys)
     if file is not None:
-        check = verify_export(read_jsonl(file), public_keys=public_keys)
+        check = verify_file(file, anchor=anchor, log=connection(ctx).graph if anchor else None,
+                            public_keys=public_keys, distinct_approver=distinct_approver)
     else:
         with connection(ctx).open() as rippl:
-            check = rippl.verify_receipts(public_keys)
+            check = rippl.verify_receipts(public_keys, anchor=anchor,
+                                          distinct_approver=distinct_approver)
     if format is Output.json:
         print_json(check.model_dump(mode="json"))
     else:
         print_check(check)
     if not check.ok:
         raise typer.Exit(EXIT_ERROR)
+
+
+def print_head(head: TreeHead, format: Output) -> None:
+    from rippl_core.review.heads import head_json
+
+    if format is Output.json:
+        print_json(head_json(head))
+        return
+    signed = f", signed by {head.by}" if head.signature else ""
+    console.print(styled("[bold]{}[/bold]: {} receipts, root {} at {}{}", head.log, head.size,
+                         head.root, head.at.isoformat(), signed))
+
+
+BY = Annotated[str | None, typer.Option(help="With --key: who signs the head.")]
+
+
+@command("head", on=receipts_app)
+def receipts_head(ctx: typer.Context, key: KEY = None, by: BY = None,
+                  format: OutputFormat = Output.table) -> None:
+    """The log's signed tree head (RFC 9162): its size and Merkle root now. Keep it (--format
+    json > head.json) to check later that the log only grew (`rippl receipts consistency`)."""
+    signing_key = signing_key_file(key)
+    with connection(ctx).open() as rippl:
+        head = rippl.tree_head(signing_key=signing_key, by=by)
+    print_head(head, format)
+
+
+@command("prove", on=receipts_app)
+def receipts_prove(ctx: typer.Context, receipt: str,
+                   size: Annotated[int | None, typer.Option(
+                       help="Prove against the tree of this many receipts (default: all).")] = None,
+                   format: OutputFormat = Output.table) -> None:
+    """The inclusion proof of a receipt (RCP-…): its leaf and the audit path to the root."""
+    from rippl_core.review import merkle
+
+    with connection(ctx).open() as rippl:
+        proof = rippl.prove(receipt, tree_size=size)
+    ok = merkle.verify_inclusion(proof.index, proof.tree_size, bytes.fromhex(proof.leaf_hash),
+                                 [bytes.fromhex(p) for p in proof.proof], bytes.fromhex(proof.root))
+    if format is Output.json:
+        print_json(proof.model_dump(mode="json"))
+    else:
+        console.print(styled("[bold]{}[/bold] is leaf {} of {} receipts, root {}", proof.receipt,
+                             proof.index, proof.tree_size, proof.root))
+        console.print(f"  leaf {proof.leaf_hash}")
+        for step in proof.proof:
+            console.print(f"  path {step}")
+        console.print(styled("[green]proof verifies[/]" if ok else "[red]proof does not verify[/]"))
+    if not ok:
+        raise typer.Exit(EXIT_ERROR)
+
+
+def _old_head(value: str) -> tuple[int, str | None]:
+    from rippl_core.review.heads import head_model
+
+    if value.isdigit():
+        return int(value), None
+    try:
+        data = json.loads(Path(value).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InvalidInputError(f"OLD_HEAD must be a tree size or a head file (rippl receipts head "
+                                f"--format json > head.json); {value}: {exc}") from None
+    head = head_model(data.get("head", data) if isinstance(data, dict) else data)
+    return head.size, head.root
+
+
+@command("consistency", on=receipts_app)
+def receipts_consistency(ctx: typer.Context, old_head: Annotated[str, typer.Argument(
+                             help="A head kept earlier (a JSON file) or a tree size.")],
+                         format: OutputFormat = Output.table) -> None:
+    """The consistency proof from an earlier head to the log now: that the log only grew. With a
+    head file, its root must match: exit 1 if the log's history changed since."""
+    from rippl_core.review import merkle
+
+    size, root = _old_head(old_head)
+    with connection(ctx).open() as rippl:
+        proof = rippl.consistency(size)
+    old_root = bytes.fromhex(root if root is not None else proof.old_root)
+    ok = merkle.verify_consistency(size, proof.new_size, old_root, bytes.fromhex(proof.new_root),
+                                   [bytes.fromhex(p) for p in proof.proof]) if size else \
+        old_root == merkle.EMPTY_ROOT
+    if format is Output.json:
+        print_json(proof.model_dump(mode="json") | {"verified": ok})
+    else:
+        console.print(styled("from {} receipts (root {}) to {} (root {})", size, old_root.hex(),
+                             proof.new_size, proof.new_root))
+        for step in proof.proof:
+            console.print(f"  path {step}")
+        console.print(styled("[green]consistent: the log only grew[/]" if ok else
+                             "[red]not consistent: the log's history changed since that head[/]"))
+    if not ok:
+        raise typer.Exit(EXIT_ERROR)
+
+
+@command("anchor", on=receipts_app)
+def receipts_anchor(ctx: typer.Context,
+                    to: Annotated[str, typer.Option(
+                        "--to", help="The witness: file:PATH (append-only JSON Lines), git:PATH "
+                                     "(a commit per head) or an http(s) URL (JSON POST).")],
+                    key: KEY = None, by: BY = None, format: OutputFormat = Output.table) -> None:
+    """Write the log's current signed tree head to a witness outside the database (refused if
+    the log does not extend the witness's latest head)."""
+    signing_key = signing_key_file(key)
+    with connection(ctx).open() as rippl:
+        head = rippl.anchor(to, signing_key=signing_key, by=by)
+    print_head(head, format)
 
 
 @command("export", on=receipts_app)

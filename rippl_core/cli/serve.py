@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from rippl_core.cli.app import Connection, command, connection, errors
+from rippl_core.cli.app import Connection, command, connection, errors, signing_key_file
+from rippl_core.errors import InvalidInputError
 
 
 def announce(url: str, names: list[str], graph: str, *, one_off: bool) -> None:
@@ -24,14 +25,22 @@ def announce(url: str, names: list[str], graph: str, *, one_off: bool) -> None:
 
 def run_console(conn: Connection, *, host: str, port: int, reviewers: Path | None,
                 reviewer: str | None, allow_remote: bool, allowed_host: list[str],
-                distinct_approver: bool, log_level: str) -> None:
+                distinct_approver: bool, log_level: str, anchor: str | None = None,
+                anchor_interval: float = 300.0, anchor_key: Path | None = None,
+                anchor_by: str | None = None) -> None:
     from rippl_core.console import serve  # FastAPI and uvicorn only when serving
 
+    key = signing_key_file(anchor_key)
+    if (key is None) != (anchor_by is None):
+        raise InvalidInputError("--anchor-key and --anchor-by go together: who signs the heads, "
+                                "with which key")
     serve(db=conn.db, url=conn.url, graph=conn.graph, host=host, port=port,
           reviewers_file=reviewers, reviewer=reviewer, allow_remote=allow_remote,
           allowed_hosts=allowed_host, distinct_approver=distinct_approver, log_level=log_level,
           announce=lambda url, known: announce(url, known.names, conn.graph,
-                                               one_off=reviewer is not None))
+                                               one_off=reviewer is not None),
+          anchor=anchor, anchor_interval=anchor_interval, anchor_key=key, anchor_by=anchor_by,
+          report=lambda line: errors.print(line, highlight=False, soft_wrap=True))
 
 
 @command("serve")
@@ -53,9 +62,18 @@ def serve_cmd(
     distinct_approver: Annotated[bool, typer.Option(
         "--distinct-approver", help="Whoever proposed a retraction may not approve it.")] = False,
     log_level: Annotated[str, typer.Option(help="Server log level.")] = "warning",
+    anchor: Annotated[str | None, typer.Option(
+        help="Anchor the receipt log's head at this witness (file:PATH, git:PATH or an http(s) "
+             "URL) periodically while serving.")] = None,
+    anchor_interval: Annotated[float, typer.Option(
+        help="Seconds between anchorings (only when the log grew).")] = 300.0,
+    anchor_key: Annotated[Path | None, typer.Option(
+        help="Sign the anchored heads with this key file (hex).")] = None,
+    anchor_by: Annotated[str | None, typer.Option(help="With --anchor-key: who signs.")] = None,
 ) -> None:
     """Serve the review console: the review queue, the live graph explorer, receipts and beliefs,
     on http://127.0.0.1:8765/. Needs FastAPI and uvicorn (the console extra of rippl-core)."""
     run_console(connection(ctx), host=host, port=port, reviewers=reviewers, reviewer=reviewer,
                 allow_remote=allow_remote, allowed_host=allowed_host,
-                distinct_approver=distinct_approver, log_level=log_level)
+                distinct_approver=distinct_approver, log_level=log_level, anchor=anchor,
+                anchor_interval=anchor_interval, anchor_key=anchor_key, anchor_by=anchor_by)

@@ -17,6 +17,8 @@ from rippl_core.console import views
 from rippl_core.console.auth import Decision, Session, authorize_read, authorize_write
 from rippl_core.models import (
     Compensation,
+    ConsistencyProof,
+    InclusionProof,
     Node,
     Reached,
     Receipt,
@@ -24,6 +26,7 @@ from rippl_core.models import (
     ReviewItem,
     Stats,
     StatusChange,
+    TreeHead,
     Verdict,
     WhatIfRetracted,
 )
@@ -92,11 +95,27 @@ class Proposal(_Body):
 
 class Ruling(_Body):
     note: str = Field(description="Why the reviewer decided so; recorded in the receipt.")
+    signature: str | None = Field(default=None, description=(
+        "The reviewer's Ed25519 signature (hex) of the decision's statement: the canonical JSON "
+        "(sorted keys, no spaces) of {claim, kind: retraction_approved|retraction_rejected, note, "
+        "proposed_by, review, reviewer}. Required when the reviewer has a key."))
+
+
+class KeyRegistration(_Body):
+    public_key: str = Field(description="The reviewer's Ed25519 public key (64 hex characters).")
+    signature: str = Field(description="Its signature (hex) of the canonical JSON of {kind: "
+                                       "key_registered, public_key, reviewer}.")
+
+
+class Revocation(_Body):
+    reason: str = Field(description="Why the key is revoked; recorded in the receipt.")
 
 
 class SessionInfo(BaseModel):
     reviewer: str | None = Field(description="The signed-in reviewer, or null.")
     csrf: str | None = Field(description="Send it back as X-CSRF-Token on every change.")
+    public_key: str | None = Field(default=None, description="The reviewer's key as the reviewers file "
+                                                     "names it: decisions must be signed with it.")
 
 
 class Info(BaseModel):
@@ -113,7 +132,9 @@ def get_session(request: Request) -> SessionInfo:
     """The signed-in reviewer and the CSRF token of this session."""
     session = _session(request)
     return SessionInfo(reviewer=session.reviewer if session else None,
-                       csrf=session.csrf if session else None)
+                       csrf=session.csrf if session else None,
+                       public_key=console(request).reviewers.keys.get(session.reviewer)
+                       if session else None)
 
 
 @router.post("/session", response_model=SessionInfo, tags=["session"])
@@ -128,7 +149,7 @@ def sign_in(body: Login, request: Request, response: Response) -> SessionInfo:
                         secure=request.url.scheme == "https",
                         path=(request.scope.get("root_path") or "") + "/",
                         max_age=int(state.sessions.ttl))
-    return SessionInfo(reviewer=name, csrf=session.csrf)
+    return SessionInfo(reviewer=name, csrf=session.csrf, public_key=state.reviewers.keys.get(name))
 
 
 @router.delete("/session", response_model=SessionInfo, tags=["session"])
@@ -249,14 +270,61 @@ async def preview(request: Request, review_id: str) -> views.Preview:
 
 @router.post("/reviews/{review_id}/approve", response_model=Receipt, tags=["reviews"])
 async def approve(request: Request, review_id: str, body: Ruling, who: Reviewer) -> Receipt:
-    """Approve: the wave commits; the receipt names the signed-in reviewer."""
-    return await console(request).rippl.approve(review_id, by=who, note=_note(body))
+    """Approve: the wave commits; the receipt names the signed-in reviewer, and carries their
+    signed statement when they have a key."""
+    await _signer_ready(request, who, body.signature)
+    return await console(request).rippl.approve(review_id, by=who, note=_note(body),
+                                                signature=body.signature)
 
 
 @router.post("/reviews/{review_id}/reject", response_model=Receipt, tags=["reviews"])
 async def reject(request: Request, review_id: str, body: Ruling, who: Reviewer) -> Receipt:
     """Reject: the at-risk nodes recover; the receipt names the signed-in reviewer."""
-    return await console(request).rippl.reject(review_id, by=who, note=_note(body))
+    await _signer_ready(request, who, body.signature)
+    return await console(request).rippl.reject(review_id, by=who, note=_note(body),
+                                               signature=body.signature)
+
+
+async def _signer_ready(request: Request, who: str, signature: str | None) -> None:
+    """A reviewer whom the reviewers file gives a key decides only signed, with that key
+    registered in the log (fail closed: the console never decides unsigned in their name)."""
+    pinned = console(request).reviewers.keys.get(who)
+    if pinned is None:
+        return
+    if signature is None:
+        raise HTTPException(422, f"{who} has a reviewer key: sign the decision with it (load your "
+                                 "key in the console, or use `rippl review approve --key FILE`)")
+    registered = (await console(request).rippl.reviewer_keys()).get(who)
+    if registered != pinned:
+        raise HTTPException(409, f"the key the reviewers file names for {who} is not registered "
+                                 "in the log yet: register it first (POST /api/keys; the console "
+                                 "does it when you load your key)")
+
+
+# -- reviewer keys -----------------------------------------------------------------------------
+@router.get("/keys", response_model=dict[str, str], dependencies=[Read], tags=["keys"])
+async def keys(request: Request) -> dict[str, str]:
+    """Each reviewer's registered Ed25519 public key (hex), as the log records it."""
+    return await console(request).rippl.reviewer_keys()
+
+
+@router.post("/keys", response_model=Receipt, status_code=201, tags=["keys"])
+async def register_key(request: Request, body: KeyRegistration, who: Reviewer) -> Receipt:
+    """Register the signed-in reviewer's key (signed with it: proof that they hold it). When the
+    reviewers file names a key for them, only that key."""
+    pinned = console(request).reviewers.keys.get(who)
+    if pinned is not None and body.public_key.lower() != pinned:
+        raise HTTPException(403, f"that is not the key the reviewers file names for {who}")
+    return await console(request).rippl.register_key(who, public_key=body.public_key,
+                                                     signature=body.signature)
+
+
+@router.post("/keys/revoke", response_model=Receipt, tags=["keys"])
+async def revoke_key(request: Request, body: Revocation, who: Reviewer) -> Receipt:
+    """Revoke the signed-in reviewer's own registered key (a lost or leaked key)."""
+    if not body.reason.strip():
+        raise HTTPException(422, "say why the key is revoked")
+    return await console(request).rippl.revoke_key(who, by=who, reason=body.reason)
 
 
 def _note(body: Ruling) -> str:
@@ -288,6 +356,29 @@ async def export(request: Request) -> Response:
     return Response("".join(f"{line}\n" for line in lines), media_type="application/x-ndjson",
                     headers={"content-disposition":
                              f'attachment; filename="{state.rippl.graph}-receipts.jsonl"'})
+
+
+@router.get("/receipts/{receipt_id}/proof", response_model=InclusionProof, dependencies=[Read],
+            tags=["receipts"])
+async def proof(request: Request, receipt_id: str,
+                size: Annotated[int | None, Query(ge=1)] = None) -> InclusionProof:
+    """The inclusion proof of a receipt in the log's Merkle tree (of `size` receipts)."""
+    return await console(request).rippl.prove(receipt_id, tree_size=size)
+
+
+@router.get("/log/head", response_model=TreeHead, dependencies=[Read], tags=["receipts"])
+async def head(request: Request) -> TreeHead:
+    """The log's tree head now (RFC 9162): its size and Merkle root."""
+    return await console(request).rippl.tree_head()
+
+
+@router.get("/log/consistency", response_model=ConsistencyProof, dependencies=[Read],
+            tags=["receipts"])
+async def consistency(request: Request, old_size: Annotated[int, Query(ge=0)],
+                      new_size: Annotated[int | None, Query(ge=0)] = None) -> ConsistencyProof:
+    """The proof that the log of `new_size` receipts (default: now) extends the log of
+    `old_size`."""
+    return await console(request).rippl.consistency(old_size, new_size=new_size)
 
 
 # -- compensations -----------------------------------------------------------------------------

@@ -11,6 +11,9 @@ Every allow/deny decision of the console is one function here, so each can be pi
 
 Reviewers come from a file or an environment variable, one `name: token` per line (or per comma
 in the variable); a token may be given as `sha256:<hex>` of itself, so the file need not hold it.
+A reviewer's Ed25519 public key may follow the token (`name: token ed25519:<64 hex>`): their
+decisions through the console must then be signed with that key (in the browser), and it is the
+key the log registers for them.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ SESSION_TTL = 12 * 3600.0
 ENV_VAR = "RIPPL_REVIEWERS"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
 _HASHED = re.compile(r"^sha256:[0-9a-f]{64}$")
+_PUBLIC_KEY = re.compile(r"^ed25519:[0-9a-f]{64}$")
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -55,6 +59,7 @@ class Reviewers:
     """The reviewers allowed to decide, by the SHA-256 of their token."""
 
     by_digest: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)  # reviewer -> Ed25519 public key (hex)
 
     def identify(self, token: str | None) -> str | None:
         """The reviewer whose token this is, or None. Compares against every entry in constant
@@ -79,17 +84,26 @@ class Reviewers:
         clash = set(self.names) & set(other.names)
         if clash or set(self.by_digest) & set(other.by_digest):
             raise AuthConfigError(f"reviewer configured twice: {', '.join(sorted(clash)) or 'a token'}")
-        return Reviewers({**self.by_digest, **other.by_digest})
+        return Reviewers({**self.by_digest, **other.by_digest}, {**self.keys, **other.keys})
 
 
 def parse_reviewers(entries: Iterable[str], *, where: str) -> Reviewers:
     """Reviewers from `name: token` entries (blank entries and `#` comments are skipped)."""
     by_digest: dict[str, str] = {}
+    keys: dict[str, str] = {}
     for number, raw in enumerate(entries, 1):
         entry = raw.strip()
         if not entry or entry.startswith("#"):
             continue
         name, sep, value = (part.strip() for part in entry.partition(":"))
+        token, _, public = value.rpartition(" ")
+        value, public = (token.strip(), public) if public.startswith("ed25519:") else (value, "")
+        if public:
+            if not _PUBLIC_KEY.match(public):
+                raise AuthConfigError(f"{where}, entry {number} ({name}): after the token, a "
+                                      "reviewer key is written ed25519:<64 lower-case hex digits> "
+                                      "(as `rippl keys new` prints it)")
+            keys[name] = public.removeprefix("ed25519:")
         if not sep or not _NAME.match(name):
             raise AuthConfigError(f"{where}, entry {number}: expected 'name: token' with a name of "
                                   "letters, digits and ._@+- (up to 64)")
@@ -105,7 +119,7 @@ def parse_reviewers(entries: Iterable[str], *, where: str) -> Reviewers:
         if name in by_digest.values() or key in by_digest:
             raise AuthConfigError(f"{where}, entry {number}: {name} or its token appears twice")
         by_digest[key] = name
-    return Reviewers(by_digest)
+    return Reviewers(by_digest, keys)
 
 
 def load_reviewers(file: Path | None = None, env_value: str | None = None) -> Reviewers:

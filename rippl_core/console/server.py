@@ -4,6 +4,7 @@ told otherwise (and then only with reviewer authentication)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from rippl_core.console.auth import (
     new_token,
     parse_reviewers,
 )
+from rippl_core.errors import RipplError
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
@@ -38,6 +40,25 @@ def reviewers_for(file: Path | None, one_off: str | None,
     return reviewers.merged(parse_reviewers([f"{one_off}: {token}"], where="--reviewer")), token
 
 
+async def anchor_periodically(rippl: AsyncRippl, witness: str, interval: float, *,
+                              signing_key: bytes | None = None, by: str | None = None,
+                              report: Callable[[str], None] = lambda _: None) -> None:
+    """Anchor the log's head at `witness` now and every `interval` seconds when it has grown
+    (until cancelled). A failure (a witness down, a log that no longer extends the anchored head)
+    is reported and tried again at the next tick; the console keeps serving."""
+    last: tuple[int, str] | None = None
+    while True:
+        try:
+            head = await rippl.tree_head()
+            if (head.size, head.root) != last:
+                anchored = await rippl.anchor(witness, signing_key=signing_key, by=by)
+                last = (anchored.size, anchored.root)
+                report(f"anchored {anchored.size} receipts (root {anchored.root[:16]}…) at {witness}")
+        except RipplError as exc:
+            report(f"anchoring at {witness} failed: {exc}")
+        await asyncio.sleep(interval)
+
+
 def url_of(host: str, port: int, token: str | None = None) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}/" + (f"#token={token}" if token else "")
@@ -49,12 +70,19 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
                       allow_remote: bool = False, allowed_hosts: Sequence[str] = (),
                       distinct_approver: bool = False, log_level: str = "warning",
                       announce: Callable[[str, Reviewers], None] | None = None,
-                      env: Mapping[str, str] | None = None) -> None:
+                      env: Mapping[str, str] | None = None, anchor: str | None = None,
+                      anchor_interval: float = 300.0, anchor_key: bytes | None = None,
+                      anchor_by: str | None = None,
+                      report: Callable[[str], None] = lambda _: None) -> None:
     """Serve until stopped. Refuses (AuthConfigError) a non-loopback `host` without
     `allow_remote` and reviewers. `announce(url, reviewers)` is called once listening; with a
-    one-off `reviewer`, the URL carries its token (in the fragment, which is never sent)."""
+    one-off `reviewer`, the URL carries its token (in the fragment, which is never sent). With
+    `anchor` (a witness), the log's head is anchored there every `anchor_interval` seconds when
+    it grew (signed by `anchor_by` with `anchor_key` if given); `report` hears how it went."""
     if log_level.lower() not in LOG_LEVELS:
         raise AuthConfigError(f"log level must be one of {', '.join(LOG_LEVELS)}")
+    if anchor is not None and not anchor_interval > 0:
+        raise AuthConfigError("the anchoring interval must be a positive number of seconds")
     reviewers, token = reviewers_for(reviewers_file, reviewer, os.environ if env is None else env)
     allowed = check_bind(host, allow_remote=allow_remote, reviewers=reviewers,
                          extra_hosts=allowed_hosts)
@@ -71,7 +99,16 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
             await asyncio.sleep(0.02)
         if server.started and announce is not None:
             announce(url_of(host, port, token), reviewers)
-        await serving
+        anchoring = asyncio.create_task(anchor_periodically(
+            rippl, anchor, anchor_interval, signing_key=anchor_key, by=anchor_by,
+            report=report)) if anchor is not None else None
+        try:
+            await serving
+        finally:
+            if anchoring is not None:
+                anchoring.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await anchoring
     finally:
         await rippl.close()
 

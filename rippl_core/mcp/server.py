@@ -115,7 +115,7 @@ def check_review_options(allow_review: bool, reviewer: str | None) -> str | None
 
 def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str | None = None,
                  host: str = "127.0.0.1", port: int = 8000, log_level: LogLevel = "WARNING",
-                 max_runs: int = DEFAULT_MAX_RUNS) -> RipplMCP:
+                 max_runs: int = DEFAULT_MAX_RUNS, reviewer_key: bytes | None = None) -> RipplMCP:
     """An MCP server whose tools run on `rippl`; `host` and `port` are where `serve_http` listens.
     The review tools exist only with `allow_review=True` and a `reviewer`. At most `max_runs`
     clients' runs are held in memory (the least recently used leave; the graph keeps them). Run
@@ -124,7 +124,8 @@ def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str
     server = RipplMCP(allow_review=allow_review, host=host, port=port, log_level=log_level)
     tool, sessions = registrar(server), Sessions(rippl, max_runs=max_runs)
     safety.register(rippl, tool, sessions)
-    review.register(rippl, tool, sessions, allow_review=allow_review, reviewer=reviewer)
+    review.register(rippl, tool, sessions, allow_review=allow_review, reviewer=reviewer,
+                    reviewer_key=reviewer_key)
     beliefs.register(rippl, tool, sessions)
     reasoning.register(rippl, tool)
     capture.register(rippl, tool, sessions)
@@ -153,7 +154,8 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
                       transport: Transport | Literal["stdio", "http"] = Transport.STDIO,
                       host: str = "127.0.0.1", port: int = 8000, allow_review: bool = False,
                       reviewer: str | None = None, log_level: str = "WARNING",
-                      policy: Policy | None = None, max_runs: int = DEFAULT_MAX_RUNS) -> None:
+                      policy: Policy | None = None, max_runs: int = DEFAULT_MAX_RUNS,
+                      reviewer_key: bytes | None = None) -> None:
     """Open the graph, serve it over stdio or streamable HTTP until the client leaves or the
     process is stopped, then close the graph."""
     transport = Transport(transport)
@@ -170,7 +172,8 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
                                       policy=policy)
     try:
         server = build_server(rippl, allow_review=allow_review, reviewer=reviewer, host=host,
-                              port=port, log_level=cast(LogLevel, level), max_runs=max_runs)
+                              port=port, log_level=cast(LogLevel, level), max_runs=max_runs,
+                              reviewer_key=reviewer_key)
         if transport is Transport.STDIO:
             await server.run_stdio_async()
         else:

@@ -9,7 +9,9 @@ from rippl_core._runtime.schema import Index, Schema
 from rippl_core._runtime.wire import Query
 
 # Review items and receipts have unique ids; the queue is read by status, the chain by sequence.
-SCHEMA = Schema("3", unique_ids=("ReviewItem", "Receipt"),
+# The log's Merkle tree keeps each perfect subtree as a :MerkleNode (id "<level>:<index>", hash h);
+# each reviewer's current key is a :ReviewerKey (id: the reviewer).
+SCHEMA = Schema("3", unique_ids=("ReviewItem", "Receipt", "MerkleNode", "ReviewerKey"),
                 indexes=(Index("ReviewItem", "status"), Index("Receipt", "seq")))
 
 
@@ -55,14 +57,59 @@ def decide_review(review_id: str, props: Mapping[str, Any]) -> Query:
     return Query("MATCH (r:ReviewItem {id: $id}) SET r += $props", {"id": review_id, "props": props})
 
 
-HEAD = Query("OPTIONAL MATCH (h:ReceiptHead) RETURN h.seq, h.hash", read_only=True)
+def head(actor: str) -> Query:
+    """The chain's head (last seq and hash, the tree's size and frontier) and the actor's
+    registered key, in one read: all an append needs."""
+    return Query("OPTIONAL MATCH (h:ReceiptHead) OPTIONAL MATCH (k:ReviewerKey {id: $actor}) "
+                 "RETURN h.seq, h.hash, h.size, h.frontier, k.key, k.seq",
+                 {"actor": actor}, read_only=True)
 
 
-def append_receipt(props: Mapping[str, Any]) -> Query:
-    """Append a receipt and move the chain head, in one query."""
+TREE_HEAD = Query("OPTIONAL MATCH (h:ReceiptHead) RETURN h.seq, h.size, h.root", read_only=True)
+
+
+def append_receipt(props: Mapping[str, Any], tree: Mapping[str, Any],
+                   nodes: list[dict[str, str]]) -> Query:
+    """Append a receipt, move the chain head and the tree's head, and add the perfect subtrees the
+    receipt completes, in one query."""
     return Query("CREATE (r:Receipt) SET r += $props "
-                 "MERGE (h:ReceiptHead {name: 'head'}) SET h.seq = $props.seq, h.hash = $props.hash",
-                 {"props": props})
+                 "MERGE (h:ReceiptHead {name: 'head'}) SET h.seq = $props.seq, h.hash = $props.hash, "
+                 "h.size = $tree.size, h.root = $tree.root, h.frontier = $tree.frontier "
+                 "WITH h UNWIND $nodes AS n CREATE (:MerkleNode {id: n.id, h: n.h})",
+                 {"props": props, "tree": tree, "nodes": nodes})
+
+
+def receipts_since(after: int, upto: int) -> Query:
+    """The receipts after seq `after` up to `upto`, with the tree's stored leaf of each."""
+    return Query("MATCH (r:Receipt) WHERE r.seq > $after AND r.seq <= $upto "
+                 "OPTIONAL MATCH (m:MerkleNode {id: '0:' + toString(r.seq - 1)}) "
+                 "RETURN properties(r), m.h ORDER BY r.seq", {"after": after, "upto": upto},
+                 read_only=True)
+
+
+def merkle_nodes(ids: list[str]) -> Query:
+    return Query("UNWIND $ids AS id MATCH (m:MerkleNode {id: id}) RETURN m.id, m.h", {"ids": ids},
+                 read_only=True)
+
+
+def backfill_tree(tree: Mapping[str, Any], nodes: list[dict[str, str]]) -> Query:
+    """Write perfect subtrees (idempotent) and, with `tree`, the tree's head."""
+    return Query("UNWIND $nodes AS n MERGE (m:MerkleNode {id: n.id}) SET m.h = n.h "
+                 "WITH count(*) AS written MATCH (h:ReceiptHead) "
+                 "SET h.size = $tree.size, h.root = $tree.root, h.frontier = $tree.frontier",
+                 {"tree": tree, "nodes": nodes})
+
+
+def set_reviewer_key(reviewer: str, key: str, seq: int) -> Query:
+    return Query("MERGE (k:ReviewerKey {id: $reviewer}) SET k.key = $key, k.seq = $seq",
+                 {"reviewer": reviewer, "key": key, "seq": seq})
+
+
+def drop_reviewer_key(reviewer: str) -> Query:
+    return Query("MATCH (k:ReviewerKey {id: $reviewer}) DELETE k", {"reviewer": reviewer})
+
+
+REVIEWER_KEYS = Query("MATCH (k:ReviewerKey) RETURN k.id, k.key ORDER BY k.id", read_only=True)
 
 
 # The whole chain and its head in one read, so a receipt appended meanwhile cannot make them disagree.

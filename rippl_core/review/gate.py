@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rippl_core._runtime import telemetry
-from rippl_core._runtime.op import Commit, Op
+from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, now_ms, to_ms
 from rippl_core._runtime.validation import canonical_args, check_actor, check_id, check_text, repeat_key
 from rippl_core.causal.nodes import require_nodes
@@ -21,9 +21,20 @@ from rippl_core.causal.preflight import find_blockers
 from rippl_core.causal.relabel import Change, commit_labels, plan_change, read_region, would_invalidate
 from rippl_core.causal.tms import label
 from rippl_core.errors import InvalidInputError, NotFoundError, ReviewError
-from rippl_core.models import Override, Receipt, ReceiptCheck, ReviewItem, ToolCall, Transition, Wave
-from rippl_core.review import cypher
-from rippl_core.review.receipts import GENESIS, SigningKey, receipt_id, receipt_model, seal, verify_chain
+from rippl_core.models import (
+    Override,
+    Receipt,
+    ReceiptCheck,
+    ReviewItem,
+    ToolCall,
+    Transition,
+    TreeHead,
+    Wave,
+)
+from rippl_core.review import cypher, log
+from rippl_core.review.heads import anchored_problems
+from rippl_core.review.keys import REGISTERED, REVOKED, decision_statement, public_hex, registration_statement
+from rippl_core.review.receipts import SigningKey, leaf_hash, private_key, receipt_model, verify_chain
 from rippl_core.vocabulary import RETRACTABLE, Kind, State
 
 
@@ -51,19 +62,17 @@ def wave_of(root: str, commit: Commit, at: int) -> Wave:
 
 def _append_receipt(commit: Commit, *, kind: str, claim: str, actor: str, at: int,
                     review: str | None, details: Mapping[str, Any],
-                    signing_key: SigningKey | None) -> Op[Receipt]:
-    """Add the next receipt of the chain to `commit`, covering the transitions it applies."""
-    rows = yield cypher.HEAD
-    seq, prev = (rows[0][0] or 0, rows[0][1] or GENESIS) if rows else (0, GENESIS)
+                    signing_key: SigningKey | None, statement: Mapping[str, Any] | None = None,
+                    signature: str | None = None) -> Op[Receipt]:
+    """Add the next receipt of the log to `commit`, covering the transitions it applies."""
     affected = sorted(({"id": e["node"], "before": e["before"], "after": e["after"]}
                        for e in commit.events if "before" in e), key=lambda a: a["id"])
-    body = {"kind": kind, "seq": seq + 1, "prev": prev, "review": review, "claim": claim,
-            "actor": actor, "at": from_ms(at).isoformat(),
-            "affected": affected, **{k: v for k, v in details.items() if v is not None}}
-    props = {"id": receipt_id(seq + 1), "seq": seq + 1, "kind": kind, "actor": actor,
-             **seal(body, signing_key)}
-    commit.queries.append(cypher.append_receipt(props))
-    return receipt_model(props)
+    body = {"kind": kind, "review": review, "claim": claim, "actor": actor,
+            "at": from_ms(at).isoformat(), "affected": affected,
+            **{k: v for k, v in details.items() if v is not None}}
+    receipt = yield from log.append(commit, body, signing_key=signing_key, statement=statement,
+                                    signature=signature)
+    return receipt
 
 
 def set_retracted(claim_id: str, *, retracted: bool, reason: str, by: str, at: int, now: int,
@@ -113,8 +122,11 @@ def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: i
 
 @telemetry.traced(telemetry.DECIDE_REVIEW)
 def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int,
-           signing_key: SigningKey | None, distinct_approver: bool) -> Op[Receipt]:
-    """Approve (commit the wave) or reject (withdraw it) a pending review."""
+           signing_key: SigningKey | None, distinct_approver: bool,
+           signature: str | None = None) -> Op[Receipt]:
+    """Approve (commit the wave) or reject (withdraw it) a pending review. With the reviewer's
+    `signing_key`, or their `signature` of the decision's statement (made elsewhere, checked
+    against their registered key), the receipt carries the signed statement."""
     review_id = check_id(review_id, what="review id")
     by = check_actor(by)
     if note is not None:
@@ -128,7 +140,7 @@ def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int
                           "duties); ask another reviewer")
     if item.kind == "override":
         receipt = yield from _decide_override(item, approve=approve, by=by, note=note, now=now,
-                                              signing_key=signing_key)
+                                              signing_key=signing_key, signature=signature)
         return receipt
     claim_id, props = yield from _retractable(item.claim)
     flags: dict[str, Any] = {"pending": max(int(props.get("pending") or 0) - 1, 0)}
@@ -141,10 +153,13 @@ def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int
     commit.queries.append(cypher.decide_review(review_id, {"status": status, "decided_by": by,
                                                        "decided_at": now, "note": note}))
     commit.events.append(_review_event(f"review_{status}", review_id, claim_id, by, now))
+    statement = decision_statement(kind=f"retraction_{status}", reviewer=by, review=review_id,
+                                   claim=claim_id, proposed_by=item.proposed_by, note=note)
+    signed = signing_key is not None or signature is not None
     receipt = yield from _append_receipt(
         commit, kind=f"retraction_{status}", claim=claim_id, actor=by, at=now, review=review_id,
         details={"reason": item.reason, "note": note, "proposed_by": item.proposed_by},
-        signing_key=signing_key)
+        signing_key=signing_key, statement=statement if signed else None, signature=signature)
     yield commit
     return receipt
 
@@ -202,7 +217,7 @@ def _override_target(target: str | ToolCall, run: str | None) -> Op[tuple[ToolCa
 
 
 def _decide_override(item: ReviewItem, *, approve: bool, by: str, note: str | None, now: int,
-                     signing_key: SigningKey | None) -> Op[Receipt]:
+                     signing_key: SigningKey | None, signature: str | None) -> Op[Receipt]:
     """Approve (the override takes effect: one call may run) or reject an override proposal."""
     status = "approved" if approve else "rejected"
     props = (yield cypher.get_review(item.id))[0][0]
@@ -211,11 +226,14 @@ def _decide_override(item: ReviewItem, *, approve: bool, by: str, note: str | No
     commit.events.append(_review_event(f"review_{status}", item.id, item.claim, by, now)
                          | {"kind": "override"})
     call = {"tool": props["tool"], "args": json.loads(props["args"]), "run": props["run"]}
+    statement = decision_statement(kind=f"override_{status}", reviewer=by, review=item.id,
+                                   claim=item.claim, proposed_by=item.proposed_by, note=note)
+    signed = signing_key is not None or signature is not None
     receipt = yield from _append_receipt(
         commit, kind=f"override_{status}", claim=item.claim, actor=by, at=now, review=item.id,
         details={"reason": item.reason, "note": note, "proposed_by": item.proposed_by,
                  "call": call, "action": item.action, "premises": item.claims},
-        signing_key=signing_key)
+        signing_key=signing_key, statement=statement if signed else None, signature=signature)
     if approve:
         commit.queries.append(cypher.create_override(
             {"id": item.id, "vkey": props["rkey"], "premises": item.claims, "run": props["run"],
@@ -287,13 +305,30 @@ def chain() -> Op[tuple[list[dict[str, Any]], tuple[int, str] | None]]:
     return records, ((rows[0][0], rows[0][1]) if rows and rows[0][0] is not None else None)
 
 
-def verify(public_keys: Mapping[str, Any] | None) -> Op[ReceiptCheck]:
-    records, recorded = yield from chain()
-    check = verify_chain(records, head=recorded, public_keys=public_keys)
+def verify(public_keys: Mapping[str, Any] | None, *, anchors: Sequence[TreeHead] = (),
+           log_name: str | None = None, distinct_approver: bool = False) -> Op[ReceiptCheck]:
+    """Re-walk the chain; check the stored tree head against the receipts, and the receipts
+    against heads anchored outside the database (`anchors`, oldest first)."""
+    chain_rows, tree_rows = yield Batch(cypher.CHAIN, cypher.TREE_HEAD)
+    records = [row[2] for row in chain_rows if row[2] is not None]
+    recorded = (chain_rows[0][0], chain_rows[0][1]) \
+        if chain_rows and chain_rows[0][0] is not None else None
+    check = verify_chain(records, head=recorded, public_keys=public_keys,
+                         distinct_approver=distinct_approver)
+    problems = []
     if records and recorded is None:
-        missing = "the chain's head record is missing: receipts were deleted or rewritten outside Rippl"
-        return check.model_copy(update={"ok": False, "problems": [*check.problems, missing]})
-    return check
+        problems.append("the chain's head record is missing: receipts were deleted or rewritten "
+                        "outside Rippl")
+    _, size, root = tree_rows[0] if tree_rows else (None, None, None)
+    if records and (size, root) != (len(records), check.root):
+        problems.append(f"the stored tree head ({size} receipts, root {str(root)[:16]}…) does not "
+                        f"match the receipts ({len(records)}, root {str(check.root)[:16]}…)")
+    if anchors:
+        problems.extend(anchored_problems([leaf_hash(r) for r in records], list(anchors), log_name))
+    update: dict[str, Any] = {"anchored": anchors[-1].size if anchors else None}
+    if problems:
+        update |= {"ok": False, "problems": [*check.problems, *problems]}
+    return check.model_copy(update=update)
 
 
 @telemetry.traced(telemetry.RETRACTION)
@@ -304,3 +339,51 @@ def retraction(node_id: str, *, retracted: bool, reason: str, by: str, at: TimeL
                                     at=to_ms(at, name="at", default=now), now=now,
                                     signing_key=signing_key)
     return wave
+
+
+def register_key(reviewer: str, *, public_key: str | None, signing_key: SigningKey | None,
+                 signature: str | None, current_key: SigningKey | None, now: int) -> Op[Receipt]:
+    """Register (or rotate to) a reviewer's key: a `key_registered` receipt whose statement is
+    signed by that key (with `signing_key`, or `signature` of the registration statement made
+    elsewhere for `public_key`). A rotation is sealed with the `current_key`."""
+    reviewer = check_actor(reviewer, what="reviewer")
+    if (signing_key is None) == (signature is None):
+        raise InvalidInputError("register a key with the reviewer's signing_key, or with its "
+                                "public_key and the signature of the registration statement")
+    key = private_key(signing_key) if signing_key is not None else None
+    public = public_hex(key) if key is not None else _public_key(public_key)
+    current = (yield from log.reviewer_keys()).get(reviewer)
+    body = {"kind": REGISTERED, "actor": reviewer, "reviewer": reviewer, "public_key": public,
+            "replaces": current, "at": from_ms(now).isoformat()}
+    commit = Commit()
+    receipt = yield from log.append(commit, {k: v for k, v in body.items() if v is not None},
+                                    signing_key=current_key if current_key is not None else key,
+                                    statement=registration_statement(reviewer, public),
+                                    signature=signature, statement_key=key)
+    yield commit
+    return receipt
+
+
+def revoke_key(reviewer: str, *, by: str, reason: str, now: int,
+               signing_key: SigningKey | None) -> Op[Receipt]:
+    """Revoke a reviewer's registered key: from this receipt on, nothing it signs is accepted."""
+    reviewer, by = check_actor(reviewer, what="reviewer"), check_actor(by)
+    reason = check_text(reason, what="reason")
+    current = (yield from log.reviewer_keys()).get(reviewer)
+    if current is None:
+        raise NotFoundError(f"{reviewer} has no registered key; list them with reviewer_keys()",
+                            cli=f"{reviewer} has no registered key; list them with `rippl keys list`")
+    commit = Commit()
+    receipt = yield from log.append(commit, {"kind": REVOKED, "actor": by, "reviewer": reviewer,
+                                             "public_key": current, "reason": reason,
+                                             "at": from_ms(now).isoformat()},
+                                    signing_key=signing_key)
+    yield commit
+    return receipt
+
+
+def _public_key(value: object) -> str:
+    text = value.strip().lower() if isinstance(value, str) else ""
+    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
+        raise InvalidInputError("public_key must be an Ed25519 public key: 64 hex characters")
+    return text

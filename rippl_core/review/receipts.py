@@ -1,7 +1,12 @@
-"""Tamper-evident receipts: canonical JSON (RFC 8785), SHA-256, a hash chain, Ed25519 signatures.
+"""Tamper-evident receipts: canonical JSON (RFC 8785), SHA-256, a hash chain, Ed25519 signatures,
+and the leaves of the log's Merkle tree.
 
 Pure functions: building a receipt and verifying a chain need no database, so an exported chain
 (JSON Lines) can be verified anywhere.
+
+Each receipt is also a leaf of an RFC 9162 Merkle tree (`review/merkle.py`), whatever its kind: the
+leaf is the canonical JSON of what the receipt stores and proves (its body, hash, signature and
+public key), so editing, re-signing or stripping the signature of any receipt changes the root.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import Receipt, ReceiptCheck
+from rippl_core.review import merkle
+from rippl_core.review.keys import Registry, statement_problems
 
 GENESIS = "0" * 64
 
@@ -87,17 +94,33 @@ PROOF = ("body", "hash", "signature", "public_key")
 MIRRORED = ("kind", "actor")
 
 
+def leaf_data(record: Mapping[str, Any]) -> bytes:
+    """A receipt's leaf in the Merkle tree: the canonical JSON of its proof fields (those present),
+    the same for every receipt kind."""
+    return canonical({k: record[k] for k in PROOF if record.get(k) is not None})
+
+
+def leaf_hash(record: Mapping[str, Any]) -> bytes:
+    return merkle.leaf_hash(leaf_data(record))
+
+
 def verify_chain(records: Iterable[Mapping[str, Any]], *, head: tuple[int, str] | None = None,
-                 public_keys: Mapping[str, str | Ed25519PublicKey] | None = None) -> ReceiptCheck:
+                 public_keys: Mapping[str, str | Ed25519PublicKey] | None = None,
+                 distinct_approver: bool = False) -> ReceiptCheck:
     """Re-walk a chain and report every broken link: an edited body, a deleted, inserted or
     reordered receipt, a field beside the body that disagrees with it, a bad or untrusted
-    signature. `head` is the recorded (seq, hash) of the last receipt, which catches a deleted
-    tail. `public_keys` maps an actor to the key it must have signed with; without it the key
-    recorded beside each signature is used."""
+    signature, a reviewer key misused (see `review/keys.py`). `head` is the recorded (seq, hash)
+    of the last receipt, which catches a deleted tail. `public_keys` maps an actor to the key it
+    must have signed with; without it the key recorded beside each signature is used.
+    `distinct_approver`: an approval by the identity that proposed the review is a problem too.
+    The check's `root` is the Merkle root of the receipts walked (one leaf each)."""
     public_keys = _trusted(public_keys)
     problems: list[str] = []
+    registry = Registry()
+    frontier: list[bytes] = []
     previous, expected_seq, count = GENESIS, 1, 0
     for record in records:
+        frontier, _ = merkle.frontier_append(frontier, count, leaf_hash(record))
         count += 1
         seq = record.get("seq")
         try:
@@ -115,13 +138,40 @@ def verify_chain(records: Iterable[Mapping[str, Any]], *, head: tuple[int, str] 
         if body.get("prev") != previous:
             problems.append(f"receipt #{seq}: does not link to the receipt before it")
         problems.extend(_field_problems(record, body))
-        problems.extend(_signature_problems(record, body, public_keys))
+        signature = _signature_problems(record, body, public_keys)
+        problems.extend(signature)
+        problems.extend(statement_problems(seq, body))
+        problems.extend(registry.problems(seq, record, body, record.get("signature") is not None
+                                          and not signature))
+        problems.extend(_statement_trust_problems(seq, body, public_keys))
+        if distinct_approver and body.get("kind") == "retraction_approved" \
+                and body.get("proposed_by") == body.get("actor"):
+            problems.append(f"receipt #{seq}: {body.get('actor')} approved their own proposal "
+                            "(separation of duties)")
         previous = str(record.get("hash"))
         expected_seq = (seq if isinstance(seq, int) else expected_seq) + 1
     if head is not None and head[0] is not None and (head[0] != expected_seq - 1 or head[1] != previous):
         problems.append(f"the chain ends at #{expected_seq - 1} but its head records #{head[0]}: "
                         "receipts were deleted or appended outside Rippl")
-    return ReceiptCheck(ok=not problems, count=count, problems=problems)
+    return ReceiptCheck(ok=not problems, count=count, problems=problems,
+                        root=merkle.frontier_root(frontier).hex())
+
+
+def _same_key(key: object, trusted: str | Ed25519PublicKey) -> bool:
+    wanted = public_hex(trusted) if isinstance(trusted, Ed25519PublicKey) else str(trusted).lower()
+    return str(key).lower() == wanted
+
+
+def _statement_trust_problems(seq: object, body: Mapping[str, Any],
+                              public_keys: Mapping[str, str | Ed25519PublicKey] | None) -> list[str]:
+    """With trusted keys, a statement's key must be the trusted key of its signer."""
+    trusted = (public_keys or {}).get(str(body.get("actor")))
+    if trusted is None or "statement" not in body:
+        return []
+    if not _same_key(body.get("statement_key"), trusted):
+        return [f"receipt #{seq}: the statement is signed by a key that is not {body.get('actor')}'s "
+                "trusted key"]
+    return []
 
 
 def _trusted(public_keys: Any) -> Mapping[str, str | Ed25519PublicKey] | None:
@@ -172,7 +222,9 @@ def _signature_problems(record: Mapping[str, Any], body: Mapping[str, Any],
     trusted = (public_keys or {}).get(str(actor))
     signature = record.get("signature")
     if signature is None:
-        return [f"receipt #{seq}: not signed by {actor}, whose key is required"] if trusted else []
+        if trusted is None or ("statement" in body and _same_key(body.get("statement_key"), trusted)):
+            return []  # a statement signed by the trusted key (checked on its own) is its signature
+        return [f"receipt #{seq}: not signed by {actor}, whose key is required"]
     key_hex = trusted if trusted is not None else record.get("public_key")
     try:
         key = key_hex if isinstance(key_hex, Ed25519PublicKey) else \
@@ -188,13 +240,14 @@ def receipt_model(props: Mapping[str, Any]) -> Receipt:
     seq), so nothing shown is outside what the hash and signature cover."""
     body = json.loads(props["body"])
     return Receipt(id=receipt_id(body["seq"]), seq=body["seq"], kind=body["kind"],
-                   review=body.get("review"), claim=body["claim"], actor=body["actor"],
+                   review=body.get("review"), claim=body.get("claim"), actor=body["actor"],
                    at=body["at"], hash=props["hash"], prev_hash=body["prev"], body=body,
                    signature=props.get("signature"), public_key=props.get("public_key"))
 
 
 def export_lines(records: Sequence[Mapping[str, Any]], *, head: tuple[int, str] | None,
-                 signing_key: SigningKey | None = None, by: str | None = None) -> list[str]:
+                 signing_key: SigningKey | None = None, by: str | None = None,
+                 log: str | None = None) -> list[str]:
     """A chain as JSON Lines (no newlines): first its head (how many receipts, the last seq and
     hash, as the database records them; signed by `by` with `signing_key` if given), then each
     receipt as stored, one per line (so an edit made in the database shows in the file too). The
@@ -206,6 +259,8 @@ def export_lines(records: Sequence[Mapping[str, Any]], *, head: tuple[int, str] 
                                "exported_at": datetime.now(UTC).isoformat()}
     if by is not None:
         summary["by"] = by
+    if log is not None:
+        summary["log"] = log
     lines = [json.dumps({"head": summary, **_sign(summary, signing_key)})]
     lines.extend(json.dumps({k: v for k, v in record.items() if v is not None}) for record in records)
     return lines
@@ -220,25 +275,30 @@ def _sign(summary: Mapping[str, Any], signing_key: SigningKey | None) -> dict[st
 
 
 def verify_export(records: Sequence[Mapping[str, Any]], *,
-                  public_keys: Mapping[str, str | Ed25519PublicKey] | None = None) -> ReceiptCheck:
+                  public_keys: Mapping[str, str | Ed25519PublicKey] | None = None,
+                  distinct_approver: bool = False) -> ReceiptCheck:
     """Verify an exported chain, its head included: a cut or padded tail, a missing or edited
     head, and (when `public_keys` are given) a head not signed by a trusted key are reported."""
     public_keys = _trusted(public_keys)
     heads = [i for i, record in enumerate(records) if "head" in record]
     receipts = [record for record in records if "head" not in record]
     if not heads:
-        check = verify_chain(receipts, public_keys=public_keys)
+        check = verify_chain(receipts, public_keys=public_keys,
+                         distinct_approver=distinct_approver)
         return _failed(check, "the file has no head (how many receipts, the last hash): a cut "
                        "tail cannot be detected. Export it again with `rippl receipts export`")
     if heads != [0]:
-        check = verify_chain(receipts, public_keys=public_keys)
+        check = verify_chain(receipts, public_keys=public_keys,
+                         distinct_approver=distinct_approver)
         return _failed(check, "the head must be the file's first line, and only one")
     summary = records[0]["head"]
     if not isinstance(summary, dict) or not {"count", "seq", "hash"} <= summary.keys() \
             or not isinstance(summary["seq"], int):
-        return _failed(verify_chain(receipts, public_keys=public_keys),
+        return _failed(verify_chain(receipts, public_keys=public_keys,
+                         distinct_approver=distinct_approver),
                        "the head is malformed (it needs count, seq and hash)")
-    check = verify_chain(receipts, head=(summary["seq"], summary["hash"]), public_keys=public_keys)
+    check = verify_chain(receipts, head=(summary["seq"], summary["hash"]), public_keys=public_keys,
+                         distinct_approver=distinct_approver)
     problems = []
     if summary["count"] != len(receipts):
         problems.append(f"the head records {summary['count']} receipts but the file holds "

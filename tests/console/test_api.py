@@ -14,7 +14,7 @@ from helpers_console import ALICE, BOB, INCIDENT, add_beliefs, client, sign_in
 
 from rippl_core import AsyncRippl, ToolCall
 from rippl_core.capture import ids
-from rippl_core.console.auth import Reviewers
+from rippl_core.console.auth import Reviewers, parse_reviewers
 from rippl_core.review.receipts import verify_export
 from rippl_core.testing import FalkorDBServer, start_falkordb_server
 
@@ -111,7 +111,8 @@ async def test_ids_with_slashes_and_odd_characters_reach_their_node(rippl: Async
 async def test_propose_preview_approve_with_the_signed_in_reviewer(rippl: AsyncRippl) -> None:
     async with client(rippl) as http:
         csrf = await sign_in(http, ALICE)
-        assert (await http.get("/api/session")).json() == {"reviewer": "alice", "csrf": csrf}
+        assert (await http.get("/api/session")).json() == {"reviewer": "alice", "csrf": csrf,
+                                                           "public_key": None}
         proposed = await http.post("/api/reviews", headers={"x-csrf-token": csrf},
                                    json={"claim": "CLM-001", "reason": "disk errors", "evidence": "grafana"})
         assert proposed.status_code == 201, proposed.text
@@ -157,7 +158,10 @@ async def test_reject_by_bearer_token_and_receipts(rippl: AsyncRippl) -> None:
         chain = (await http.get("/api/receipts")).json()
         assert [r["actor"] for r in chain][-1] == "bob"
         check = (await http.get("/api/receipts/verify")).json()
-        assert check == {"ok": True, "count": len(chain), "problems": []}
+        head = (await http.get("/api/log/head")).json()
+        assert check == {"ok": True, "count": len(chain), "problems": [], "root": head["root"],
+                         "anchored": None}
+        assert head["size"] == len(chain) and head["log"] == rippl.graph
         export = await http.get("/api/receipts/export")
         assert export.headers["content-type"].startswith("application/x-ndjson")
         assert "attachment" in export.headers["content-disposition"]
@@ -329,3 +333,62 @@ async def test_compensations_lists_what_ran_on_a_retracted_premise(rippl: AsyncR
         assert [c["action"] for c in owed] == [allowed.target]
         assert owed[0]["blockers"][0]["premise"] == ids.run_claim("console-run")
         assert (await http.get("/api/compensations", params={"as_of": "2000-01-01T00:00:00Z"})).json() == []
+
+
+async def test_the_log_and_reviewer_keys_over_the_api(rippl: AsyncRippl) -> None:
+    """Tree head, proofs and consistency are reads; a reviewer registers their own key (signed with
+    it) and, when the reviewers file names it, decides only with it."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from rippl_core.review import merkle
+    from rippl_core.review.keys import canonical_statement, public_hex
+
+    key, other = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    reviewers = parse_reviewers([f"alice: {ALICE} ed25519:{public_hex(key)}", f"bob: {BOB}"],
+                                where="test")
+    first = await rippl.propose_retraction("CLM-002", reason="stale", by="monitor")
+    await rippl.reject(first.id, by="carol", note="no")
+    item = await rippl.propose_retraction("CLM-001", reason="disk", by="monitor")
+    async with client(rippl, reviewers=reviewers) as http:
+        head = (await http.get("/api/log/head")).json()
+        proof = (await http.get("/api/receipts/RCP-00000001/proof")).json()
+        assert merkle.verify_inclusion(proof["index"], proof["tree_size"],
+                                       bytes.fromhex(proof["leaf_hash"]), [], bytes.fromhex(head["root"]))
+        assert (await http.get("/api/receipts/RCP-00000009/proof")).status_code == 404
+        consistency = (await http.get("/api/log/consistency", params={"old_size": 1})).json()
+        assert consistency["new_root"] == head["root"] and consistency["proof"] == []
+        csrf = await sign_in(http)
+        assert (await http.get("/api/session")).json()["public_key"] == public_hex(key)
+        headers = {"x-csrf-token": csrf}
+        url = f"/api/reviews/{item.id}/approve"
+        unsigned = await http.post(url, headers=headers, json={"note": "ok"})
+        assert unsigned.status_code == 422 and "sign the decision" in unsigned.json()["detail"]
+        statement = {"kind": "retraction_approved", "reviewer": "alice", "review": item.id,
+                     "claim": "CLM-001", "proposed_by": "monitor", "note": "ok"}
+        signature = key.sign(canonical_statement(statement)).hex()
+        early = await http.post(url, headers=headers, json={"note": "ok", "signature": signature})
+        assert early.status_code == 409 and "not registered" in early.json()["detail"]
+        registration = {"kind": "key_registered", "reviewer": "alice", "public_key": public_hex(other)}
+        wrong = await http.post("/api/keys", headers=headers, json={
+            "public_key": public_hex(other),
+            "signature": other.sign(canonical_statement(registration)).hex()})
+        assert wrong.status_code == 403
+        registration["public_key"] = public_hex(key)
+        bad = await http.post("/api/keys", headers=headers, json={
+            "public_key": public_hex(key), "signature": other.sign(canonical_statement(registration)).hex()})
+        assert bad.status_code == 422 and "does not verify" in bad.json()["detail"]
+        registered = await http.post("/api/keys", headers=headers, json={
+            "public_key": public_hex(key), "signature": key.sign(canonical_statement(registration)).hex()})
+        assert registered.status_code == 201, registered.text
+        assert (await http.get("/api/keys")).json() == {"alice": public_hex(key)}
+        forged = other.sign(canonical_statement(statement)).hex()
+        refused = await http.post(url, headers=headers, json={"note": "ok", "signature": forged})
+        assert refused.status_code == 422 and (await rippl.review(item.id)).status == "pending"
+        approved = await http.post(url, headers=headers, json={"note": "ok", "signature": signature})
+        assert approved.status_code == 200, approved.text
+        assert approved.json()["body"]["statement"] == statement
+        revoked = await http.post("/api/keys/revoke", headers=headers, json={"reason": "lost it"})
+        assert revoked.status_code == 200 and revoked.json()["kind"] == "key_revoked"
+        assert (await http.get("/api/keys")).json() == {}
+        check = (await http.get("/api/receipts/verify")).json()
+        assert check["ok"] is True, check

@@ -186,6 +186,9 @@ def test_the_review_gate_in_the_browser(browser: Any, console_url: str, graph: R
     reviewer.page.click("#tab-receipts")
     reviewer.page.wait_for_selector("#verify.ok")
     assert "alice" in reviewer.page.inner_text("#receipts tbody")
+    reviewer.page.click("#receipts tbody tr")  # the latest receipt: its inclusion proof is shown
+    reviewer.page.wait_for_selector("#receipt-proof:has-text('audit path')")
+    assert f"leaf {receipt.seq - 1} of {receipt.seq}" in reviewer.page.inner_text("#receipt-proof")
 
     # a second proposal, rejected: the at-risk region recovers on the other page
     graph.reinstate("CLM-001", reason="disk replaced", by="alice")
@@ -216,3 +219,85 @@ def test_the_review_gate_in_the_browser(browser: Any, console_url: str, graph: R
     reviewer.page.click("#tab-beliefs")
     reviewer.page.wait_for_timeout(200)
     assert reviewer.errors == [] and watcher.errors == []
+
+
+def test_a_reviewer_signs_in_the_browser_with_their_own_key(
+        browser: Any, falkordb_server: FalkorDBServer, tmp_path: Path) -> None:
+    """The reviewers file names alice's public key: she loads her key file's text in the sign-in
+    dialog (it never leaves the page), the console registers it in the log (signed with it, by
+    WebCrypto Ed25519), and her approval carries a statement her key signed; an unsigned approval
+    in her name is refused."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from rippl_core.review.keys import canonical_statement, public_hex, signature_valid
+
+    handle = Rippl.open(url=falkordb_server.url, graph=f"browser-keys-{uuid.uuid4().hex[:8]}")
+    key = Ed25519PrivateKey.generate()
+    reviewers = tmp_path / "reviewers"
+    reviewers.write_text(f"alice: {ALICE} ed25519:{public_hex(key)}\n", encoding="utf-8")
+    port = free_port()
+    log = tmp_path / "server.log"
+    try:
+        handle.load(INCIDENT)
+        item = handle.propose_retraction("CLM-001", reason="SMART errors", by="monitor:disk")
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "rippl_core.cli", "--url", falkordb_server.url, "--graph",
+                 handle.graph, "serve", "--port", str(port), "--reviewers", str(reviewers)],
+                stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+            try:
+                wait_for_port(port, process, log)
+                page = Page(browser, f"http://127.0.0.1:{port}/#queue")
+                assert page.page.evaluate("async () => await (await import('./js/keys.js')).supported()")
+                # without the key, deciding in alice's name is refused
+                page.page.click("#sign-in")
+                page.page.fill("#token", ALICE)
+                page.page.click("#sign-in-form button[type=submit]")
+                page.page.wait_for_selector("#sign-in-error:has-text('load it')")
+                refused = page.page.evaluate("""async ([id, csrf]) => {
+                    const r = await fetch('api/reviews/' + id + '/approve', {method: 'POST',
+                        headers: {'Content-Type': 'application/json', 'X-CSRF-Token': csrf},
+                        body: JSON.stringify({note: 'unsigned'})});
+                    return [r.status, (await r.json()).detail]; }""",
+                    [item.id, page.page.evaluate("window.rippl.session.csrf")])
+                assert refused[0] == 422 and "sign the decision" in refused[1]
+                page.errors.clear()  # the refused request logs an error; it was ours
+                assert handle.review(item.id).status == "pending"
+                # with the key: registered in the log, then the approval is signed in the page
+                page.page.fill("#token", ALICE)
+                page.page.fill("#reviewer-key", key.private_bytes_raw().hex())
+                page.page.click("#sign-in-form button[type=submit]")
+                page.page.wait_for_selector("#toast:has-text('with your key')", timeout=15_000)
+                page.page.wait_for_selector("#decide label:has-text('signed with your key')")
+                assert page.page.inner_text("#who") == "reviewer: alice"
+                page.page.fill("#decision-note", "confirmed on the host")
+                page.page.click("#approve")
+                page.page.wait_for_selector("#toast:has-text('signed with their key')",
+                                            timeout=15_000)
+                assert page.errors == []
+            finally:
+                process.terminate()
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        registration, approval = handle.receipts()[-2:]
+        assert registration.kind == "key_registered" and registration.body["reviewer"] == "alice"
+        assert registration.body["public_key"] == public_hex(key)
+        assert handle.reviewer_keys() == {"alice": public_hex(key)}
+        assert (approval.kind, approval.actor, approval.review) == (
+            "retraction_approved", "alice", item.id)
+        statement = approval.body["statement"]
+        assert statement == {"kind": "retraction_approved", "reviewer": "alice", "review": item.id,
+                             "claim": "CLM-001", "proposed_by": "monitor:disk",
+                             "note": "confirmed on the host"}
+        assert approval.body["statement_key"] == public_hex(key)
+        assert signature_valid(statement, approval.body["statement_signature"], public_hex(key))
+        key.public_key().verify(bytes.fromhex(approval.body["statement_signature"]),
+                                canonical_statement(statement))
+        check = handle.verify_receipts()
+        assert check.ok, check.problems
+    finally:
+        handle.drop()
+        handle.close()

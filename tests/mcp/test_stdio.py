@@ -35,7 +35,8 @@ INCIDENT = REPO / "examples" / "incident.yaml"
 TOOLS = {"check_premises", "blast_radius", "explain", "propose_retraction", "list_reviews",
          "verify_receipts", "add_source", "add_claim", "add_decision", "add_action", "record_belief",
          "retract_belief", "ask_belief", "timeline", "why_changed", "what_if", "history",
-         "start_run", "record_execution", "cite_claims", "list_compensations", "propose_override"}
+         "start_run", "record_execution", "cite_claims", "list_compensations", "propose_override",
+         "log_head", "prove_receipt", "log_consistency"}
 
 
 @pytest.fixture(scope="module")
@@ -178,6 +179,22 @@ async def test_explain_names_the_holding_justification(client: Client) -> None:
 async def test_verify_receipts(client: Client) -> None:
     result = await client.call("verify_receipts")
     assert result["ok"] is True and result["problems"] == []
+
+
+async def test_the_log_tools(client: Client) -> None:
+    from rippl_core.review import merkle
+
+    head = await client.call("log_head")
+    consistency = await client.call("log_consistency", old_size=head["size"])
+    assert consistency["new_root"] == consistency["old_root"] == head["root"]
+    assert consistency["proof"] == []
+    assert "no receipt RCP-99999999" in await client.fail("prove_receipt", receipt="RCP-99999999")
+    if head["size"]:
+        proof = await client.call("prove_receipt", receipt="RCP-00000001",
+                                  tree_size=head["size"])
+        assert merkle.verify_inclusion(0, head["size"], bytes.fromhex(proof["leaf_hash"]),
+                                       [bytes.fromhex(p) for p in proof["proof"]],
+                                       bytes.fromhex(head["root"]))
 
 
 # ------------------------------------------------------------------------------ the review gate

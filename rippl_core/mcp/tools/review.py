@@ -14,12 +14,21 @@ from rippl_core.mcp.common import Id, Registrar, Text, client_identity
 from rippl_core.mcp.models import ReviewDecision, ReviewList
 from rippl_core.mcp.sdk import Context
 from rippl_core.mcp.session import Sessions
-from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, ToolCall
+from rippl_core.models import (
+    ConsistencyProof,
+    InclusionProof,
+    Receipt,
+    ReceiptCheck,
+    ReviewItem,
+    ToolCall,
+    TreeHead,
+)
 
 
 def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_review: bool,
-             reviewer: str | None) -> None:
-    """Register the review tools; approve/reject only with `allow_review` and a `reviewer`."""
+             reviewer: str | None, reviewer_key: bytes | None = None) -> None:
+    """Register the review tools; approve/reject only with `allow_review` and a `reviewer` (whose
+    decisions are signed with `reviewer_key` when given)."""
 
     @tool(read_only=False, title="Propose retracting a claim")
     async def propose_retraction(
@@ -71,6 +80,31 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_re
         retraction and reinstatement); reports any edited, deleted, inserted or reordered one."""
         return await rippl.verify_receipts()
 
+    @tool(read_only=True, idempotent=True, title="The receipt log's tree head")
+    async def log_head() -> TreeHead:
+        """The receipt log's current tree head (RFC 9162 Merkle tree): how many receipts it
+        holds and its root hash. Keep it to check later that the log only grew."""
+        return await rippl.tree_head()
+
+    @tool(read_only=True, idempotent=True, title="Prove a receipt is in the log")
+    async def prove_receipt(
+        receipt: Annotated[Id, Field(description="The receipt id (RCP-...).")],
+        tree_size: Annotated[int | None, Field(ge=1, description="Prove against the log of this "
+                                                                 "many receipts (default: all).")] = None,
+    ) -> InclusionProof:
+        """The inclusion proof of a receipt: its leaf hash and the audit path to the root of the
+        log's Merkle tree (RFC 9162), checkable by anyone holding that root."""
+        return await rippl.prove(receipt, tree_size=tree_size)
+
+    @tool(read_only=True, idempotent=True, title="Prove the log only grew")
+    async def log_consistency(
+        old_size: Annotated[int, Field(ge=0, description="The size of an earlier tree head.")],
+        new_size: Annotated[int | None, Field(ge=0, description="A later size (default: now).")] = None,
+    ) -> ConsistencyProof:
+        """The consistency proof between two sizes of the receipt log: that the later log extends
+        the earlier one, nothing changed or removed (RFC 9162)."""
+        return await rippl.consistency(old_size, new_size=new_size)
+
     # human decisions (opt-in)
 
     if allow_review:
@@ -95,7 +129,8 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_re
                     f"{review_id} proposes overriding a veto; over MCP an override can only be "
                     "proposed. A person approves it outside the agent's reach: `rippl review "
                     f"approve {review_id} --by NAME`, or the review console. Nothing was done.")
-            return decided(await rippl.approve(review_id, by=who, note=note), "approved")
+            return decided(await rippl.approve(review_id, by=who, note=note,
+                                               signing_key=reviewer_key), "approved")
 
         @tool(read_only=False, title="Reject a retraction")
         async def reject_review(
@@ -103,4 +138,5 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_re
             note: Annotated[Text | None, Field(description="A note kept in the receipt.")] = None,
         ) -> ReviewDecision:
             """Reject a proposed retraction: the at-risk nodes return to what they were."""
-            return decided(await rippl.reject(review_id, by=who, note=note), "rejected")
+            return decided(await rippl.reject(review_id, by=who, note=note,
+                                              signing_key=reviewer_key), "rejected")

@@ -2,6 +2,7 @@
 
 import { get, loadSession, session, signIn, signOut } from "./api.js";
 import { $, toast } from "./dom.js";
+import * as keys from "./keys.js";
 import { connect, onEvents, onReset } from "./live.js";
 import * as queue from "./queue.js";
 import * as explorer from "./explorer.js";
@@ -38,10 +39,20 @@ function renderSession() {
   explorer.sessionChanged();
 }
 
-async function exchange(token) {
+async function exchange(token, keyText = "") {
   try {
     await signIn(token);
-    toast(`Signed in as ${session.reviewer}`);
+    if (keyText) {
+      const publicKey = await keys.load(keyText);
+      if (session.public_key && session.public_key !== publicKey) {
+        keys.forget();
+        throw new Error("that key is not the one the reviewers file names for you");
+      }
+      if (await keys.ensureRegistered()) toast(`Registered your key ${publicKey.slice(0, 12)}…`);
+    } else if (session.public_key) {
+      throw new Error("you have a reviewer key: load it to decide (it signs your decisions)");
+    }
+    toast(`Signed in as ${session.reviewer}` + (keys.held_key() ? " with your key" : ""));
     return true;
   } catch (error) {
     $("#sign-in-error").textContent = error.message;
@@ -61,12 +72,15 @@ function setupSession() {
   $("#sign-in-cancel").addEventListener("click", () => dialog.close());
   $("#sign-in-form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    if (await exchange($("#token").value.trim())) {
+    const signedIn = await exchange($("#token").value.trim(), $("#reviewer-key").value);
+    $("#reviewer-key").value = "";
+    if (signedIn) {
       $("#token").value = "";
       dialog.close();
     }
   });
   $("#sign-out").addEventListener("click", async () => {
+    keys.forget();
     await signOut();
     renderSession();
     toast("Signed out");

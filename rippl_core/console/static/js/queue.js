@@ -2,6 +2,7 @@
 
 import { ApiError, get, id, post, session } from "./api.js";
 import { $, clear, debounce, h, tag, toast, when } from "./dom.js";
+import * as keys from "./keys.js";
 
 let info = {};
 let items = [];
@@ -138,15 +139,18 @@ function renderDecision(item) {
     if (!note.value.trim()) { message.textContent = "Say why: the note goes into the receipt."; note.focus(); return; }
     for (const b of box.querySelectorAll("button")) b.disabled = true;
     try {
-      const receipt = await post(`api/reviews/${id(item.id)}/${verb}`, { note: note.value });
-      toast(`${verb === "approve" ? "Approved" : "Rejected"}: receipt ${receipt.id} names ${receipt.actor}`);
+      const body = { note: note.value };
+      if (keys.held_key()) body.signature = await keys.sign(keys.decisionStatement(item, verb, note.value));
+      const receipt = await post(`api/reviews/${id(item.id)}/${verb}`, body);
+      const signed = receipt.body.statement ? ", signed with their key" : "";
+      toast(`${verb === "approve" ? "Approved" : "Rejected"}: receipt ${receipt.id} names ${receipt.actor}${signed}`);
     } catch (error) {
       message.textContent = error instanceof ApiError ? error.message : String(error);
       for (const b of box.querySelectorAll("button")) b.disabled = false;
     }
   };
   clear(box,
-    h("label", { for: "decision-note" }, `Your decision, as ${session.reviewer}`),
+    h("label", { for: "decision-note" }, `Your decision, as ${session.reviewer}` + (keys.held_key() ? " (signed with your key)" : "")),
     note,
     ownProposal ? h("p", { class: "note" }, `You proposed this; another reviewer must approve it (separation of duties).`) : null,
     h("div", { class: "row" },

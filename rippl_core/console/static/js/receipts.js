@@ -22,7 +22,7 @@ export function sessionChanged() {}
 const loadSoon = debounce(() => load(), 200);
 
 export function events(batch) {
-  const receipted = batch.some((e) => e.type === "review_approved" || e.type === "review_rejected"
+  const receipted = batch.some((e) => e.type === "review_approved" || e.type === "review_rejected" || e.type === "key_registered" || e.type === "key_revoked"
     || e.cause === "retract" || e.cause === "reinstate");
   if (!receipted) return;
   stale = true;
@@ -38,13 +38,13 @@ async function load() {
   status.className = "verify";
   const [chain, check] = await Promise.all([get("api/receipts"), get("api/receipts/verify")]);
   status.textContent = check.ok
-    ? `Chain intact: ${check.count} receipts verified`
+    ? `Chain intact: ${check.count} receipts verified, Merkle root ${(check.root || "").slice(0, 16)}…`
     : `Chain broken: ${check.problems.join("; ")}`;
   status.className = `verify ${check.ok ? "ok" : "bad"}`;
   const body = $("#receipts tbody");
   clear(body, [...chain].reverse().map((r) => {
     const row = h("tr", { tabindex: "0", "aria-selected": "false" },
-      h("td", {}, String(r.seq)), h("td", {}, r.kind), h("td", { class: "mono" }, r.claim),
+      h("td", {}, String(r.seq)), h("td", {}, r.kind), h("td", { class: "mono" }, r.claim || r.body.reviewer || "—"),
       h("td", { class: "mono" }, r.review || "—"), h("td", {}, r.actor), h("td", {}, when(r.at)),
       h("td", {}, String((r.body.affected || []).length)),
       h("td", { class: "mono", title: r.hash }, r.hash.slice(0, 12)),
@@ -53,8 +53,13 @@ async function load() {
       for (const other of body.children) other.setAttribute("aria-selected", "false");
       row.setAttribute("aria-selected", "true");
       clear($("#receipt-detail"), h("h2", {}, `Receipt ${r.id}`),
-        h("p", {}, `${r.kind} of ${r.claim} by ${r.actor}` + (r.signature ? " (signed)" : " (unsigned)")),
-        h("pre", {}, JSON.stringify(r.body, null, 2)));
+        h("p", {}, `${r.kind} of ${r.claim || r.body.reviewer} by ${r.actor}` + (r.body.statement ? " (signed by the reviewer's key)" : r.signature ? " (signed)" : " (unsigned)")),
+        h("pre", {}, JSON.stringify(r.body, null, 2)),
+        h("p", { id: "receipt-proof", class: "muted" }, "Proving inclusion…"));
+      get(`api/receipts/${encodeURIComponent(r.id)}/proof`).then((proof) => {
+        $("#receipt-proof").textContent = `In the log's Merkle tree: leaf ${proof.index} of ${proof.tree_size}, `
+          + `audit path of ${proof.proof.length} hashes to root ${proof.root.slice(0, 16)}… (RFC 9162)`;
+      }).catch((error) => { $("#receipt-proof").textContent = `No inclusion proof: ${error.message}`; });
     };
     row.addEventListener("click", open);
     row.addEventListener("keydown", (event) => { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); open(); } });
