@@ -101,9 +101,10 @@ type PathLike = str | os.PathLike[str]
 GRAPH_SCHEMA = dataclasses.replace(
     causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA + capture_cypher.SCHEMA,
     # 5: Claim.text_key, 6: own retraction records (:Retraction), 7: arguments re-canonicalised,
-    # 8: the receipt log's Merkle tree
-    version="8", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
-                            nodes.backfill_call_keys, log.backfill_tree))
+    # 8: the receipt log's Merkle tree, 9: tool-result observations keep their output's digest
+    version="9", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
+                            nodes.backfill_call_keys, log.backfill_tree,
+                            capture.backfill_result_digests))
 
 
 def _policy(base: Policy, at_risk: AtRiskPolicy | None, unknown: UnknownPolicy | None,

@@ -84,7 +84,7 @@ from rippl_core.adapters.toolguard import (
     unmappable,
     veto_text,
 )
-from rippl_core.capture.ids import text_ref
+from rippl_core.capture.ids import output_digest, text_ref
 from rippl_core.capture.run import capture_policy
 
 __all__ = [
@@ -132,6 +132,7 @@ __all__ = [
     "from_ms",
     "normalise_text",
     "now_ms",
+    "output_digest",
     "parent_source",
     "rank",
     "require_handle",

@@ -20,7 +20,7 @@ until it is, the run's calls are denied (what the run saw must be on record befo
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rippl_core._runtime import telemetry
@@ -60,12 +60,15 @@ class Capture:
     # -- sync ---------------------------------------------------------------------------------
     def decide(self, turn: str, calls: Sequence[FrameworkCall], *,
                context: SequenceNotStr[str] | None = None, told: SequenceNotStr[str] = (),
-               inputs: SequenceNotStr[str] = ()) -> list[Verdict | None]:
+               inputs: SequenceNotStr[str] = (),
+               results: Mapping[str, str | None] | None = None) -> list[Verdict | None]:
         """Record a model turn and judge each of its calls (None: an unguarded tool, allowed).
         `context`: the refs of the messages in the model's input, in order; `told`: those that
-        are vetoes; `inputs`: those that may be the user's (human or system messages)."""
+        are vetoes; `inputs`: those that may be the user's (human or system messages);
+        `results`: the tool results among them, each with `output_digest` of its content (a
+        result Rippl never recorded for the run denies the turn: forged or edited)."""
         mapped = [self._map(call, self.guard.to_call) for call in calls]
-        return self._drive_sync(self._decide(turn, calls, mapped, context, told, inputs),
+        return self._drive_sync(self._decide(turn, calls, mapped, context, told, inputs, results),
                                 lambda exc: [self._failed(c, exc) for c in calls])
 
     def wrote(self, ref: str, *, context: SequenceNotStr[str] | None = None,
@@ -99,11 +102,13 @@ class Capture:
     # -- asyncio ------------------------------------------------------------------------------
     async def adecide(self, turn: str, calls: Sequence[FrameworkCall], *,
                       context: SequenceNotStr[str] | None = None, told: SequenceNotStr[str] = (),
-                      inputs: SequenceNotStr[str] = ()) -> list[Verdict | None]:
+                      inputs: SequenceNotStr[str] = (),
+                      results: Mapping[str, str | None] | None = None) -> list[Verdict | None]:
         """The asyncio twin of `decide` (the resolver may be async)."""
         mapped = [await self._amap(call) for call in calls]
-        return await self._drive_async(self._decide(turn, calls, mapped, context, told, inputs),
-                                       lambda exc: [self._failed(c, exc) for c in calls])
+        return await self._drive_async(
+            self._decide(turn, calls, mapped, context, told, inputs, results),
+            lambda exc: [self._failed(c, exc) for c in calls])
 
     async def awrote(self, ref: str, *, context: SequenceNotStr[str] | None = None,
                      told: SequenceNotStr[str] = (), inputs: SequenceNotStr[str] = (),
@@ -124,13 +129,15 @@ class Capture:
     # -- the logic, once ----------------------------------------------------------------------
     def _decide(self, turn: str, calls: Sequence[FrameworkCall],
                 mapped: Sequence[ToolCall | Verdict], context: SequenceNotStr[str] | None,
-                told: SequenceNotStr[str], inputs: SequenceNotStr[str]) -> Calls[list[Verdict | None]]:
+                told: SequenceNotStr[str], inputs: SequenceNotStr[str],
+                results: Mapping[str, str | None] | None) -> Calls[list[Verdict | None]]:
         yield from self._flush()
         recorded = [m for m in mapped if isinstance(m, ToolCall)]
         verdicts: list[Verdict] = []
         if recorded:
             verdicts = yield Call("decide", (turn, recorded), {
-                "context": context, "told": told, "inputs": inputs, "policy": self.policy,
+                "context": context, "told": told, "inputs": inputs, "results": results,
+                "policy": self.policy,
                 "repeat_scope": self.guard.repeat_scopes(c.name for c in recorded)})
         answers = iter(verdicts)
         return [self._shown(call, m if isinstance(m, Verdict) else next(answers))

@@ -227,8 +227,34 @@ def _input(run: Mapping[str, Any], refs: Sequence[Mapping[str, Any]] | None,
             "refs": list(refs or ())}
 
 
+def _unrecorded(carry: str) -> str:
+    """Cypher checking the tool results of the input (`$results`, each {ref, key, digest, fid,
+    claim, reason}) against what Rippl recorded: one no tool-result observation of the scope has
+    (with that content digest) gets a claim "it is genuine", created retracted (a forged or edited
+    message: a person reinstates it to accept it). Ends with `carry` and `unrecorded`, those claims."""
+    return (
+        f"UNWIND $results + [NULL] AS r OPTIONAL MATCH (ro:{OBSERVATION} {{key: r.key}}) "
+        "WHERE ro.kind = 'tool_result' AND (r.digest IS NULL OR ro.output = r.digest) "
+        "OPTIONAL MATCH (u0:Node {id: r.fid}) "
+        f"WITH {carry}, r, u0, count(ro) AS recorded "
+        f"WITH {carry}, collect(CASE WHEN r IS NOT NULL AND recorded = 0 "
+        "THEN {r: r, new: u0 IS NULL} END) AS forged "
+        "FOREACH (f IN forged | MERGE (u:Node:Claim {id: f.r.fid}) ON CREATE SET u += f.r.claim, "
+        "u.state = 'OUT', u.retracted = true, u.retracted_at = $now, u.retracted_by = 'rippl', "
+        "u.reason = f.r.reason "
+        "FOREACH (_ IN CASE WHEN f.new THEN [1] ELSE [] END | "
+        "CREATE (:Retraction {node: f.r.fid, retracted: true, valid_from: $now, recorded_at: $now, "
+        "cause: 'unrecorded'}) "
+        + _CREATED.format(id="f.r.fid", kind="'Claim'", after="'OUT'") + ")) "
+        f"WITH {carry}, forged UNWIND [f IN forged | f.r.fid] + [NULL] AS fid "
+        "OPTIONAL MATCH (u:Node {id: fid}) "
+        f"WITH {carry}, collect(u) AS unrecorded "
+    )
+
+
 def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[Mapping[str, Any]] | None,
-           told: Sequence[str], actions: Sequence[Mapping[str, Any]], now: int) -> Query:
+           told: Sequence[str], actions: Sequence[Mapping[str, Any]], now: int,
+           results: Sequence[Mapping[str, Any]] = ()) -> Query:
     """Record a turn in one query: the run's root if new; the decision, resting on the run's claim
     and the turn's context set (`_context`: what the messages of the model's input carry, `refs`
     None: everything the run has carried, less the nodes named by the vetoes whose call ids are in
@@ -238,8 +264,8 @@ def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[M
         _run_root(run)
         + "WITH 1 AS one MATCH (root:Node {id: $run.claim.id}) "
         "OPTIONAL MATCH (d0:Node {id: $decision.id}) WITH root, d0 IS NULL AS fresh "
-        + _known("root, fresh") + _context("root, fresh")
-        + "WITH fresh, CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
+        + _known("root, fresh") + _context("root, fresh") + _unrecorded("root, fresh, ctx")
+        + "WITH fresh, CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END + unrecorded AS ants "
         "WITH fresh, ants, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
         "MERGE (d:Node:Decision {id: $decision.id}) ON CREATE SET d += $decision, d.state = computed, "
         "d.reads = [a IN ants WHERE a.read_key IS NOT NULL | coalesce(a.origin, a.id)] "
@@ -249,7 +275,7 @@ def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[M
         + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + ") "
         "WITH d " + _ACTIONS,
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
-         **_input(run, refs, told)})
+         "results": list(results), **_input(run, refs, told)})
 
 
 def wrote(run: Mapping[str, Any], carrier: Mapping[str, Any],
@@ -299,6 +325,11 @@ def hand_overs(ids: Sequence[str]) -> Query:
                  "OPTIONAL MATCH (m:Decision {id: h.carrier}) "
                  "RETURN DISTINCT h.handed_from, coalesce(w.ref, m.turn, 'its messages') "
                  "ORDER BY h.handed_from", {"ids": list(ids)}, read_only=True)
+
+
+BACKFILL_RESULT_DIGESTS = Query(
+    f"MATCH (o:{OBSERVATION}) WHERE o.kind = 'tool_result' AND o.output IS NULL "
+    "MATCH (a:Action {call_ref: o.run + $sep + o.ref}) SET o.output = a.output", {"sep": "\x1f"})
 
 
 def is_read(tool: str) -> Query:

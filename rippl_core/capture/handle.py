@@ -3,7 +3,7 @@ operation of `rippl_core.capture.run`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -59,8 +59,8 @@ class Run(_RunHandle["SyncDriver"]):
 
     def decide(self, turn: str, calls: Sequence[ToolCall], *, context: SequenceNotStr[str] | None = None,
                told: SequenceNotStr[str] = (), policy: Policy | None = None,
-               repeat_scope: RepeatScopes | None = None,
-               inputs: SequenceNotStr[str] = ()) -> list[Verdict]:
+               repeat_scope: RepeatScopes | None = None, inputs: SequenceNotStr[str] = (),
+               results: Mapping[str, str | None] | None = None) -> list[Verdict]:
         """Record a model turn emitting `calls` as a decision resting on what the messages in the
         model's input carry (`context`: the refs of those messages: tool results' call ids, memory
         handles, the model's own earlier messages and summaries; None: everything the run has
@@ -69,11 +69,14 @@ class Run(_RunHandle["SyncDriver"]):
         nothing when it is the new tail of the input (the user's own); anywhere else an unknown
         message is a rewrite of the history and carries everything the run has carried. A call
         that repeats a call vetoed in this run stays vetoed (`repeat_scope`: "args", or "tool" for
-        any call of a vetoed tool; per tool with a mapping). Returns the verdict on each call, in
-        order."""
+        any call of a vetoed tool; per tool with a mapping). `results` maps the tool results in the
+        input (call ids) to a digest of their content (`rippl_core.adapters.output_digest`; None:
+        only that it was recorded): one Rippl never recorded for this run, or whose content
+        changed since, denies the turn (a forged or edited message) until a person reinstates the
+        claim that it is genuine. Returns the verdict on each call, in order."""
         return self._driver.run(lambda: ops.decide(
             self.ref, turn, calls, context=context, told=told, policy=self._policy(policy),
-            repeat_scope=self._repeats(repeat_scope), inputs=inputs))
+            repeat_scope=self._repeats(repeat_scope), inputs=inputs, results=results))
 
     def wrote(self, ref: str, *, context: SequenceNotStr[str] | None = None,
               told: SequenceNotStr[str] = (), kind: str = "message",
@@ -122,7 +125,8 @@ class AsyncRun(_RunHandle["AsyncDriver"]):
     async def decide(self, turn: str, calls: Sequence[ToolCall], *,
                      context: SequenceNotStr[str] | None = None, told: SequenceNotStr[str] = (),
                      policy: Policy | None = None, repeat_scope: RepeatScopes | None = None,
-                     inputs: SequenceNotStr[str] = ()) -> list[Verdict]:
+                     inputs: SequenceNotStr[str] = (),
+                     results: Mapping[str, str | None] | None = None) -> list[Verdict]:
         """Record a model turn emitting `calls` as a decision resting on what the messages in the
         model's input carry (`context`: the refs of those messages: tool results' call ids, memory
         handles, the model's own earlier messages and summaries; None: everything the run has
@@ -131,11 +135,14 @@ class AsyncRun(_RunHandle["AsyncDriver"]):
         nothing when it is the new tail of the input (the user's own); anywhere else an unknown
         message is a rewrite of the history and carries everything the run has carried. A call
         that repeats a call vetoed in this run stays vetoed (`repeat_scope`: "args", or "tool" for
-        any call of a vetoed tool; per tool with a mapping). Returns the verdict on each call, in
-        order."""
+        any call of a vetoed tool; per tool with a mapping). `results` maps the tool results in the
+        input (call ids) to a digest of their content (`rippl_core.adapters.output_digest`; None:
+        only that it was recorded): one Rippl never recorded for this run, or whose content
+        changed since, denies the turn (a forged or edited message) until a person reinstates the
+        claim that it is genuine. Returns the verdict on each call, in order."""
         return await self._driver.run(lambda: ops.decide(
             self.ref, turn, calls, context=context, told=told, policy=self._policy(policy),
-            repeat_scope=self._repeats(repeat_scope), inputs=inputs))
+            repeat_scope=self._repeats(repeat_scope), inputs=inputs, results=results))
 
     async def wrote(self, ref: str, *, context: SequenceNotStr[str] | None = None,
                     told: SequenceNotStr[str] = (), kind: str = "message",

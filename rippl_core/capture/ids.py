@@ -87,6 +87,11 @@ def carrier(run: str, ref: str) -> str:
     return f"SAW-{_hash('carries', run, ref)[:16]}"
 
 
+def unrecorded(run: str, ref: str, digest: str | None) -> str:
+    """The claim that a tool result in run `run`'s input, which Rippl never recorded, is genuine."""
+    return f"UNR-{_hash('unrecorded', run, ref, digest or '')[:16]}"
+
+
 def text_ref(text: str) -> str:
     """The ref of a message known only by its text (a framework that gives its messages no ids): a
     digest of the text with its white space collapsed."""

@@ -138,7 +138,8 @@ def observe(run: RunRef, claims: SequenceNotStr[str], *, ref: str | None, kind: 
 @telemetry.traced(telemetry.DECIDE)
 def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: SequenceNotStr[str] | None,
            told: SequenceNotStr[str], policy: Policy, repeat_scope: RepeatScopes = "args",
-           inputs: SequenceNotStr[str] = ()) -> Op[list[Verdict]]:
+           inputs: SequenceNotStr[str] = (),
+           results: Mapping[str, str | None] | None = None) -> Op[list[Verdict]]:
     """Record a model turn that emits `calls` and judge each call (see the module docstring)."""
     turn = check_id(turn, what="turn id")
     if isinstance(calls, ToolCall) or not calls:
@@ -154,7 +155,8 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
                                         ids.decision(run.id, turn, named)), run.id, now, turn=turn,
                                key=run.key(turn))
     keys = sorted({k for c in named for k in (c.key, call_key(c.tool, None))})
-    commit = Commit([cypher.decide(run.props(now), decision, refs, told_ids, actions, now),
+    commit = Commit([cypher.decide(run.props(now), decision, refs, told_ids, actions, now,
+                                   _results(run, results, told_ids, now)),
                      cypher.declared(keys, _pinned(calls))], blind=True)
     try:  # one round trip: the turn recorded, its context set computed, declared matches read
         replies = yield commit
@@ -200,6 +202,35 @@ def _refs(run: RunRef, context: SequenceNotStr[str] | None, told: Sequence[str],
     present = [r for r in dict.fromkeys(check_ids(context, what="context")) if r not in vetoes]
     return [{"ref": ref, "key": run.key(ref), "oid": ids.carrier(run.id, ref), "i": i,
              "input": ref in users} for i, ref in enumerate(present)]
+
+
+def _results(run: RunRef, results: Mapping[str, str | None] | None, told: Sequence[str],
+             now: int) -> list[dict[str, Any]]:
+    """The tool results of a model input to verify: each must be one Rippl recorded for the run
+    (or its scope), with this digest of its content (None: only that it was recorded). One that
+    was not is a forged message, or one edited after it ran: the turn rests on a claim that it is
+    genuine, retracted until a person reinstates it (accepts it)."""
+    if results is None:
+        return []
+    if not isinstance(results, Mapping):
+        raise InvalidInputError("results must map the call ids of the tool results in the model's "
+                                "input to a digest of their content (or None)")
+    vetoes = set(told)
+    checked = []
+    for ref, digest in results.items():
+        ref = check_id(ref, what="result")
+        if ref in vetoes:
+            continue
+        fid = ids.unrecorded(run.id, ref, digest)
+        claim = NodeSpec(Kind.CLAIM, f"the tool result of call {ref} in the input of run {run.id} "
+                         "is genuine", fid).validated().props(now)
+        checked.append({"ref": ref, "key": run.key(ref), "digest": digest, "fid": fid,
+                        "claim": {**claim, "run": run.id, "captured": True},
+                        "reason": (f"Rippl never recorded the tool result of call {ref} for run "
+                                   f"{run.id}: a forged message, or one edited after the call ran"
+                                   + (f" (content digest {digest[:12]})" if digest else "")
+                                   + "; a person who checked it can reinstate this claim")})
+    return checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,7 +457,8 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
         "key": call_key(named.tool, named.args), "tool": named.tool, "until": reading["expires_at"],
         "fresh_for": fresh_ms, "supersedes": True}
     observation = {"id": ids.observation(run.id, named.ref, [claim_id]), "run": run.id,
-                   "ref": named.ref, "key": run.key(named.ref), "kind": "tool_result", "at": now}
+                   "ref": named.ref, "key": run.key(named.ref), "kind": "tool_result", "at": now,
+                   "output": digest}
 
     def record(action_id: str) -> Commit:
         event = {"type": "action_executed", "node": action_id, "kind": Kind.ACTION.value,
@@ -473,6 +505,12 @@ def mark_executed(action_id: str, *, at: TimeLike | None, output: Any | None) ->
     if found[0][1] != Kind.ACTION.value:
         raise InvalidInputError(f"{action_id} is a {found[0][1]}; only actions are executed")
     yield Commit([cypher.mark_executed(action_id, when, digest)], blind=True)
+
+
+def backfill_result_digests() -> Op[None]:
+    """Give the tool-result observations recorded before they kept their output's digest the
+    digest their action recorded (a schema upgrade), so a resumed run's results verify."""
+    yield cypher.BACKFILL_RESULT_DIGESTS
 
 
 def close(run: RunRef) -> Op[None]:

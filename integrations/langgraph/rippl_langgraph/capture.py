@@ -39,7 +39,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -53,6 +53,7 @@ from rippl_core.adapters import (
     Capture,
     FrameworkCall,
     check_id,
+    output_digest,
     parent_source,
     run_calls,
     sync_handle,
@@ -127,11 +128,13 @@ parent_source(openinference_span)
 @dataclass(frozen=True)
 class Seen:
     """What a model input holds, for capture: the ref of each of its messages in order (see the
-    module docstring), those that are Rippl vetoes, and those that may be the user's."""
+    module docstring), those that are Rippl vetoes, those that may be the user's, and the tool
+    results to verify (call id -> digest of the content) against what Rippl recorded."""
 
     context: tuple[str, ...]
     told: tuple[str, ...]
     inputs: tuple[str, ...]
+    results: Mapping[str, str | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -162,12 +165,15 @@ def visible(messages: Iterable[BaseMessage]) -> Seen:
     context: list[str] = []
     told: list[str] = []
     inputs: list[str] = []
+    results: dict[str, str | None] = {}
     for message in messages:
         if isinstance(message, ToolMessage):
             if message.tool_call_id and not cleared(message):
                 context.append(message.tool_call_id)
                 if is_veto(message):
                     told.append(message.tool_call_id)
+                elif message.status != "error":  # a result: it must be one Rippl recorded
+                    results[message.tool_call_id] = output_digest(message.content)
         elif isinstance(message, AIMessage):
             context.append(turn_id(message) if message.tool_calls else message_ref(message))
         else:
@@ -175,7 +181,7 @@ def visible(messages: Iterable[BaseMessage]) -> Seen:
             context.append(ref)
             if isinstance(message, HumanMessage | SystemMessage) and not summary(message):
                 inputs.append(ref)
-    return Seen(tuple(dict.fromkeys(context)), tuple(told), tuple(inputs))
+    return Seen(tuple(dict.fromkeys(context)), tuple(told), tuple(inputs), results)
 
 
 def message_ref(message: BaseMessage) -> str:
@@ -309,7 +315,7 @@ class GraphCapture:
         calls = [framework_call(c) for c in turn.calls]
         verdicts = yield Call("decide", (turn.id, calls), {
             "context": list(turn.seen.context), "told": list(turn.seen.told),
-            "inputs": list(turn.seen.inputs)})
+            "inputs": list(turn.seen.inputs), "results": dict(turn.seen.results)})
         if not any(v is not None and not v.allowed and v.target is None for v in verdicts):
             self._remember(run, turn.id)  # recorded: the calls are judged from now on
         judged: dict[str | None, Verdict | None] = {}
