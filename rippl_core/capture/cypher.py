@@ -411,12 +411,14 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         + _handed("o, c, unlinked, shifts", "foreign")
         + f"FOREACH (h IN hs | MERGE (o)-[:{SAW}]->(h)) "
         # a reading that differs from the valid readings of the same read ends them, in every run
+        # (one already stale is superseded too: a newer reading says what replaced it)
         "WITH c, unlinked, shifts OPTIONAL MATCH (y:Claim {read_key: $read.key}) "
-        "WHERE $read.supersedes AND y.id <> c.id AND (y.fresh_until IS NULL OR y.fresh_until > $now) "
+        "WHERE $read.supersedes AND y.id <> c.id AND y.superseded_by IS NULL "
         "OPTIONAL MATCH (r:Source)-[:SUPPORTS]->(y) WHERE r.superseded_at IS NULL "
         "AND r.source_type = 'tool_result' "
-        "SET r.superseded_at = $now, y.fresh_until = $now, y.superseded_by = c.id, "
-        "y.superseded_at = $now "
+        "SET r.superseded_at = $now, y.superseded_by = c.id, y.superseded_at = $now, "
+        "y.fresh_until = CASE WHEN y.fresh_until IS NULL OR y.fresh_until > $now THEN $now "
+        "ELSE y.fresh_until END "
         "WITH c, unlinked, shifts, collect(DISTINCT y.id) AS ended "
         "RETURN c.state, NOT (unlinked AND shifts), ended",
         {"run": run, "action": action_id, "result": result, "obs": observation, "now": now,

@@ -1,5 +1,5 @@
-"""`rippl demo`: the incident story, the belief-time story and the capture story, offline, in
-seconds; with `--serve`, then the review console on the demo graph."""
+"""`rippl demo`: the incident story, the belief-time story, the capture story and the notices
+story, offline, in seconds; with `--serve`, then the review console on the demo graph."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ class Story(StrEnum):
     incident = "incident"
     beliefs = "beliefs"
     capture = "capture"
+    notices = "notices"
 
 DEMO_REVIEWER = "demo-reviewer"
 DEMO_GRAPH = "rippl-demo"
@@ -34,8 +35,9 @@ def demo_cmd(ctx: typer.Context,
                                         help="Then open the demo graph in the review console, "
                                              "with a pending proposal and a one-off reviewer."),
              port: int = typer.Option(8765, help="With --serve: the console's port.")) -> None:
-    """Run the demo: a vetoed tool call, its blast radius and receipt; belief time travel; and a
-    run captured as it happens, its call vetoed after a pause, with what to compensate."""
+    """Run the demo: a vetoed tool call, its blast radius and receipt; belief time travel; a run
+    captured as it happens, its call vetoed after a pause, with what to compensate; and readings
+    that age and supersede one another (stale is not false)."""
     from rippl_core.cli.stories import incident  # the stories, their models and the client
 
     chosen = {None: story.value, True: "beliefs", False: "incident"}[temporal]

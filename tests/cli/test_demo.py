@@ -21,8 +21,15 @@ def test_rippl_demo_tells_the_story(tmp_path: Path) -> None:
              "without SRC-CO-05", "knowing what we know now: denied",
              "get_shard_health(shard=09) -> allowed", "migrate_tables(table=billing, shard=09) -> allowed",
              "approved by alice@oncall", "shard=09) -> VETOED before it runs",
-             "(served from a stale cache", "migrate_tables(table=billing, shard=07) -> allowed",
-             "announce_window", "now Premise Retracted"]
+             "(served from a stale cache", "repeats the call vetoed at turn turn-2",
+             "migrate_tables(table=billing, shard=07) -> allowed",
+             "handed over into run dba-agent/thread-42 from run ops-agent/thread-42",
+             "approved by bob@oncall", "resize_replicas(shard=09, replicas=3) -> allowed",
+             "resize_replicas(shard=09, replicas=3) -> VETOED", "announce_window",
+             "now Premise Retracted",
+             "resize_replicas(shard=09, replicas=5) -> allowed", "-> STALE: not run",
+             "read 12 min ago", "shard 09: degraded", "-> SUPERSEDED: not run",
+             "New reviews: 0; new compensations: 0"]
     at, missing = 0, []
     for line in story:  # each line after the one before it: the story is told in order
         found = out.find(line, at)

@@ -16,7 +16,7 @@ from rich.panel import Panel
 
 from rippl_core.cli import render
 from rippl_core.cli.app import styled
-from rippl_core.cli.stories import beliefs, capture
+from rippl_core.cli.stories import beliefs, capture, notices
 from rippl_core.errors import PremiseRetractedError
 from rippl_core.models import ReviewItem, ToolCall
 
@@ -116,7 +116,7 @@ def propose_again(rippl: Rippl) -> ReviewItem:
 
 
 def run(rippl: Rippl, console: Console, *, story: str = "all") -> None:
-    """Tell the stories (`story`: all, incident, beliefs or capture)."""
+    """Tell the stories (`story`: all, incident, beliefs, capture or notices)."""
     console.print(Panel.fit("Rippl demo: an agent's tool call is vetoed because the premise under "
                             "it was found false", style="bold"))
     rippl.drop()  # the demo graph starts empty; the stories then live in it side by side
@@ -126,6 +126,8 @@ def run(rippl: Rippl, console: Console, *, story: str = "all") -> None:
         beliefs.tell_story(rippl, console)
     if story in ("all", "capture"):
         capture.tell_story(rippl, console)
+    if story in ("all", "notices"):
+        notices.tell_story(rippl, console)
     graph = f"rippl --graph {rippl.graph}"
     console.print(styled("\n[bold green]Done.[/bold green] Explore it yourself:"))
     if story in ("all", "incident"):
