@@ -161,7 +161,7 @@ def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..
     shown: dict[str, list[str]] = {r: [] for r in RUNS}  # refs each run has had in its input
     results: list[tuple[str, str]] = []  # every result: (the ref it was read under, its claim)
     vetoes: dict[str, list[str]] = {r: [] for r in RUNS}  # call ids of vetoes each run received
-    calls: list[tuple[str, str, str]] = []  # (run, call id, shard) of vetoed calls, for repeats
+    calls: list[tuple[str, str, int | str]] = []  # (run, call id, shard) of vetoed calls, for repeats
 
     def pick(run: str, bits: int, n: int) -> tuple[list[str], set[str]]:
         """A model input: a subset of what either run has shown, and maybe a message nobody
@@ -223,7 +223,7 @@ def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..
         elif kind in ("turn", "veto"):
             context, inputs = pick(run, value, n)
             told = [t for t in vetoes[run] if t in context]
-            shard = "09" if kind == "veto" else f"x{n}"
+            shard: int | str = 9 if kind == "veto" else f"x{n}"
             if kind == "veto" and results:
                 carrier, victim = results[value % len(results)]
                 context.append(carrier)  # its result, in this run's input or handed over
@@ -238,7 +238,8 @@ def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..
                                                                       if c[0] == run])]
             context, inputs = pick(run, value, n)
             told = [t for t in vetoes[run] if t in context]
-            spelt = {"shard": shard}  # the same call, whatever the model read
+            # the same call, whatever the model read, however it spells it (9 or 9.0)
+            spelt = {"shard": float(shard) if isinstance(shard, int) and value % 2 else shard}
             turn(run, n, ToolCall(name="migrate", args=spelt, id=f"c{n}"), context, told, inputs)
         elif kind == "reinstate" and ref.retracted:
             claim = sorted(ref.retracted)[value % len(ref.retracted)]

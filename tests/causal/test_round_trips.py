@@ -89,3 +89,31 @@ def test_a_retraction_reads_the_claim_once(rippl: Rippl, sent: list[bytes]) -> N
     assert commands(sent) == [b"WATCH", *[b"GRAPH.RO_QUERY"] * 6, b"MULTI"]
     assert sum(b"RETURN properties(n)" in request for request in sent) == 1
     assert rippl.get("A1").state is State.OUT
+
+
+def test_a_captured_turn_and_its_execution_are_one_round_trip_each(rippl: Rippl,
+                                                                   sent: list[bytes]) -> None:
+    """decide records the turn (its context set, hand-overs, repeats, overrides, the readings it
+    rests on) and reads the declared matches in one transaction; executed records the reading,
+    refreshes or supersedes, in one; a repeat of a vetoed call and an unaccounted message too."""
+    from rippl_core import ToolCall
+    from rippl_core.adapters import output_digest
+
+    run = rippl.run("r1", scope="s")
+    warm = ToolCall(name="warm", args={}, id="w1")
+    run.decide("t0", [warm], context=[])
+    run.executed(warm, "warm")
+    health = ToolCall(name="get_health", args={"shard": "09"}, id="h1")
+    sent.clear()
+    run.decide("t1", [health], context=["w1"], results={"w1": output_digest("warm")})
+    assert commands(sent) == [b"MULTI"]
+    sent.clear()
+    run.executed(health, "shard 09: healthy", fresh_for=300)
+    assert commands(sent) == [b"MULTI"]
+    migrate = ToolCall(name="migrate", args={"shard": "09"}, id="m1")
+    sent.clear()
+    [allowed] = run.decide("t2", [migrate], context=["h1", "summary-1", "t1"], inputs=["u1"])
+    assert allowed.allowed and commands(sent) == [b"MULTI"]
+    sent.clear()
+    assert rippl.check(str(allowed.target)).allowed
+    assert commands(sent) == [b"MULTI"]  # the allowed check: one read, freshness included
