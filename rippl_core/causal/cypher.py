@@ -61,7 +61,8 @@ def node_state(node_id: str) -> Query:
     when it is not IN, and the freshness of the read claims it rests on (a captured action's
     `reads`; an index lookup each, none for a node that rests on no reading)."""
     return Query("MATCH (n:Node {id: $id}) "
-                 f"OPTIONAL MATCH (rc:Claim) WHERE n.reads IS NOT NULL AND rc.id IN n.reads "
+                 "UNWIND CASE WHEN size(coalesce(n.reads, [])) = 0 THEN [NULL] ELSE n.reads END "
+                 "AS cid OPTIONAL MATCH (rc:Claim {id: cid}) "
                  "RETURN n.kind, n.state, n.executed_at, n.blockers, "
                  f"collect({READ_PAIR})", {"id": node_id}, read_only=True)
 
