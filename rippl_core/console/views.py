@@ -93,7 +93,8 @@ class Survivor(_Model):
 
 class Preview(_Model):
     """What approving a pending review would do: `out` would go OUT (the claim included);
-    `survives` rest on the claim but keep another justification."""
+    `survives` rest on the claim but keep another justification. Approving an override changes no
+    state: `overridden` lists the retracted premises its call runs despite, once."""
 
     review: ReviewItem
     downstream: int
@@ -101,6 +102,9 @@ class Preview(_Model):
     survives_count: int
     out: list[NodeBrief]
     survives: list[Survivor]
+    overridden: list[NodeBrief] = Field(
+        default_factory=list,
+        description="An override: the retracted premises the call would run despite, once.")
 
 
 def _holding(node: Node, gone: set[str], states: dict[str, State]) -> list[str]:
@@ -118,6 +122,10 @@ async def preview(rippl: AsyncRippl, review_id: str) -> Preview:
     item = await rippl.review(review_id)
     if item.status != "pending":
         raise ReviewError(f"{review_id} was already {item.status}; its receipt says what it changed")
+    if item.kind == "override":  # nothing changes state: one call runs despite its premises
+        premises = await _briefs(rippl, item.claims or [item.claim])
+        return Preview(review=item, downstream=0, out_count=0, survives_count=0, out=[],
+                       survives=[], overridden=[NodeBrief.of(n) for n in premises])
     what = await rippl.what_if_retracted([item.claim])
     gone = {t.id for t in what.transitions if t.after is State.OUT} | {item.claim}
     downstream = await rippl.blast_radius(item.claim)

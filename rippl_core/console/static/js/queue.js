@@ -45,7 +45,7 @@ async function reload() {
   $("#queue-empty").hidden = items.length > 0;
   const sod = $("#sod");
   sod.hidden = !info.distinct_approver;
-  sod.textContent = "Separation of duties is on: whoever proposed a retraction cannot approve it.";
+  sod.textContent = "Separation of duties is on: whoever proposed a retraction or an override cannot approve it.";
   const list = $("#queue");
   clear(list, items.map((item) => {
     const fresh = loaded && !seen.has(item.id);
@@ -53,10 +53,11 @@ async function reload() {
       type: "button", "data-review": item.id, onclick: () => select(item.id),
       "aria-current": selected && selected.id === item.id ? "true" : "false",
     },
-    h("div", { class: "card-title" }, `Retract ${item.claim}`),
+    h("div", { class: "card-title" }, title(item)),
     h("div", {}, item.reason),
     h("div", { class: "card-meta" },
-      `${item.id} · proposed by ${item.proposed_by} · ${when(item.proposed_at)} · ${item.at_risk.length} dependents would go out`));
+      `${item.id} · proposed by ${item.proposed_by} · ${when(item.proposed_at)} · ` +
+      (item.kind === "override" ? `run ${item.run}` : `${item.at_risk.length} dependents would go out`)));
     return h("li", { class: fresh ? "arrived" : "" }, button);
   }));
   seen = new Set(items.map((item) => item.id));
@@ -90,13 +91,46 @@ async function select(reviewId, focus = true) {
   if (focus) detail.querySelector("h2")?.focus();
 }
 
+// An override lets one vetoed call run once despite its retracted premises; a retraction takes
+// claims OUT.
+function callText(call) {
+  return call ? `${call.name}(${JSON.stringify(call.args)})` : "";
+}
+
+function title(item) {
+  if (item.kind === "override") return `Override: let ${callText(item.call) || item.action} run once`;
+  const claims = item.claims.length ? item.claims : [item.claim];
+  return claims.length > 1 ? `Retract ${claims.length} claims` : `Retract ${item.claim}`;
+}
+
 function nodeLine(node, extra) {
   return h("li", {}, h("span", { class: "mono" }, node.id), " ", tag(node.state, node.status), " ",
     node.text, extra ? h("div", { class: "card-meta" }, extra) : null);
 }
 
+function renderOverride(detail, preview) {
+  const item = preview.review;
+  clear(detail,
+    h("h2", { tabindex: "-1" }, `${title(item)}?`),
+    h("dl", { class: "kv" },
+      h("dt", {}, "review"), h("dd", { class: "mono" }, item.id),
+      h("dt", {}, "call"), h("dd", { class: "mono", id: "override-call" }, callText(item.call)),
+      h("dt", {}, "action"), h("dd", { class: "mono" }, item.action ?? ""),
+      h("dt", {}, "run"), h("dd", { class: "mono" }, item.run ?? ""),
+      h("dt", {}, "proposed by"), h("dd", { id: "proposer" }, item.proposed_by),
+      h("dt", {}, "when"), h("dd", {}, when(item.proposed_at)),
+      h("dt", {}, "reason"), h("dd", {}, item.reason)),
+    h("div", { class: "preview" },
+      h("section", {},
+        h("h3", {}, `Runs once despite these retracted premises (${preview.overridden.length})`),
+        h("ul", { id: "preview-overridden" }, preview.overridden.map((n) => nodeLine(n))),
+        h("p", { class: "muted" }, "Nothing changes state: the premises stay retracted, and every other call resting on them stays vetoed."))),
+    h("div", { class: "decide", id: "decide" }));
+}
+
 function renderPreview(detail, preview) {
   const item = preview.review;
+  if (item.kind === "override") return renderOverride(detail, preview);
   const outMore = preview.out_count - preview.out.length;
   const keptMore = preview.survives_count - preview.survives.length;
   clear(detail,
@@ -155,7 +189,7 @@ function renderDecision(item) {
     ownProposal ? h("p", { class: "note" }, `You proposed this; another reviewer must approve it (separation of duties).`) : null,
     h("div", { class: "row" },
       h("button", { type: "button", class: "approve", id: "approve", disabled: ownProposal,
-        onclick: () => decide("approve") }, "Approve retraction"),
+        onclick: () => decide("approve") }, item.kind === "override" ? "Approve override" : "Approve retraction"),
       h("button", { type: "button", class: "reject", id: "reject", onclick: () => decide("reject") }, "Reject")),
     message);
 }
