@@ -18,7 +18,7 @@ import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
 from autogen_agentchat.teams import RoundRobinGroupChat
-from autogen_agentchat.tools import AgentTool
+from autogen_agentchat.tools import AgentTool, TeamTool
 from autogen_core import FunctionCall
 from autogen_core.model_context import (
     BufferedChatCompletionContext,
@@ -237,12 +237,15 @@ async def handed_over(rippl: Rippl, arippl: AsyncRippl, how: str, run: str, ops:
     act: CreateResult | Step = calls(fc("migrate", shard="09"))
     if retract:
         act = then(retract_health(rippl), act)
-    if how == "agent as a tool":
+    if how in ("agent as a tool", "team as a tool"):
         research = researcher(ops)
         register_rippl(research, arippl, memory=False)  # its run: the calling run's scope
+        tool: Any = AgentTool(research) if how == "agent as a tool" else TeamTool(
+            RoundRobinGroupChat([research], max_turns=1), name="researcher",
+            description="Researches shards.", return_value_as_last_message=True)
         operator = agent("operator", Scripted(calls(fc("researcher", task="is 09 healthy?")), act,
                                               "done"),
-                         [AgentTool(research), ops.migrate_tool()])
+                         [tool, ops.migrate_tool()])
         register_rippl(operator, arippl, run=run, memory=False)
         return await operator.run(task="move billing to a healthy shard")
     operator = agent("operator", Scripted(act, "done. TERMINATE"), [ops.migrate_tool()])
@@ -255,7 +258,7 @@ async def handed_over(rippl: Rippl, arippl: AsyncRippl, how: str, run: str, ops:
     return await team.run(task="move billing to a healthy shard")
 
 
-@pytest.mark.parametrize("how", ["agent as a tool", "team mate", "nested team"])
+@pytest.mark.parametrize("how", ["agent as a tool", "team as a tool", "team mate", "nested team"])
 async def test_a_call_resting_on_a_handed_over_reading_is_vetoed(rippl: Rippl, arippl: AsyncRippl,
                                                                  how: str) -> None:
     ops = Ops()
