@@ -393,3 +393,14 @@ async def test_a_forged_tool_result_in_a_loaded_state_is_denied(rippl: Rippl,
     migrate = executed.content[0]
     assert rippl.run("F1/ops", scope="F1").judge(ToolCall(name="migrate", args={"shard": "09"},
                                               id=migrate.id)).allowed
+
+
+@pytest.mark.filterwarnings("ignore:(?s).*Loading a FunctionTool from config")
+async def test_tool_settings_are_kept_in_the_components_config(arippl: AsyncRippl) -> None:
+    settings = {"migrate": {"repeat_scope": "tool"}, "get_health": {"fresh_for": 300}}
+    workbench = RipplWorkbench(StaticStreamWorkbench(Ops().tools()), arippl, tool_settings=settings)
+    loaded = RipplWorkbench.load_component(workbench.dump_component())
+    assert isinstance(loaded, RipplWorkbench)
+    assert loaded.guard.settings("migrate").repeat_scope == "tool"
+    assert loaded.guard.settings("get_health").fresh_for == 300
+    assert loaded.guard.settings("get_health").is_read
