@@ -53,7 +53,6 @@ from rippl_core.adapters import (
     veto_text,
 )
 from rippl_core.adapters import Guard as KitGuard
-from rippl_core.capture.ids import output_text
 
 __all__ = ["VETO_PREFIX", "Guard", "GuardConfig", "Judged", "Resolver", "veto_text"]
 
@@ -211,13 +210,14 @@ class Guard(KitGuard):
                 handing.reset(token)
 
     @staticmethod
-    async def after(judged: Judged, output: Any, *, ok: bool = True) -> None:
-        """Record that an allowed call ran (ok=False: it ran and failed) and its output; first, in
-        each run the call started, its output as a message that run handed over."""
+    async def after(judged: Judged, output: str, *, ok: bool = True) -> None:
+        """Record that an allowed call ran (ok=False: it ran and failed) and its output (the text
+        the model reads as its result); first, in each run the call started, that text as a
+        message the run handed over."""
         if judged.capture is None:
             return
         if ok and judged.handing is not None:
-            ref = text_ref(output_text(output))
+            ref = text_ref(output)
             for capture, refs, told in list(judged.handing.runs.values()):
                 await capture.awrote(ref, context=list(refs), told=list(told), kind="handover")
         await judged.capture.aexecuted(judged.call, output, ok=ok)
