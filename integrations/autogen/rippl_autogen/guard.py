@@ -48,6 +48,7 @@ from rippl_core.adapters import (
     FrameworkCall,
     Resolver,
     ToolSettingsMap,
+    arguments,
     capture_policy,
     text_ref,
     veto_text,
@@ -128,6 +129,18 @@ class Guard(KitGuard):
         self.scope = RunScope(agent, run, within)
         self.executes = set()
         self._captures: OrderedDict[tuple[str, str], Capture] = OrderedDict()
+        self._unaccounted: OrderedDict[str, None] = OrderedDict()
+
+    def unaccounted(self, call_id: str) -> None:
+        """Note a call whose result carries a hand-over that could not be recorded: in a model's
+        input it is a message Rippl cannot account for (it carries everything: fail closed)."""
+        self._unaccounted[call_id] = None
+        while len(self._unaccounted) > self.CAPTURES:
+            self._unaccounted.popitem(last=False)
+
+    def accounted(self, call_id: str) -> bool:
+        """Whether what the result of this call carries is on record (see `unaccounted`)."""
+        return call_id not in self._unaccounted
 
     def runs_tools(self, tools: Iterable[Any]) -> None:
         """Note the tools whose calls this guard judges and records (their results in a model's
@@ -183,17 +196,19 @@ class Guard(KitGuard):
         decided = turn.verdicts[call_id]
         if decided is not None and not decided.allowed and decided.target is None:
             return Judged(decided, (name, args, call_id), None)  # unrecorded or unmappable
-        return await self.before_in(turn.who, name, args, call_id)
+        return await self.before_in(turn.who, name, args, call_id, turn=turn.id)
 
     async def before_in(self, who: Resolved, name: str, args: Mapping[str, Any] | str | None,
-                        call_id: str | None) -> Judged:
+                        call_id: str | None, *, turn: str | None = None) -> Judged:
         """Judge a call just before it runs, in the given run (a call the framework gave no id
-        gets one, and is a turn of its own)."""
+        gets one, and is a turn of its own). `turn`: the id of the model turn that made it."""
         if not self.capturing:
             return Judged(await self.acheck(name, args, call_id), (name, args, call_id), None)
         call: FrameworkCall = (name, args, call_id or f"autogen-{uuid.uuid4().hex[:16]}")
         capture = self.capture(who)
-        return Judged(await capture.ajudge(call), call, capture, Handing(who.scope, handing.get()))
+        said = {text: turn for text in _texts(name, args)} if turn is not None else {}
+        return Judged(await capture.ajudge(call), call, capture,
+                      Handing(who.scope, handing.get(), said))
 
     @staticmethod
     @contextmanager
@@ -209,8 +224,7 @@ class Guard(KitGuard):
             with suppress(ValueError):  # a stream closed from another context ends with it
                 handing.reset(token)
 
-    @staticmethod
-    async def after(judged: Judged, output: str, *, ok: bool = True) -> None:
+    async def after(self, judged: Judged, output: str, *, ok: bool = True) -> None:
         """Record that an allowed call ran (ok=False: it ran and failed) and its output (the text
         the model reads as its result); first, in each run the call started, that text as a
         message the run handed over."""
@@ -219,7 +233,9 @@ class Guard(KitGuard):
         if ok and judged.handing is not None:
             ref = text_ref(output)
             for capture, refs, told in list(judged.handing.runs.values()):
-                await capture.awrote(ref, context=list(refs), told=list(told), kind="handover")
+                if not await capture.awrote(ref, context=list(refs), told=list(told),
+                                            kind="handover") and judged.call[2] is not None:
+                    self.unaccounted(judged.call[2])  # what it carries is not on record
         await judged.capture.aexecuted(judged.call, output, ok=ok)
         calling = judged.handing.parent if judged.handing is not None else handing.get()
         if calling is not None and judged.call[2] is not None:
@@ -242,6 +258,15 @@ class Guard(KitGuard):
         return cls(config.connection, resolver=config.actions or None, policy=config.policy,
                    unguarded=config.unguarded, capture=config.capture, agent=config.agent,
                    run=config.run, tool_settings=config.tool_settings or None)
+
+
+def _texts(name: str, args: Mapping[str, Any] | str | None) -> list[str]:
+    """The string arguments of a call (the text its model wrote that a started run may read)."""
+    try:
+        values = arguments(name, args)
+    except InvalidInputError:
+        return []
+    return [v for v in values.values() if isinstance(v, str) and v.strip()]
 
 
 def shared_guard(rippl: Target | Link | Guard, **options: Any) -> Guard:

@@ -60,6 +60,7 @@ from pydantic import BaseModel
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import VETO_PREFIX, Guard, GuardConfig, Resolver, shared_guard
 from rippl_autogen.runs import (
+    Handing,
     Turn,
     current_turn,
     handing,
@@ -92,9 +93,12 @@ class Seen(BaseModel):
 SKIPPED = re.compile(r"Skipped \d+ messages\.")  # HeadAndTailChatCompletionContext's note
 
 
-def seen(messages: Sequence[LLMMessage], run: str, executes: Collection[str] = ()) -> Seen:
+def seen(messages: Sequence[LLMMessage], run: str, guard: Guard | None = None,
+         calling: Handing | None = None) -> Seen:
     """The references in a model's input (see the module docstring); `run` names its turns,
-    `executes` the tools whose results were recorded."""
+    `guard` knows the tools whose results were recorded, `calling` is the call running this
+    model's agent (an agent used as a tool), whose arguments are the calling model's text."""
+    executes: Collection[str] = guard.executes if guard is not None else ()
     context: dict[str, None] = {}
     told: dict[str, None] = {}
     inputs: dict[str, None] = {}
@@ -104,6 +108,9 @@ def seen(messages: Sequence[LLMMessage], run: str, executes: Collection[str] = (
         if isinstance(message, FunctionExecutionResultMessage):
             for result in message.content:
                 if _usable(result.call_id):
+                    if guard is not None and not guard.accounted(result.call_id):
+                        context[f"unaccounted:{result.call_id}"] = None  # carries everything
+                        continue
                     context[result.call_id] = None
                     if result.is_error and VETO_PREFIX in result.content:
                         told[result.call_id] = None
@@ -125,6 +132,9 @@ def seen(messages: Sequence[LLMMessage], run: str, executes: Collection[str] = (
                 "\n".join(part for part in message.content if isinstance(part, str))
             if message.source == "System" and SKIPPED.fullmatch(text):
                 continue  # the model context's own note of what it trimmed: it carries nothing
+            if message.source == "user" and calling is not None and text in calling.said:
+                context[calling.said[text]] = None  # the calling model's text: its turn
+                continue
             ref = text_ref(text)
             context[ref] = None
             if message.source == "user":
@@ -220,9 +230,9 @@ class RipplModelClient(ChatCompletionClient, Component[RipplModelClientConfig]):
         if not calls and not isinstance(result.content, str):
             return None
         who = self._guard.scope.resolve()
-        found = seen(messages, who.run, self._guard.executes)
-        capture = self._guard.capture(who)
         calling = handing.get()
+        found = seen(messages, who.run, self._guard, calling)
+        capture = self._guard.capture(who)
         verdicts: Sequence[Verdict | None]
         try:
             if found.memory:
@@ -245,11 +255,11 @@ class RipplModelClient(ChatCompletionClient, Component[RipplModelClientConfig]):
             verdicts = await capture.adecide(
                 turn_id(who.run, [c.id for c in calls]), [(c.name, c.arguments, c.id) for c in calls],
                 context=found.context, told=found.told, inputs=found.inputs, results=found.results)
+        made = turn_id(who.run, [c.id for c in calls])
         turn = Turn(who.run, who.agent, self._guard,
-                    {c.id: v for c, v in zip(calls, verdicts, strict=True)}, who.scope)
+                    {c.id: v for c, v in zip(calls, verdicts, strict=True)}, who.scope, made)
         if calling is not None:
-            calling.note(capture, [*found.context, turn_id(who.run, [c.id for c in calls])],
-                         found.told)
+            calling.note(capture, [*found.context, made], found.told)
         current_turn.set(turn)
         return turn
 

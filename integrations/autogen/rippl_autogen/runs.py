@@ -121,6 +121,7 @@ class Turn:
     guard: Guard
     verdicts: Mapping[str, Verdict | None] = field(default_factory=dict)
     scope: str | None = None
+    id: str | None = None  # the turn's id (the ref of the model message that made its calls)
 
     @property
     def who(self) -> Resolved:
@@ -136,10 +137,14 @@ class Handing:
     the scope they join, and per run the refs of the messages each wrote or read meanwhile (its
     model's inputs and replies, its tools' results) and the vetoes among them. Once the call ran,
     its output is recorded in each of those runs as a message written from them (`Guard.after`),
-    so the calling run's next turn rests on what they carried (a hand-over)."""
+    so the calling run's next turn rests on what they carried (a hand-over). The other way,
+    `said` maps the text of each of the call's string arguments (an `AgentTool`'s task) to the
+    calling turn's id: a user message of the started runs with that text is what the calling
+    model wrote, and carries what its turn rested on."""
 
     scope: str
     parent: Handing | None = None  # the call running the call this is for, if any
+    said: dict[str, str] = field(default_factory=dict)
     runs: dict[str, tuple[Capture, dict[str, None], dict[str, None]]] = field(default_factory=dict)
 
     def note(self, capture: Capture, refs: Iterable[str], told: Iterable[str] = ()) -> None:

@@ -285,6 +285,47 @@ async def test_what_ran_on_a_handed_over_reading_is_a_compensation(rippl: Rippl,
     assert "/researcher carried it" in rippl.get(handed).text
 
 
+async def test_a_hand_over_that_cannot_be_recorded_fails_closed(rippl: Rippl, arippl: AsyncRippl,
+                                                                 monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    """The researcher's report cannot be recorded as handed over (a write lost): the tool result
+    carrying it is then a message Rippl cannot account for, so the operator's call still rests on
+    the researcher's reading (and on everything its scope carried)."""
+    from rippl_core.adapters import Capture
+
+    written = Capture.awrote
+
+    async def lost(self: Capture, ref: str, **kwargs: Any) -> bool:
+        return False if kwargs.get("kind") == "handover" else await written(self, ref, **kwargs)
+
+    monkeypatch.setattr(Capture, "awrote", lost)
+    ops = Ops()
+    result = await handed_over(rippl, arippl, "agent as a tool", "L1", ops, retract=True)
+    assert ops.migrations() == []
+    [veto] = vetoes(result.messages)
+    assert health_claim(rippl) in veto
+
+
+async def test_a_task_handed_to_an_agent_used_as_a_tool_carries_the_callers_premises(
+        rippl: Rippl, arippl: AsyncRippl) -> None:
+    """The other way: the operator reads shard 09's health and hands the migration to a migrator
+    agent (used as a tool) in the task it writes; the migrator's call rests on what the operator's
+    turn rested on, so once the reading is retracted it is vetoed, naming both runs."""
+    ops = Ops()
+    migrator = agent("migrator", Scripted(then(retract_health(rippl), calls(fc("migrate", shard="09"))),
+                                          "could not migrate"), [ops.migrate_tool()])
+    register_rippl(migrator, arippl, memory=False)
+    operator = agent("operator", Scripted(
+        calls(fc("get_health", shard="09")),
+        calls(fc("migrator", task="Shard 09 is healthy: migrate billing to shard 09.")), "done"),
+        [ops.get_health_tool(), AgentTool(migrator, return_value_as_last_message=True)])
+    register_rippl(operator, arippl, run="D1", memory=False)
+    result = await operator.run(task="move billing to a healthy shard")
+    assert ops.migrations() == []
+    [veto] = vetoes(result.messages)  # the migrator's, streamed through the operator's run
+    assert "into run D1/migrator from run D1/operator" in veto and health_claim(rippl) in veto
+
+
 # ------------------------------------------------------------------------------ Rippl notices
 
 
