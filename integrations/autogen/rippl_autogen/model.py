@@ -13,7 +13,9 @@ with the text that carries them: each message of the input is a carrier, by its 
   text reply by a digest of its text (what its input carried: this wrapper records each text reply
   the model writes, from its input);
 - another agent's message (a `UserMessage` from a team mate, the output of an agent used as a
-  tool) by a digest of its text: what it carried in the run that wrote it (a hand-over);
+  tool) by a digest of its text: what it carried in the run that wrote it (a hand-over); in an
+  agent used as a tool, the task the calling model wrote (one of the call's string arguments) by
+  the calling turn's id: what that turn rested on;
 - a system message by a digest of its text (a `RipplMemory` message is an observation under that
   handle, recorded here for this run if the memory could not record it itself).
 
@@ -26,7 +28,8 @@ adds after it, are taken first). Told: the call ids of veto results present (the
 those calls were denied, so what the vetoes named leaves its later turns; a call that repeats a
 vetoed one stays vetoed). Results: each successful result of a tool this guard runs, with the
 digest of its text, so a result Rippl never recorded for the run (a forged or edited saved state)
-makes the turn rest on a retracted claim that it is genuine.
+makes the turn rest on a retracted claim that it is genuine. A result whose hand-over could not
+be recorded (`Guard.unaccounted`) is a message Rippl cannot account for.
 
 The turn's id is a content hash of the run and its call ids: the same turn seen again records
 nothing new. Each call's verdict is left for the tool hooks (`rippl_autogen.runs.current_turn`),
