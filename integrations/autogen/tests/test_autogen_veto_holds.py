@@ -271,7 +271,7 @@ async def test_a_call_resting_on_a_handed_over_reading_is_vetoed(rippl: Rippl, a
     assert health_claim(rippl) in veto and "HND-" in veto
 
 
-@pytest.mark.parametrize("how", ["agent as a tool", "team mate"])
+@pytest.mark.parametrize("how", ["agent as a tool", "team as a tool", "team mate", "nested team"])
 async def test_what_ran_on_a_handed_over_reading_is_a_compensation(rippl: Rippl,
                                                                    arippl: AsyncRippl,
                                                                    how: str) -> None:
