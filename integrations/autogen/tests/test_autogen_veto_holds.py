@@ -285,6 +285,27 @@ async def test_what_ran_on_a_handed_over_reading_is_a_compensation(rippl: Rippl,
     assert "/researcher carried it" in rippl.get(handed).text
 
 
+async def test_after_a_veto_on_a_handed_over_reading_a_new_plan_is_allowed(
+        rippl: Rippl, arippl: AsyncRippl) -> None:
+    """The operator rests on shard 09's reading two ways: its own read, and the researcher's
+    report. The veto it read named the reading: the re-plan rests on it by neither path, though
+    the report that carries it is still in the operator's input."""
+    ops = Ops()
+    operator = agent("operator", Scripted(
+        calls(fc("get_health", shard="09")),  # the same reading, read again: the same claim
+        then(retract_health(rippl), calls(fc("migrate", shard="09"))),
+        calls(fc("migrate", shard="09")),  # the same call: still vetoed
+        calls(fc("migrate", shard="07")),  # a new plan: allowed
+        "done. TERMINATE"), ops.tools())
+    team = RoundRobinGroupChat([researcher(ops), operator], termination_condition=(
+        TextMentionTermination("TERMINATE") | MaxMessageTermination(12)))
+    register_rippl(team, arippl, memory=False)
+    result = await team.run(task="move billing to a healthy shard")
+    assert ops.migrations() == ["07"]
+    first, repeat = vetoes(result.messages)
+    assert health_claim(rippl) in first and "repeats the call vetoed at turn" in repeat
+
+
 async def test_a_hand_over_that_cannot_be_recorded_fails_closed(rippl: Rippl, arippl: AsyncRippl,
                                                                  monkeypatch: pytest.MonkeyPatch
                                                                  ) -> None:
