@@ -207,7 +207,9 @@ def _context(carry: str) -> str:
         f"FOREACH (c IN CASE WHEN j.fresh THEN [] ELSE everything END | MERGE (u)-[:{SAW}]->(c))) "
         f"WITH {carry}, known, CASE WHEN $every OR any(j IN judged WHERE NOT j.fresh) "
         "THEN carried + everything ELSE carried END AS all "
-        f"UNWIND [c IN all WHERE NOT c.id IN known] + [NULL] AS a "
+        # what a veto named leaves, and so does a hand-over of it (the same claim, another path)
+        f"UNWIND [c IN all WHERE NOT c.id IN known AND NOT coalesce(c.origin, c.id) IN known] "
+        "+ [NULL] AS a "
         f"WITH {carry}, collect(DISTINCT a) AS ctx "
     )
 
