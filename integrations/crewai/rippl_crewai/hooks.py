@@ -111,6 +111,7 @@ class Judged:
     call: CrewCall | None = None
     runs: bool = True  # the tool runs unless something else blocks it
     replayed: str | None = None  # the claim CrewAI's cache replays (not an execution)
+    react: bool = False  # a ReAct step: its text and observation become an assistant message
     admission: Admission | None = None  # the hooks' verdict handed to a GuardedTool
 
     @property
@@ -125,14 +126,16 @@ class _RunState:
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     react: dict[tuple[int, str], str] = field(default_factory=dict)
+    steps: dict[str, str] = field(default_factory=dict)
     vetoes: dict[str, str] = field(default_factory=dict)
     shown: dict[str, tuple[str, str] | None] = field(default_factory=dict)
     last: Seen | None = None
+    reply: str | None = None  # the model's latest reply (a ReAct step's text, before its result)
     written: set[str] = field(default_factory=set)
 
     def known(self, outputs: Mapping[str, tuple[str, str]]) -> Known:
         with self.lock:
-            return Known(dict(self.react), dict(self.vetoes), dict(self.shown),
+            return Known(dict(self.react), dict(self.steps), dict(self.vetoes), dict(self.shown),
                          {ref: text for ref, (text, _) in outputs.items()})
 
 
@@ -216,6 +219,8 @@ class RipplHooks:
             if judged is None:
                 return None
             blocked = str(ctx.tool_result or "").startswith(BLOCKED_PREFIX)
+            if judged.react and judged.allowed:
+                self._step(judged, str(ctx.tool_result or ""))
             if not judged.allowed:
                 assert judged.verdict is not None
                 return veto_text(str(ctx.tool_name), judged.verdict) if blocked else None
@@ -255,7 +260,8 @@ class RipplHooks:
         capture = self._capture(run, ctx.agent)
         turn = self._turn(run, ctx, name, args)
         verdict = self._decide(capture, run, turn, ctx)
-        judged = Judged(verdict, capture, turn.call)
+        judged = Judged(verdict, capture, turn.call, react=not turn.native and turn.seen.context
+                        is not None)
         if not judged.allowed:
             assert verdict is not None
             self._vetoed(run, turn.call[2], veto_text(name, verdict))
@@ -378,6 +384,16 @@ class RipplHooks:
         with state.lock:
             state.vetoes[call_id] = text
 
+    def _step(self, judged: Judged, observation: str) -> None:
+        """Remember the text of the assistant message a ReAct step becomes: the model's reply and
+        the tool's observation (found by it later, wherever it comes in the history)."""
+        assert judged.capture is not None and judged.call is not None
+        state = self._run(judged.capture.run_id)
+        with state.lock:
+            if state.reply is not None:
+                state.steps[text_ref(f"{state.reply}\nObservation: {observation}")] = \
+                    judged.call[2]
+
     def _shown(self, run: str, call_id: str, shown: tuple[str, str] | None) -> None:
         """Remember how a call's result was shown (None: no execution recorded for it)."""
         state = self._run(run)
@@ -398,7 +414,7 @@ class RipplHooks:
         if cache is not None:
             REPLAYS.remember(cache, str(ctx.tool_name), ctx.tool_input, raw, claim)
 
-    # -- the model's input ------------------------------------------------------------------------
+    # -- the model's input and reply ------------------------------------------------------------------------
     def model_input(self, ctx: Any) -> None:
         """PRE_MODEL_CALL: remember what the model is given (a summary written at this call, or
         this task's output, is written from it), and record the summaries and hand-overs it
@@ -417,6 +433,17 @@ class RipplHooks:
             self._written(self._capture(run, ctx.agent), messages, seen, outputs)
             with state.lock:
                 state.last = seen
+        except Exception:
+            return
+
+    def model_output(self, ctx: Any) -> None:
+        """POST_MODEL_CALL: remember the model's reply (a ReAct step's text). Never raises."""
+        try:
+            run = run_id(ctx.crew, ctx.task, ctx.agent) if self.capturing else None
+            if run is not None and isinstance(ctx.response, str):
+                state = self._run(run)
+                with state.lock:
+                    state.reply = ctx.response
         except Exception:
             return
 
@@ -474,9 +501,13 @@ class RipplHooks:
         def rippl_model_input(ctx: Any) -> None:
             self.model_input(ctx)
 
+        def rippl_model_reply(ctx: Any) -> None:
+            self.model_output(ctx)
+
         return [(InterceptionPoint.PRE_TOOL_CALL, rippl_premise_guard),
                 (InterceptionPoint.POST_TOOL_CALL, rippl_veto_reason),
-                (InterceptionPoint.PRE_MODEL_CALL, rippl_model_input)]
+                (InterceptionPoint.PRE_MODEL_CALL, rippl_model_input),
+                (InterceptionPoint.POST_MODEL_CALL, rippl_model_reply)]
 
 
 def register_rippl_hooks(memory: Rippl, *, tools: Iterable[object] | None = None,

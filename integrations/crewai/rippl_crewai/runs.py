@@ -157,12 +157,14 @@ class Seen:
 @dataclass(frozen=True)
 class Known:
     """What the hooks know of a run's messages in this process: the ReAct turn whose assistant
-    message comes at a position after a message with a given digest, the vetoes given (call id ->
+    message has a given text (the model's reply and the tool's observation), or comes at a
+    position after a message with a given digest, the vetoes given (call id ->
     text), and how each call's result was shown (call id -> (digest Rippl recorded, digest of the
     text the agent was shown); None: no execution recorded, nothing to verify); and the outputs
     of the crew's other tasks (ref -> text)."""
 
     react: Mapping[tuple[int, str], str] = field(default_factory=dict)
+    steps: Mapping[str, str] = field(default_factory=dict)  # a ReAct step's text ref -> its turn
     vetoes: Mapping[str, str] = field(default_factory=dict)
     shown: Mapping[str, tuple[str, str] | None] = field(default_factory=dict)
     outputs: Mapping[str, str] = field(default_factory=dict)
@@ -186,7 +188,7 @@ def visible(messages: Sequence[Mapping[str, Any]], known: Known | None = None) -
     - a tool message: its `tool_call_id` (a veto is told; a result is verified);
     - an assistant message with tool calls: its turn (it carries what the turn rested on); a ReAct
       assistant message (the model's text and the tool's observation): the turn of its call, found
-      by its position; any other: the digest of its text (a reply, recorded when written);
+      by its text or by where it comes; any other: the digest of its text;
     - a system or user message: the digest of its text, possibly the user's input; a
       context-window summary is not (recorded when seen, as written from what it replaced);
     - the output of another task the input quotes (a task's `context`): its ref, first, so
@@ -218,8 +220,8 @@ def visible(messages: Sequence[Mapping[str, Any]], known: Known | None = None) -
         elif role == "assistant":
             vetoed = [call for call, text in known.vetoes.items() if text and text in content]
             before = str(messages[position - 1].get("content") or "") if position else ""
-            ref = vetoed[0] if vetoed else known.react.get((position, _digest(before))) or \
-                text_ref(content)
+            ref = vetoed[0] if vetoed else known.steps.get(text_ref(content)) or \
+                known.react.get((position, _digest(before))) or text_ref(content)
             if vetoed:
                 told.append(ref)
         elif is_summary(message):
