@@ -64,6 +64,7 @@ from rippl_crewai._guard import (
 )
 from rippl_crewai.cache import REPLAYS, cache_of, vet_replay
 from rippl_crewai.runs import (
+    CHECK_TOOL_NAME,
     CrewCall,
     Known,
     Runs,
@@ -80,7 +81,7 @@ from rippl_crewai.runs import (
     task_outputs,
     visible,
 )
-from rippl_crewai.tools import CHECK_TOOL_NAME, Admission, CheckPremisesTool, GuardedTool
+from rippl_crewai.tools import Admission, CheckPremisesTool, GuardedTool
 
 BLOCKED_PREFIX = "Tool execution blocked by hook"
 ERROR_PREFIX = "Error executing tool"

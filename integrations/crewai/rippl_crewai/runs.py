@@ -213,7 +213,7 @@ def visible(messages: Sequence[Mapping[str, Any]], known: Known | None = None) -
                 told.append(ref)
             else:
                 verified = _verified(known.shown, ref, content)
-                if verified is not False:
+                if not isinstance(verified, bool):
                     results[ref] = verified
         elif role == "assistant" and message.get("tool_calls"):
             ref = turn_ref([_native_call(e) for e in message["tool_calls"]])
