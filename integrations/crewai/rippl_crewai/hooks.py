@@ -2,7 +2,8 @@
 when a premise under it was retracted.
 
 `register_rippl_hooks(memory)` installs, process-wide, a `PRE_TOOL_CALL` guard and a
-`POST_TOOL_CALL` hook; `with rippl_guard(memory): crew.kickoff()` installs the same pair for one
+`POST_TOOL_CALL` hook, and under capture a `PRE_MODEL_CALL` and a `POST_MODEL_CALL` hook that only
+watch (never block); `with rippl_guard(memory): crew.kickoff()` installs the same hooks for one
 block only (CrewAI's contextvar-scoped hooks, so other threads and runs are untouched).
 
 **Capture (the default).** Each task of a crew kickoff is a run (`rippl_crewai.runs`). The first
@@ -16,6 +17,14 @@ recorded as an observation instead (and is replayed only while it holds: `rippl_
 An execution is recorded unless the hook knows the tool did not run (blocked, served from the
 cache, a usage limit, a repeated ReAct call): over-recording can only list too much for
 compensation, never miss a call. `capture=False` checks declared actions only.
+
+What a turn rests on is what the messages of the model's input carry (`runs.visible`): the
+hooks keep, per run, what they need to name those messages (a ReAct step's text, the vetoes
+given, how each result was shown, the model's latest input) and record, before a turn, the
+messages Rippl has not seen written: the task's instructions (carrying nothing), CrewAI's
+context-window summary (written from the model's previous input), and another task's output the
+prompt quotes (in the run that wrote it, from that run's last model input: a hand-over).
+Per-tool settings (`tool_settings=`, or a tool's `metadata["rippl"]`) go to the kit's guard.
 
 Two traps of CrewAI 1.15 are handled here:
 
