@@ -142,12 +142,11 @@ class GuardedTool(BaseTool):
     _admit_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, **data: Any) -> None:
-        wrapped = data.get("wrapped")
-        name = tool_name(data.get("name") or wrapped)
-        settings = data.get("tool_settings")
+        settings, wrapped = data.get("tool_settings"), data.get("wrapped")
         guard = make_guard(data.get("memory"), policy=data.get("policy"),  # typed errors first
                            resolver=data.get("resolver"), action_id=data.get("action_id"),
-                           tool_settings=None if settings is None else {name: settings})
+                           tool_settings=None if settings is None else
+                           {tool_name(data.get("name") or wrapped): settings})
         learn_tools(guard, [wrapped])
         super().__init__(**data)
         self._guard = guard
