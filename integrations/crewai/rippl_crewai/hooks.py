@@ -447,13 +447,23 @@ class RipplHooks:
             return
 
     def model_output(self, ctx: Any) -> None:
-        """POST_MODEL_CALL: remember the model's reply (a ReAct step's text). Never raises."""
+        """POST_MODEL_CALL: remember the model's reply (a ReAct step's text); a text answer (no
+        tool call) is recorded as written from the model's input (it stays in the history when
+        the task goes on, e.g. after a human's feedback). Never raises."""
         try:
-            run = run_id(ctx.crew, ctx.task, ctx.agent) if self.capturing else None
-            if run is not None and isinstance(ctx.response, str):
-                state = self._run(run)
-                with state.lock:
-                    state.reply = ctx.response
+            if not self.capturing or (self.agents is not None and
+                                      getattr(ctx.agent, "role", None) not in self.agents):
+                return
+            run = run_id(ctx.crew, ctx.task, ctx.agent)
+            reply = ctx.response
+            if run is None or not isinstance(reply, str):
+                return
+            state = self._run(run)
+            with state.lock:
+                state.reply, last = reply, state.last
+            if last is not None and last.context is not None and not _calls_a_tool(reply):
+                self._capture(run, ctx.agent).wrote(text_ref(reply), context=last.context,
+                                                    told=last.told, inputs=last.inputs)
         except Exception:
             return
 
@@ -597,6 +607,11 @@ def _will_run(ctx: ToolCallHookContext, name: str, args: Mapping[str, Any], *,
     return native or last is None or not (
         sanitize_tool_name(str(getattr(last, "tool_name", ""))) == name
         and getattr(last, "arguments", None) == args)
+
+
+def _calls_a_tool(reply: str) -> bool:
+    """Whether a model's text reply is a ReAct tool call (its message, later, is the step)."""
+    return "\nAction:" in f"\n{reply}" and "Final Answer:" not in reply
 
 
 def _succeeded(output: Any) -> bool:

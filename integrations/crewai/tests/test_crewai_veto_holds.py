@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from crewai import Agent, Crew, Task
+from crewai.core.providers.human_input import SyncHumanInputProvider, reset_provider, set_provider
 from crewai.hooks import InterceptionPoint
 from crewai.hooks.dispatch import register, unregister
 from crewai.tools import BaseTool
@@ -77,7 +78,8 @@ class NotifyTool(BaseTool):
         return "posted"
 
 
-type Step = tuple[str, dict[str, Any]] | list[tuple[str, dict[str, Any]]] | Callable[..., Any]
+type Step = (str | tuple[str, dict[str, Any]] | list[tuple[str, dict[str, Any]]]
+             | Callable[..., Any])
 
 
 def model(path: str, *steps: Step, final: str = "done", kind: type[ScriptedLLM] = ScriptedLLM,
@@ -87,6 +89,8 @@ def model(path: str, *steps: Step, final: str = "done", kind: type[ScriptedLLM] 
     def reply(index: int, step: Step) -> Any:
         if callable(step):
             return lambda messages: reply(index, step(messages))
+        if isinstance(step, str):  # a text answer
+            return step
         if isinstance(step, list):
             return [native_call(t, a, f"c{index}-{k}")[0] for k, (t, a) in enumerate(step)]
         tool, args = step
@@ -458,3 +462,59 @@ def test_guarded_tools_take_their_settings_too(rippl: Rippl) -> None:
         health.run(shard="09")  # read again
         assert moving.run(shard="09") == "migrated billing to shard 09"
     assert migrate.ran == ["09"]
+
+
+# ------------------------------------------------------------------------- the model's own text
+
+
+class Approver(SyncHumanInputProvider):
+    """The human at the task's review: says go ahead once, then accepts the next answer."""
+
+    def __init__(self) -> None:
+        self.answers = iter(["Go ahead: migrate billing to the shard you found healthy."])
+
+    def _prompt_input(self, crew: Any) -> str:
+        return next(self.answers, "")
+
+
+@pytest.mark.parametrize("trimmed", ["the read", "every carrier", "the read, before the reply"])
+def test_the_models_own_reply_carries_what_it_was_written_from(rippl: Rippl, trimmed: str) -> None:
+    """The model reads shard 09's health and answers "09 is healthy"; a human says go ahead; the
+    reading is retracted and the model migrates to 09. A history editor trims the health read
+    away: after the answer, keeping it (the answer carries the reading: vetoed); with the answer
+    (no message carries it: allowed); or before the model wrote the answer (the answer was written
+    from an input without the reading, so it carries nothing of it: allowed). Native function
+    calling: CrewAI's ReAct loop does not keep the answer in the history after a human's
+    feedback."""
+    migrate = MigrateTool()
+    box: list[RipplHooks] = []
+
+    def trim(ctx: Any) -> None:
+        now = trimmed.endswith("before the reply") or any(
+            "Go ahead" in str(m.get("content") or "") for m in ctx.messages)
+        if not now or len(ctx.messages) < 4:  # the read is in the input from the second call on
+            return
+        ctx.messages[:] = [m for m in ctx.messages if "shard 09: healthy" not in
+                           str(m.get("content") or "") and not any(
+            call.get("id") == "c0" for call in m.get("tool_calls") or []) and (
+            trimmed != "every carrier" or "a safe target" not in str(m.get("content") or ""))]
+
+    llm = model("native", H09, "Shard 09 is healthy: a safe target.",
+                then(lambda: retract(rippl, box[0])(), ("migrate_tables", {"shard": "09"})))
+    ops = Agent(role="ops engineer", goal="Move billing", backstory="You run the fleet.", llm=llm,
+                tools=[HealthTool(), migrate], max_iter=8, verbose=False, allow_delegation=False)
+    task = Task(description="Find a healthy shard and move billing there.", agent=ops,
+                expected_output="a summary", human_input=True)
+    register(InterceptionPoint.PRE_MODEL_CALL, trim)
+    token = set_provider(Approver())
+    try:
+        with rippl_guard(rippl) as hooks:
+            box.append(hooks)
+            Crew(agents=[ops], tasks=[task], verbose=False).kickoff()
+    finally:
+        reset_provider(token)
+        unregister(InterceptionPoint.PRE_MODEL_CALL, trim)
+    shown = llm.shown(2)
+    assert "Go ahead" in shown and "shard 09: healthy" not in shown
+    assert ("a safe target" in shown) is (trimmed != "every carrier")
+    assert migrate.ran == ([] if trimmed == "the read" else ["09"])
