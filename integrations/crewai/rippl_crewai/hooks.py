@@ -94,6 +94,7 @@ from rippl_crewai.tools import Admission, CheckPremisesTool, GuardedTool
 
 BLOCKED_PREFIX = "Tool execution blocked by hook"
 ERROR_PREFIX = "Error executing tool"
+FINAL_ANSWER = "Final Answer:"
 _PENDING_LIMIT = 1024
 _TURN_LIMIT = 4096
 
@@ -461,9 +462,14 @@ class RipplHooks:
             state = self._run(run)
             with state.lock:
                 state.reply, last = reply, state.last
-            if last is not None and last.context is not None and not _calls_a_tool(reply):
-                self._capture(run, ctx.agent).wrote(text_ref(reply), context=last.context,
-                                                    told=last.told, inputs=last.inputs)
+            if last is None or last.context is None or _calls_a_tool(reply):
+                return
+            capture = self._capture(run, ctx.agent)
+            # the reply, and a ReAct reply's final answer (the task's output, what an agent
+            # called as a tool returns to the agent that delegated to it)
+            for text in dict.fromkeys([reply, *_final_answer(reply)]):
+                capture.wrote(text_ref(text), context=last.context, told=last.told,
+                              inputs=last.inputs)
         except Exception:
             return
 
@@ -611,7 +617,13 @@ def _will_run(ctx: ToolCallHookContext, name: str, args: Mapping[str, Any], *,
 
 def _calls_a_tool(reply: str) -> bool:
     """Whether a model's text reply is a ReAct tool call (its message, later, is the step)."""
-    return "\nAction:" in f"\n{reply}" and "Final Answer:" not in reply
+    return "\nAction:" in f"\n{reply}" and FINAL_ANSWER not in reply
+
+
+def _final_answer(reply: str) -> list[str]:
+    """The final answer of a ReAct reply (the text after its last "Final Answer:"), if any."""
+    _, found, answer = reply.rpartition(FINAL_ANSWER)
+    return [answer.strip()] if found and answer.strip() else []
 
 
 def _succeeded(output: Any) -> bool:

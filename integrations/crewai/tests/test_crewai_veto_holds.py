@@ -359,6 +359,34 @@ def test_a_task_without_the_report_does_not_rest_on_it(rippl: Rippl) -> None:
     assert migrate.ran == ["09"] and rippl.compensations() == []
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_an_agent_acting_on_what_a_coworker_answered_is_vetoed(rippl: Rippl, path: str) -> None:
+    """An agent called as a tool: the lead delegates "is shard 09 safe?" to the researcher
+    (CrewAI's delegation tool), whose answer comes back as the tool's result; the reading under
+    it is retracted; the lead's migration is vetoed, the reason naming both runs."""
+    migrate = MigrateTool()
+    box: list[RipplHooks] = []
+    researcher = Agent(role="researcher", goal="Find a safe shard", backstory="You read dashboards.",
+                       llm=model(path, H09, final="Shard 09 is healthy: a safe target."),
+                       tools=[HealthTool()], max_iter=4, verbose=False, allow_delegation=False)
+    ask = {"task": "Is shard 09 a safe target?", "context": "the billing migration",
+           "coworker": "researcher"}
+    lead = Agent(role="lead", goal="Move billing", backstory="You lead the migration.",
+                 llm=model(path, ("delegate_work_to_coworker", ask),
+                           then(lambda: retract(rippl, box[0])(), ("migrate_tables", {"shard": "09"}))),
+                 tools=[migrate], max_iter=6, verbose=False, allow_delegation=True)
+    task = Task(description="Move billing to a safe shard.", expected_output="a summary", agent=lead)
+    crew = Crew(agents=[lead, researcher], tasks=[task], verbose=False)
+    with rippl_guard(rippl) as hooks:
+        box.append(hooks)
+        crew.kickoff()
+    assert migrate.ran == []
+    [vetoed] = verdicts_of(hooks)
+    [asked] = [e.run for e in hooks.executions if e.tool == "get_shard_health"]
+    leading = f"crewai/{crew._kickoff_event_id}/{task.id}"
+    assert asked != leading and f"into run {leading} from run {asked}" in vetoed.reason
+
+
 # ------------------------------------------------------------------------------ Rippl notices
 
 
