@@ -465,9 +465,9 @@ class RipplHooks:
             if last is None or last.context is None or _calls_a_tool(reply):
                 return
             capture = self._capture(run, ctx.agent)
-            # the reply, and a ReAct reply's final answer (the task's output, what an agent
+            # the reply, or a ReAct reply's final answer (the task's output, what an agent
             # called as a tool returns to the agent that delegated to it)
-            for text in dict.fromkeys([reply, *_final_answer(reply)]):
+            for text in _final_answer(reply) or [reply]:
                 capture.wrote(text_ref(text), context=last.context, told=last.told,
                               inputs=last.inputs)
         except Exception:
