@@ -23,7 +23,9 @@ hooks keep, per run, what they need to name those messages (a ReAct step's text,
 given, how each result was shown, the model's latest input) and record, before a turn, the
 messages Rippl has not seen written: the task's instructions (carrying nothing), CrewAI's
 context-window summary (written from the model's previous input), and another task's output the
-prompt quotes (in the run that wrote it, from that run's last model input: a hand-over).
+prompt quotes (in the run that wrote it, from that run's last model input: a hand-over); and,
+when the model answers in text, that answer (a ReAct reply's final answer), as written from its
+input (a coworker's answer to an agent that delegated to it is handed over so).
 Per-tool settings (`tool_settings=`, or a tool's `metadata["rippl"]`) go to the kit's guard.
 
 Two traps of CrewAI 1.15 are handled here:
