@@ -406,10 +406,12 @@ class Rippl:
 
     # -- the review gate and receipts --------------------------------------------------------
     def propose_retraction(self, claim_id: str, *, reason: str, by: str,
-                           evidence: str | None = None) -> ReviewItem:
-        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides."""
+                           evidence: str | None = None, monitor: str | None = None) -> ReviewItem:
+        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides
+        (`monitor`: the monitor proposing, recorded with the review and its event)."""
         return self._driver.run(lambda: gate.propose(claim_id, reason=reason, by=by,
-                                                     evidence=evidence, now=now_ms()), write=True)
+                                                     evidence=evidence, now=now_ms(),
+                                                     monitor=monitor), write=True)
 
     def propose_retraction_where(
             self, *, reason: str, by: str, tool: str | None = None,
@@ -853,10 +855,13 @@ class AsyncRippl:
 
     # -- the review gate and receipts --------------------------------------------------------
     async def propose_retraction(self, claim_id: str, *, reason: str, by: str,
-                                 evidence: str | None = None) -> ReviewItem:
-        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides."""
+                                 evidence: str | None = None,
+                                 monitor: str | None = None) -> ReviewItem:
+        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides
+        (`monitor`: the monitor proposing, recorded with the review and its event)."""
         return await self._driver.run(lambda: gate.propose(
-            claim_id, reason=reason, by=by, evidence=evidence, now=now_ms()), write=True)
+            claim_id, reason=reason, by=by, evidence=evidence, now=now_ms(), monitor=monitor),
+            write=True)
 
     async def propose_retraction_where(
             self, *, reason: str, by: str, tool: str | None = None,

@@ -98,12 +98,16 @@ def set_retracted(claim_id: str, *, retracted: bool, reason: str, by: str, at: i
 
 
 @telemetry.traced(telemetry.PROPOSE)
-def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: int) -> Op[ReviewItem]:
-    """Put a claim and everything that would lose support AT_RISK until a human decides."""
+def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: int,
+            monitor: str | None = None) -> Op[ReviewItem]:
+    """Put a claim and everything that would lose support AT_RISK until a human decides
+    (`monitor`: the monitor proposing, recorded with the item and its event)."""
     claim_id, props = yield from _retractable(claim_id)
     reason, by = check_text(reason, what="reason"), check_actor(by)
     if evidence is not None:
         check_text(evidence, what="evidence")
+    if monitor is not None:
+        check_id(monitor, what="monitor")
     if props.get("retracted"):
         raise ReviewError(f"{claim_id} is already retracted; reinstate it before proposing again")
     pending = int(props.get("pending") or 0) + 1
@@ -114,9 +118,11 @@ def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: i
     commit = commit_labels(change, region, label(region), old, cause="propose", at=now, now=now,
                            review=review_id)
     item = {"id": review_id, "claim": claim_id, "status": "pending", "reason": reason,
-            "evidence": evidence, "proposed_by": by, "proposed_at": now, "at_risk": at_risk}
+            "evidence": evidence, "proposed_by": by, "proposed_at": now, "at_risk": at_risk,
+            "monitor": monitor}
     commit.queries.append(cypher.create_review({k: v for k, v in item.items() if v is not None}))
-    commit.events.append(_review_event("review_proposed", review_id, claim_id, by, now))
+    event = _review_event("review_proposed", review_id, claim_id, by, now)
+    commit.events.append(event | {"monitor": monitor} if monitor is not None else event)
     yield commit
     return review_model(item)
 
