@@ -51,12 +51,18 @@ def _retractable(claim_id: str) -> Op[tuple[str, dict[str, Any]]]:
     return claim_id, props
 
 
+def _transitions(commit: Commit) -> list[dict[str, Any]]:
+    """The state changes a commit announces, once per node (an executed action that goes OUT is
+    also announced as `compensation_needed`, with the same transition: not a second change)."""
+    return [e for e in commit.events if "before" in e and e.get("type") != "compensation_needed"]
+
+
 def wave_of(root: str, commit: Commit, at: int) -> Wave:
     """The transitions a commit applies, read back from its events."""
     transitions = [
         Transition(id=e["node"], kind=Kind(e["kind"]), before=State(e["before"]),
                    after=State(e["after"]))
-        for e in commit.events if "before" in e
+        for e in _transitions(commit)
     ]
     return Wave(root=root, transitions=transitions, at=from_ms(at))
 
@@ -67,7 +73,7 @@ def _append_receipt(commit: Commit, *, kind: str, claim: str, actor: str, at: in
                     signature: str | None = None) -> Op[Receipt]:
     """Add the next receipt of the log to `commit`, covering the transitions it applies."""
     affected = sorted(({"id": e["node"], "before": e["before"], "after": e["after"]}
-                       for e in commit.events if "before" in e), key=lambda a: a["id"])
+                       for e in _transitions(commit)), key=lambda a: a["id"])
     body = {"kind": kind, "review": review, "claim": claim, "actor": actor,
             "at": from_ms(at).isoformat(), "affected": affected,
             **{k: v for k, v in details.items() if v is not None}}
