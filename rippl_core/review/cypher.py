@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rippl_core._runtime.schema import Index, Schema
@@ -138,11 +138,14 @@ RUN_LABEL = "Run"  # capture's run node (capture sits beside review; the label i
 
 def provenance_sources(*, tool: str | None, since: int | None, until: int | None,
                        run: str | None, agent: str | None, framework: str | None,
-                       kind: str | None, prefix: str | None, with_run_sources: bool) -> Query:
+                       kind: str | None, prefix: str | None, with_run_sources: bool,
+                       fragments: Sequence[str] = ()) -> Query:
     """Candidate sources of a provenance query: every indexed condition given is tested here
-    (the arguments and an argument's prefix are left to the caller, on the `args` text returned).
+    (the arguments and an argument's prefix are confirmed by the caller, on the `args` text
+    returned; `fragments`, texts the canonical arguments must contain, narrow the rows first).
     Rows: (source fields, run's agent, run's framework, [claims it supports])."""
-    where, params = [], {}
+    where: list[str] = [f"s.args CONTAINS $frag{i}" for i in range(len(fragments))]
+    params: dict[str, Any] = {f"frag{i}": f for i, f in enumerate(fragments)}
     runs = ""
     if agent is not None or framework is not None:
         cond = " AND ".join(c for c, v in (("r.agent = $agent", agent),

@@ -127,7 +127,8 @@ def match(query: ProvenanceQuery) -> Op[Matched]:
     rows = yield cypher.provenance_sources(
         tool=query.tool, since=_ms(query.since), until=_ms(query.until), run=query.run,
         agent=query.agent, framework=query.framework, kind=query.source_kind,
-        prefix=query.source_prefix, with_run_sources=query.source_kind == RUN_SOURCE)
+        prefix=query.source_prefix, with_run_sources=query.source_kind == RUN_SOURCE,
+        fragments=[(canonical_args({k: v}) or "")[1:-1] for k, v in (query.args or {}).items()])
     found = Matched()
     claims: dict[str, None] = {}
     for props, agent, framework, supported in rows:
