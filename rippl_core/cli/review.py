@@ -91,7 +91,7 @@ def _args_json(value: str | None) -> dict[str, object] | None:
         return None
     try:
         parsed = json.loads(value)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise typer.BadParameter(f"not JSON ({exc.msg}); give an object such as "
                                  "'{\"url\": \"https://evil.example/a\"}'") from None
     if not isinstance(parsed, dict):
@@ -134,10 +134,11 @@ def propose_cmd(
         format: OutputFormat = Output.table) -> None:
     """Propose retracting a claim, or every source a provenance query matches (one review): it and
     what rests on it go at risk until a human decides."""
-    query = {"tool": tool, "args": _args_json(args_json), "since": since, "until": until,
-             "run": run, "agent": agent, "framework": framework, "source_kind": source_kind,
+    args = _args_json(args_json)
+    query = {"tool": tool, "args": args, "since": since, "until": until, "run": run,
+             "agent": agent, "framework": framework, "source_kind": source_kind,
              "source_prefix": source_prefix}
-    given = {k: v for k, v in query.items() if v is not None}
+    given = sorted(k for k, v in query.items() if v is not None)
     if claim_id is not None and given:
         raise InvalidInputError("give a claim id or a provenance query, not both",
                                 cli="give a CLAIM_ID or provenance options (--tool, --since...), "
@@ -152,9 +153,11 @@ def propose_cmd(
             item = rippl.propose_retraction(claim_id, reason=reason, by=by, evidence=evidence)
         else:
             if format is Output.table:
-                errors.print(f"matching sources ({', '.join(sorted(given))})…")
-            item = rippl.propose_retraction_where(reason=reason, by=by, evidence=evidence,
-                                                  monitor=monitor, **given)
+                errors.print(f"matching sources ({', '.join(given)})…")
+            item = rippl.propose_retraction_where(
+                reason=reason, by=by, evidence=evidence, monitor=monitor, tool=tool, args=args,
+                since=since, until=until, run=run, agent=agent, framework=framework,
+                source_kind=source_kind, source_prefix=source_prefix)
     if format is Output.json:
         print_json(item.model_dump(mode="json"))
         return

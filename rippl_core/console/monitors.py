@@ -21,6 +21,7 @@ is refused whole, before anything is proposed.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from datetime import datetime
@@ -198,36 +199,36 @@ async def handle(rippl: AsyncRippl, notification: Notification, rules: AlertRule
                if item.monitor == monitor and item.evidence}
     for alert in notification.alerts:
         rule = rules.first(alert)
-        base = {"fingerprint": alert.fingerprint, "status": alert.status,
-                "rule": rule.name if rule else None}
+        outcome = functools.partial(Outcome, fingerprint=alert.fingerprint, status=alert.status,
+                                    rule=rule.name if rule else None)
         if alert.status == "resolved":
-            outcomes.append(Outcome(**base, result="resolved", detail="a resolved alert changes "
-                                    "nothing: a person decides what its firing proposed"))
+            outcomes.append(outcome(result="resolved", detail="a resolved alert changes nothing: "
+                                    "a person decides what its firing proposed"))
             continue
         if rule is None:
-            outcomes.append(Outcome(**base, result="unmatched", detail="no rule matches its labels"))
+            outcomes.append(outcome(result="unmatched", detail="no rule matches its labels"))
             continue
         evidence = _evidence(alert, rule)
         if evidence in pending:
-            outcomes.append(Outcome(**base, review=pending[evidence], result="pending",
+            outcomes.append(outcome(review=pending[evidence], result="pending",
                                     detail="already proposed; the review is still pending"))
             continue
         try:
             query = rule.query_for(alert)
         except KeyError as missing:
-            outcomes.append(Outcome(**base, result="refused", detail=f"rule {rule.name} needs "
+            outcomes.append(outcome(result="refused", detail=f"rule {rule.name} needs "
                                     f"{missing.args[0]}, which the alert does not carry"))
             continue
         try:
             item = await rippl.propose_retraction_where(reason=rule.reason_for(alert), by=monitor,
                                                         evidence=evidence, monitor=monitor, **query)
         except NoMatchError as exc:
-            outcomes.append(Outcome(**base, result="nothing_matched", detail=str(exc)))
+            outcomes.append(outcome(result="nothing_matched", detail=str(exc)))
             continue
         except (InvalidInputError, ReviewError) as exc:
-            outcomes.append(Outcome(**base, result="refused", detail=str(exc)))
+            outcomes.append(outcome(result="refused", detail=str(exc)))
             continue
         pending[evidence] = item.id
-        outcomes.append(Outcome(**base, review=item.id, result="proposed",
+        outcomes.append(outcome(review=item.id, result="proposed",
                                 detail=f"{len(item.claims)} sources, {len(item.at_risk)} nodes at risk"))
     return Handled(monitor=monitor, outcomes=outcomes)

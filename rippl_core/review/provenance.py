@@ -89,9 +89,9 @@ def matches(query: ProvenanceQuery, source: Mapping[str, Any], run: Mapping[str,
     if query.tool is not None and source.get("tool") != query.tool:
         return False
     observed = source.get("observed_at")
-    if query.since is not None and (observed is None or observed < _ms(query.since)):  # type: ignore[operator]
+    if query.since is not None and (observed is None or observed < _ms(query.since)):
         return False
-    if query.until is not None and (observed is None or observed >= _ms(query.until)):  # type: ignore[operator]
+    if query.until is not None and (observed is None or observed >= _ms(query.until)):
         return False
     if query.run is not None and source.get("run") != query.run:
         return False
