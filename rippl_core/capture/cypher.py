@@ -456,11 +456,14 @@ def stale_runs(before: int, include_open: bool) -> Query:
 
 def prune(runs: Sequence[str]) -> Query:
     """Delete the capture of these runs: their observations, decisions, actions, result sources,
-    root and run node, and the history of those nodes. Claims are left to `prune_claims`."""
+    root and run node, and the history of those nodes. Claims are left to `prune_claims`. A source
+    or claim retracted or under review is kept (a pending review, one by provenance included, must
+    still find what it covers)."""
     return Query(
         f"UNWIND $runs AS rid MATCH (r:{RUN} {{id: rid}}) "
         f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.run = rid DETACH DELETE o "
         "WITH DISTINCT r, rid OPTIONAL MATCH (n:Node) WHERE n.run = rid "
+        "AND NOT coalesce(n.retracted, false) AND coalesce(n.pending, 0) = 0 "
         "WITH r, rid, collect(n) AS doomed "
         "WITH r, rid, doomed, [n IN doomed | n.id] AS ids "
         "FOREACH (n IN doomed | DETACH DELETE n) "

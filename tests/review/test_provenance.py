@@ -131,3 +131,16 @@ async def test_async_twin(rippl: Rippl, arippl: AsyncRippl, clock: Clock) -> Non
     assert sorted(c.action for c in await arippl.compensations()) == sorted(incident.executed)
     with pytest.raises(NoMatchError):
         await arippl.propose_retraction_where(tool="nope", reason="x", by="b")
+
+
+def test_a_pending_review_survives_pruning_its_runs(rippl: Rippl, clock: Clock) -> None:
+    incident = seed(rippl, clock)
+    item = rippl.propose_retraction_where(source_prefix=EVIL, reason="injection", by="bot")
+    for run in ("r1", "r2", "r3"):
+        rippl.run(run).close()
+    assert sorted(rippl.prune_runs(older_than="9999-01-01T00:00:00Z")) == ["r1", "r2", "r3"]
+    assert all(rippl.get(s).pending_reviews == 1 for s in item.claims)  # kept: under review
+    receipt = rippl.approve(item.id, by="alice")
+    assert receipt.body["sources"] == item.claims
+    assert all(rippl.get(c).state is State.OUT for c in incident.evil_claims.values())
+    assert rippl.verify_receipts().ok
