@@ -152,6 +152,11 @@ def propose_where(query: ProvenanceQuery, *, reason: str, by: str, evidence: str
         raise NoMatchError(f"no source matches the provenance query {query.describe()}"
                            f"{retracted}; nothing was proposed. Check the tool name, the arguments "
                            "and the time window")
+    if len(found.sources) > provenance.MAX_SOURCES:
+        raise InvalidInputError(
+            f"the provenance query {query.describe()} matches {len(found.sources)} sources; one "
+            f"review covers at most {provenance.MAX_SOURCES}. Narrow it (a tool, a time window, a "
+            "run) and propose in parts")
     sources = list(found.sources)
     change = Change.over(found.sources, set_props={
         node: {"pending": int(props.get("pending") or 0) + 1}

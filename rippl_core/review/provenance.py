@@ -24,6 +24,7 @@ from rippl_core.models import ProvenanceQuery
 from rippl_core.review import cypher
 
 RUN_SOURCE = "run"  # the kind of a run's own root source: matched only when asked for by kind
+MAX_SOURCES = 10_000  # what one review may cover: one commit, one receipt, one event
 
 
 def query_of(*, tool: str | None = None, args: Mapping[str, Any] | None = None,

@@ -144,3 +144,12 @@ def test_a_pending_review_survives_pruning_its_runs(rippl: Rippl, clock: Clock) 
     assert receipt.body["sources"] == item.claims
     assert all(rippl.get(c).state is State.OUT for c in incident.evil_claims.values())
     assert rippl.verify_receipts().ok
+
+
+def test_one_review_covers_a_bounded_number_of_sources(rippl: Rippl, clock: Clock,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    seed(rippl, clock)
+    monkeypatch.setattr("rippl_core.review.provenance.MAX_SOURCES", 2)
+    with pytest.raises(InvalidInputError, match="matches 3 sources; one review covers at most 2"):
+        rippl.propose_retraction_where(source_prefix=EVIL, reason="x", by="b")
+    assert rippl.reviews(None) == []
