@@ -102,10 +102,11 @@ GRAPH_SCHEMA = dataclasses.replace(
     causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA + capture_cypher.SCHEMA,
     # 5: Claim.text_key, 6: own retraction records (:Retraction), 7: arguments re-canonicalised,
     # 8: the receipt log's Merkle tree, 9: tool-result observations keep their output's digest,
-    # 10: sources found by provenance (tool, reading time, run, kind, uri; a run's agent, framework)
+    # 10: sources found by provenance (tool, reading time, run, kind, uri, a reading's URL host;
+    # a run's agent, framework), readings given the host of their URL arguments
     version="10", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
                             nodes.backfill_call_keys, log.backfill_tree,
-                            capture.backfill_result_digests))
+                            capture.backfill_result_digests, capture.backfill_reading_hosts))
 
 
 def _policy(base: Policy, at_risk: AtRiskPolicy | None, unknown: UnknownPolicy | None,

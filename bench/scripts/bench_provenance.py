@@ -66,7 +66,7 @@ def reading(i: int) -> dict[str, Any]:
     domain = f"site-{(i * 7) % DOMAINS:03d}.example"
     args = json.dumps({"page": i % 97, "url": f"https://{domain}/p{i}"}, sort_keys=True,
                       separators=(",", ":"))
-    return {"s": f"OBS-{i:08d}", "c": f"CLM-{i:08d}", "tool": tool, "args": args,
+    return {"s": f"OBS-{i:08d}", "c": f"CLM-{i:08d}", "tool": tool, "args": args, "host": domain,
             "run": f"run-{run_no:04d}", "at": START + (i * 7919) % DAY_MS,
             "text": f"{tool}({args}) returned reading {i}"}
 
@@ -77,7 +77,8 @@ LOAD_RUNS = Query(
 LOAD_READINGS = Query(
     "UNWIND $rows AS r "
     "CREATE (s:Node:Source {id: r.s, kind: 'Source', state: 'IN', retracted: false, pending: 0, "
-    "source_type: 'tool_result', tool: r.tool, args: r.args, run: r.run, observed_at: r.at, "
+    "source_type: 'tool_result', tool: r.tool, args: r.args, host: r.host, run: r.run, "
+    "observed_at: r.at, "
     "text: 'the result of a call', created_at: r.at}) "
     "CREATE (c:Node:Claim {id: r.c, kind: 'Claim', state: 'IN', retracted: false, pending: 0, "
     "captured: true, text: r.text, created_at: r.at}) "

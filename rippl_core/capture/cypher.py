@@ -332,6 +332,16 @@ BACKFILL_RESULT_DIGESTS = Query(
     "MATCH (a:Action {call_ref: o.run + $sep + o.ref}) SET o.output = a.output", {"sep": "\x1f"})
 
 
+# Readings whose arguments may name a URL and that have no host recorded (schema 10's backfill).
+READINGS_WITH_URLS = Query("MATCH (s:Source) WHERE s.source_type = 'tool_result' AND s.host IS NULL "
+                           "AND s.args CONTAINS '://' RETURN s.id, s.args", read_only=True)
+
+
+def set_hosts(rows: list[dict[str, str]]) -> Query:
+    return Query("UNWIND $rows AS r MATCH (s:Source {id: r.id}) SET s.host = r.host",
+                 {"rows": rows})
+
+
 def is_read(tool: str) -> Query:
     """Whether `tool` was ever recorded as a read (one of its readings refreshes or supersedes)."""
     return Query("MATCH (c:Claim {read_tool: $tool}) RETURN c.id LIMIT 1", {"tool": tool},

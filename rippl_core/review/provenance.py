@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rippl_core._runtime.op import Op
+from rippl_core._runtime.op import Batch, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, to_ms
-from rippl_core._runtime.validation import canonical_args, check_id, plain_errors
+from rippl_core._runtime.validation import canonical_args, check_id, plain_errors, url_host
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import ProvenanceQuery
 from rippl_core.review import cypher
@@ -123,13 +123,31 @@ def _args(text: Any) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
+def prefix_host(prefix: str) -> str | None:
+    """The host every string starting with `prefix` names, if `prefix` is an http(s) URL whose
+    host is complete (followed by `/`, `?` or `#`): `https://evil.example/` names evil.example,
+    `https://evil.example` does not (evil.example.com starts with it too)."""
+    _, sep, rest = prefix.partition("://")
+    return url_host(prefix) if sep and any(c in rest for c in "/?#") else None
+
+
 def match(query: ProvenanceQuery) -> Op[Matched]:
-    """The sources `query` matches (one read), and the claims they support."""
-    rows = yield cypher.provenance_sources(
-        tool=query.tool, since=_ms(query.since), until=_ms(query.until), run=query.run,
-        agent=query.agent, framework=query.framework, kind=query.source_kind,
-        prefix=query.source_prefix, with_run_sources=query.source_kind == RUN_SOURCE,
-        fragments=[(canonical_args({k: v}) or "")[1:-1] for k, v in (query.args or {}).items()])
+    """The sources `query` matches (one round trip), and the claims they support. A URL prefix
+    whose host is complete is looked up by the readings' indexed host, beside the ids and uris
+    that start with it (two reads in one batch); any other prefix scans the arguments' text."""
+    common: dict[str, Any] = {"tool": query.tool, "since": _ms(query.since), "until": _ms(query.until),
+              "run": query.run, "agent": query.agent, "framework": query.framework,
+              "kind": query.source_kind, "with_run_sources": query.source_kind == RUN_SOURCE,
+              "fragments": [(canonical_args({k: v}) or "")[1:-1]
+                            for k, v in (query.args or {}).items()]}
+    host = prefix_host(query.source_prefix) if query.source_prefix is not None else None
+    if host is None:
+        rows = yield cypher.provenance_sources(prefix=query.source_prefix, **common)
+    else:
+        named, hosted = yield Batch(
+            cypher.provenance_sources(prefix=query.source_prefix, prefix_on="names", **common),
+            cypher.provenance_sources(prefix=host, prefix_on="host", **common))
+        rows = list({row[0]["id"]: row for row in [*named, *hosted]}.values())
     found = Matched()
     claims: dict[str, None] = {}
     for props, agent, framework, supported in rows:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from rippl_core import AsyncRippl, InvalidInputError, NoMatchError, Rippl, State
+from rippl_core._runtime.wire import Query
 from rippl_core.testing import Clock
 from tests.helpers_provenance import EVIL, START, seed
 
@@ -153,3 +154,19 @@ def test_one_review_covers_a_bounded_number_of_sources(rippl: Rippl, clock: Cloc
     with pytest.raises(InvalidInputError, match="matches 3 sources; one review covers at most 2"):
         rippl.propose_retraction_where(source_prefix=EVIL, reason="x", by="b")
     assert rippl.reviews(None) == []
+
+
+def test_readings_keep_their_url_host_and_older_graphs_get_it(rippl: Rippl, clock: Clock,
+                                                               backend: dict[str, object]) -> None:
+    incident = seed(rippl, clock)
+    item = rippl.propose_retraction_where(source_prefix=EVIL, reason="x", by="b")
+    rippl.reject(item.id, by="alice")
+    hosts = rippl._driver.query(Query("MATCH (s:Source) WHERE s.host IS NOT NULL "
+                                      "RETURN s.host, count(s) ORDER BY s.host", read_only=True))
+    assert hosts == [("docs.example", 2), ("evil.example", 3)]
+    # a graph written before readings kept their host: reopening backfills it
+    rippl._driver.query(Query("MATCH (s:Source) REMOVE s.host"))
+    rippl.redis.delete(rippl.keys.schema)
+    with Rippl.open(graph=rippl.graph, **backend) as again:  # type: ignore[arg-type]
+        found = again.propose_retraction_where(source_prefix=EVIL, reason="x", by="b")
+        assert sorted(found.matched) == sorted(incident.evil_claims.values())
