@@ -178,17 +178,19 @@ def markdown(results: dict[str, Any]) -> str:
         f"Loading took {results['load_s']:.0f} s. Machine: {results['machine']} (shared with other "
         "jobs while this ran: read the maxima as noise). Indexes used (graph schema 10): "
         "`Source.tool`, `Source.observed_at`, `Source.run`, `Source.source_type`, `Source.uri`, "
-        "`Run.agent`, `Run.framework`. A URL prefix alone has no index to use (the URL is inside a "
-        "reading's arguments): it is a scan of every source's argument text, which is the slowest "
-        "row; the arguments subset is narrowed in Cypher (the canonical fragment each argument "
-        "must contain) on the rows the tool index returns, then confirmed in Python.",
+        "`Source.host` (the host of a reading's URL arguments), `Run.agent`, `Run.framework`. An "
+        "arguments subset is narrowed in Cypher (the canonical fragment each argument must "
+        "contain) on the rows the tool index returns, then confirmed in Python. A URL prefix whose "
+        "host is complete (`https://site-123.example/`) is two reads in one round trip: the "
+        "readings by their indexed host, and the sources whose id or uri starts with it, which is "
+        "still a scan of every source (`STARTS WITH` uses no index in FalkorDB): the match of the "
+        "domain row.",
         "",
         "What the figures say: over the indexed fields the match stays in the tens of milliseconds "
-        "at 100k; the proposal's cost is the wave over what the query covers (about 1.5-2 ms per "
-        "source here, each with three nodes at risk), not the size of the graph. Every p50 is under "
-        "the second; the URL-prefix row is the one whose maximum is not, because its match scans. "
-        "What would fix it: record a reading's URL host as an indexed property at capture (and "
-        "backfill it), so that a domain prefix becomes an index lookup.",
+        "at 100k; the proposal's cost is the wave over what the query covers (about 1.5-2.5 ms per "
+        "source here, each with three nodes at risk), not the size of the graph: every row "
+        "proposes in under a second. What would make the domain row as cheap as the others: "
+        "record the host of a plain source's uri (or URL id) too, so that the id/uri scan goes.",
         "",
     ]
     return "\n".join(lines)
