@@ -89,7 +89,7 @@ from rippl_core.models import (
 from rippl_core.records.store import AsyncRecordStore, RecordStore
 from rippl_core.review import anchor as anchors
 from rippl_core.review import cypher as review_cypher
-from rippl_core.review import gate, log
+from rippl_core.review import gate, log, provenance
 from rippl_core.review.events import AsyncEventStream, EventStream
 from rippl_core.review.receipts import SigningKey, export_lines
 
@@ -101,10 +101,12 @@ type PathLike = str | os.PathLike[str]
 GRAPH_SCHEMA = dataclasses.replace(
     causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA + capture_cypher.SCHEMA,
     # 5: Claim.text_key, 6: own retraction records (:Retraction), 7: arguments re-canonicalised,
-    # 8: the receipt log's Merkle tree, 9: tool-result observations keep their output's digest
-    version="9", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
+    # 8: the receipt log's Merkle tree, 9: tool-result observations keep their output's digest,
+    # 10: sources found by provenance (tool, reading time, run, kind, uri, a reading's URL host;
+    # a run's agent, framework), readings given the host of their URL arguments
+    version="10", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
                             nodes.backfill_call_keys, log.backfill_tree,
-                            capture.backfill_result_digests))
+                            capture.backfill_result_digests, capture.backfill_reading_hosts))
 
 
 def _policy(base: Policy, at_risk: AtRiskPolicy | None, unknown: UnknownPolicy | None,
@@ -405,10 +407,29 @@ class Rippl:
 
     # -- the review gate and receipts --------------------------------------------------------
     def propose_retraction(self, claim_id: str, *, reason: str, by: str,
-                           evidence: str | None = None) -> ReviewItem:
-        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides."""
+                           evidence: str | None = None, monitor: str | None = None) -> ReviewItem:
+        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides
+        (`monitor`: the monitor proposing, recorded with the review and its event)."""
         return self._driver.run(lambda: gate.propose(claim_id, reason=reason, by=by,
-                                                     evidence=evidence, now=now_ms()), write=True)
+                                                     evidence=evidence, now=now_ms(),
+                                                     monitor=monitor), write=True)
+
+    def propose_retraction_where(
+            self, *, reason: str, by: str, tool: str | None = None,
+            args: Mapping[str, Any] | None = None, since: TimeLike | None = None,
+            until: TimeLike | None = None, run: str | None = None, agent: str | None = None,
+            framework: str | None = None, source_kind: str | None = None,
+            source_prefix: str | None = None, evidence: str | None = None,
+            monitor: str | None = None) -> ReviewItem:
+        """Flag every source a provenance query matches as false, in one review (a tool's
+        readings over an interval, what a run or an agent read, a poisoned page's readings): they
+        and what rests on them go AT_RISK until a human decides, as one wave. Every field given
+        must match (see `ProvenanceQuery`); `monitor` names the monitor proposing. A query that
+        matches nothing raises `NoMatchError` and proposes nothing."""
+        return self._driver.run(lambda: gate.propose_where(provenance.query_of(
+            tool=tool, args=args, since=since, until=until, run=run, agent=agent,
+            framework=framework, source_kind=source_kind, source_prefix=source_prefix),
+            reason=reason, by=by, evidence=evidence, monitor=monitor, now=now_ms()), write=True)
 
     def approve(self, review_id: str, *, by: str, note: str | None = None,
                 signing_key: SigningKey | None = None, signature: str | None = None) -> Receipt:
@@ -835,10 +856,27 @@ class AsyncRippl:
 
     # -- the review gate and receipts --------------------------------------------------------
     async def propose_retraction(self, claim_id: str, *, reason: str, by: str,
-                                 evidence: str | None = None) -> ReviewItem:
-        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides."""
+                                 evidence: str | None = None,
+                                 monitor: str | None = None) -> ReviewItem:
+        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides
+        (`monitor`: the monitor proposing, recorded with the review and its event)."""
         return await self._driver.run(lambda: gate.propose(
-            claim_id, reason=reason, by=by, evidence=evidence, now=now_ms()), write=True)
+            claim_id, reason=reason, by=by, evidence=evidence, now=now_ms(), monitor=monitor),
+            write=True)
+
+    async def propose_retraction_where(
+            self, *, reason: str, by: str, tool: str | None = None,
+            args: Mapping[str, Any] | None = None, since: TimeLike | None = None,
+            until: TimeLike | None = None, run: str | None = None, agent: str | None = None,
+            framework: str | None = None, source_kind: str | None = None,
+            source_prefix: str | None = None, evidence: str | None = None,
+            monitor: str | None = None) -> ReviewItem:
+        """Flag every source a provenance query matches as false, in one review (see
+        `Rippl.propose_retraction_where`)."""
+        return await self._driver.run(lambda: gate.propose_where(provenance.query_of(
+            tool=tool, args=args, since=since, until=until, run=run, agent=agent,
+            framework=framework, source_kind=source_kind, source_prefix=source_prefix),
+            reason=reason, by=by, evidence=evidence, monitor=monitor, now=now_ms()), write=True)
 
     async def approve(self, review_id: str, *, by: str, note: str | None = None,
                       signing_key: SigningKey | None = None,

@@ -310,6 +310,8 @@ MAPPINGS: dict[str, Call] = {
     "Rippl.load.spec": lambda r, v: r.load({"actions": [{"id": "A9", "title": "t", "tool": "x",
                                                          "args": v}]}),
     "Rippl.verify_receipts.public_keys": lambda r, v: r.verify_receipts(public_keys=v),
+    "Rippl.propose_retraction_where.args": lambda r, v: r.propose_retraction_where(
+        args=v, reason="r", by="b"),
     "RecordStore.find.metadata_filter": lambda r, v: r.records("s").find(metadata_filter=v),
     "RecordStore.search.metadata_filter": lambda r, v: r.records("s").search(
         [0.1], metadata_filter=v),

@@ -334,6 +334,16 @@ BACKFILL_RESULT_DIGESTS = Query(
     "MATCH (a:Action {call_ref: o.run + $sep + o.ref}) SET o.output = a.output", {"sep": "\x1f"})
 
 
+# Readings whose arguments may name a URL and that have no host recorded (schema 10's backfill).
+READINGS_WITH_URLS = Query("MATCH (s:Source) WHERE s.source_type = 'tool_result' AND s.host IS NULL "
+                           "AND s.args CONTAINS '://' RETURN s.id, s.args", read_only=True)
+
+
+def set_hosts(rows: list[dict[str, str]]) -> Query:
+    return Query("UNWIND $rows AS r MATCH (s:Source {id: r.id}) SET s.host = r.host",
+                 {"rows": rows})
+
+
 def is_read(tool: str) -> Query:
     """Whether `tool` was ever recorded as a read (one of its readings refreshes or supersedes)."""
     return Query("MATCH (c:Claim {read_tool: $tool}) RETURN c.id LIMIT 1", {"tool": tool},
@@ -458,11 +468,14 @@ def stale_runs(before: int, include_open: bool) -> Query:
 
 def prune(runs: Sequence[str]) -> Query:
     """Delete the capture of these runs: their observations, decisions, actions, result sources,
-    root and run node, and the history of those nodes. Claims are left to `prune_claims`."""
+    root and run node, and the history of those nodes. Claims are left to `prune_claims`. A source
+    or claim retracted or under review is kept (a pending review, one by provenance included, must
+    still find what it covers)."""
     return Query(
         f"UNWIND $runs AS rid MATCH (r:{RUN} {{id: rid}}) "
         f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.run = rid DETACH DELETE o "
         "WITH DISTINCT r, rid OPTIONAL MATCH (n:Node) WHERE n.run = rid "
+        "AND NOT coalesce(n.retracted, false) AND coalesce(n.pending, 0) = 0 "
         "WITH r, rid, collect(n) AS doomed "
         "WITH r, rid, doomed, [n IN doomed | n.id] AS ids "
         "FOREACH (n IN doomed | DETACH DELETE n) "

@@ -93,7 +93,9 @@ class Survivor(_Model):
 
 class Preview(_Model):
     """What approving a pending review would do: `out` would go OUT (the claim included);
-    `survives` rest on the claim but keep another justification. Approving an override changes no
+    `survives` rest on the claim but keep another justification. For a retraction by provenance,
+    `out` starts with the sources it covers and `survives` are the claims they support that
+    another source keeps IN (the union is the whole preview). Approving an override changes no
     state: `overridden` lists the retracted premises its call runs despite, once."""
 
     review: ReviewItem
@@ -126,16 +128,23 @@ async def preview(rippl: AsyncRippl, review_id: str) -> Preview:
         premises = await _briefs(rippl, item.claims or [item.claim])
         return Preview(review=item, downstream=0, out_count=0, survives_count=0, out=[],
                        survives=[], overridden=[NodeBrief.of(n) for n in premises])
-    what = await rippl.what_if_retracted([item.claim])
-    gone = {t.id for t in what.transitions if t.after is State.OUT} | {item.claim}
-    downstream = await rippl.blast_radius(item.claim)
-    out = [item.claim, *sorted(gone - {item.claim})]
-    kept = [r.id for r in downstream if r.id not in gone and r.state is not State.OUT]
+    roots = item.claims if item.kind == "provenance" else [item.claim]
+    what = await rippl.what_if_retracted(roots)
+    gone = {t.id for t in what.transitions if t.after is State.OUT} | set(roots)
+    if item.kind == "provenance":  # the sources, then what they take OUT; the matched claims kept
+        out = [*roots, *sorted(gone - set(roots))]
+        kept = [c for c in item.matched if c not in gone]
+        below = len(gone - set(roots)) + len(kept)
+    else:
+        downstream = await rippl.blast_radius(item.claim)
+        out = [item.claim, *sorted(gone - {item.claim})]
+        kept = [r.id for r in downstream if r.id not in gone and r.state is not State.OUT]
+        below = len(downstream)
     kept_nodes = await _briefs(rippl, kept)
     antecedents = {a for n in kept_nodes for just in n.justifications for a in just}
     states = {n.id: n.state for n in await rippl.nodes(sorted(antecedents))}
     return Preview(
-        review=item, downstream=len(downstream), out_count=len(out), survives_count=len(kept),
+        review=item, downstream=below, out_count=len(out), survives_count=len(kept),
         out=[NodeBrief.of(n) for n in await _briefs(rippl, out)],
         survives=[Survivor(node=NodeBrief.of(n), through=_holding(n, gone, states))
                   for n in kept_nodes])

@@ -56,7 +56,7 @@ async function reload() {
     h("div", { class: "card-title" }, title(item)),
     h("div", {}, item.reason),
     h("div", { class: "card-meta" },
-      `${item.id} · proposed by ${item.proposed_by} · ${when(item.proposed_at)} · ` +
+      `${item.id} · proposed by ${item.proposed_by}${item.monitor ? ` (monitor ${item.monitor})` : ""} · ${when(item.proposed_at)} · ` +
       (item.kind === "override" ? `run ${item.run}` : `${item.at_risk.length} dependents would go out`)));
     return h("li", { class: fresh ? "arrived" : "" }, button);
   }));
@@ -70,6 +70,22 @@ async function reload() {
   } else if (!selected && items.length) {
     await select(items[0].id, false);
   }
+}
+
+// A retraction by provenance covers every source its query matched: say how many, and the query.
+function describe(query) {
+  return Object.entries(query || {}).filter(([, v]) => v !== null && v !== undefined)
+    .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(", ");
+}
+
+function plural(n, noun) { return `${n} ${noun}${n === 1 ? "" : "s"}`; }
+
+function title(item) {
+  if (item.kind === "override") return `Override: let ${callText(item.call) || item.action} run once`;
+  if (item.kind === "provenance") {
+    return `Retract ${plural(item.claims.length, "source")} (${describe(item.query)})`;
+  }
+  return `Retract ${item.claim}`;
 }
 
 async function select(reviewId, focus = true) {
@@ -97,11 +113,6 @@ function callText(call) {
   return call ? `${call.name}(${JSON.stringify(call.args)})` : "";
 }
 
-function title(item) {
-  if (item.kind === "override") return `Override: let ${callText(item.call) || item.action} run once`;
-  const claims = item.claims.length ? item.claims : [item.claim];
-  return claims.length > 1 ? `Retract ${claims.length} claims` : `Retract ${item.claim}`;
-}
 
 function nodeLine(node, extra) {
   return h("li", {}, h("span", { class: "mono" }, node.id), " ", tag(node.state, node.status), " ",
@@ -133,22 +144,28 @@ function renderPreview(detail, preview) {
   if (item.kind === "override") return renderOverride(detail, preview);
   const outMore = preview.out_count - preview.out.length;
   const keptMore = preview.survives_count - preview.survives.length;
+  const many = item.kind === "provenance";
   clear(detail,
-    h("h2", { tabindex: "-1" }, `Retract ${item.claim}?`),
+    h("h2", { tabindex: "-1" }, `${title(item)}?`),
     h("dl", { class: "kv" },
       h("dt", {}, "review"), h("dd", { class: "mono" }, item.id),
       h("dt", {}, "proposed by"), h("dd", { id: "proposer" }, item.proposed_by),
+      item.monitor ? [h("dt", {}, "monitor"), h("dd", { id: "monitor" }, item.monitor)] : null,
+      many ? [h("dt", {}, "query"), h("dd", { id: "query", class: "mono" }, describe(item.query)),
+        h("dt", {}, "covers"), h("dd", { id: "covers" },
+          `${plural(item.claims.length, "source")} supporting ${plural(item.matched.length, "claim")}`)] : null,
       h("dt", {}, "when"), h("dd", {}, when(item.proposed_at)),
       h("dt", {}, "reason"), h("dd", {}, item.reason),
       item.evidence ? [h("dt", {}, "evidence"), h("dd", {}, item.evidence)] : null,
-      h("dt", {}, "downstream"), h("dd", {}, `${preview.downstream} nodes rest on it`)),
+      h("dt", {}, "downstream"), h("dd", {}, `${preview.downstream} nodes rest on ${many ? "them" : "it"}`)),
     h("div", { class: "preview" },
       h("section", {},
         h("h3", {}, `Would go OUT (${preview.out_count})`),
         h("ul", { id: "preview-out" }, preview.out.map((n) => nodeLine(n))),
         outMore > 0 ? h("p", { class: "muted" }, `and ${outMore} more`) : null),
       h("section", {},
-        h("h3", {}, `Survives through another justification (${preview.survives_count})`),
+        h("h3", {}, many ? `Survives through another source (${preview.survives_count})`
+          : `Survives through another justification (${preview.survives_count})`),
         h("ul", { id: "preview-survives" }, preview.survives.map((s) =>
           nodeLine(s.node, s.through.length ? `still holds through ${s.through.join(" + ")}` : null))),
         keptMore > 0 ? h("p", { class: "muted" }, `and ${keptMore} more`) : null,
