@@ -97,8 +97,12 @@ def set_retracted(claim_id: str, *, retracted: bool, reason: str, by: str, at: i
 
 
 @telemetry.traced(telemetry.PROPOSE)
-def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: int) -> Op[ReviewItem]:
-    """Put a claim and everything that would lose support AT_RISK until a human decides."""
+def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: int,
+            extra: Mapping[str, Any] | None = None,
+            detector: str | None = None) -> Op[ReviewItem]:
+    """Put a claim and everything that would lose support AT_RISK until a human decides. `extra`
+    review properties and the `detector` that proposed it (named by the event) are what a
+    contradiction detector adds (`rippl_core.review.contradictions`)."""
     claim_id, props = yield from _retractable(claim_id)
     reason, by = check_text(reason, what="reason"), check_actor(by)
     if evidence is not None:
@@ -113,9 +117,11 @@ def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: i
     commit = commit_labels(change, region, label(region), old, cause="propose", at=now, now=now,
                            review=review_id)
     item = {"id": review_id, "claim": claim_id, "status": "pending", "reason": reason,
-            "evidence": evidence, "proposed_by": by, "proposed_at": now, "at_risk": at_risk}
+            "evidence": evidence, "proposed_by": by, "proposed_at": now, "at_risk": at_risk,
+            **(extra or {})}
     commit.queries.append(cypher.create_review({k: v for k, v in item.items() if v is not None}))
-    commit.events.append(_review_event("review_proposed", review_id, claim_id, by, now))
+    event = _review_event("review_proposed", review_id, claim_id, by, now)
+    commit.events.append(event if detector is None else event | {"detector": detector})
     yield commit
     return review_model(item)
 
@@ -272,6 +278,7 @@ def review_model(props: Mapping[str, Any]) -> ReviewItem:
         note=props.get("note"), kind=props.get("kind") or "retraction",
         claims=list(props.get("claims") or [props["claim"]]), action=props.get("action"),
         run=props.get("run"), call=call,
+        contradiction=json.loads(props["contradiction"]) if props.get("contradiction") else None,
     )
 
 
