@@ -66,8 +66,10 @@ if TYPE_CHECKING:
     from rippl_core.models import (
         AtRiskPolicy,
         Blocker,
+        ClaimEvidence,
         Compensation,
         ConsistencyProof,
+        Contradiction,
         Event,
         Expired,
         InclusionProof,
@@ -97,6 +99,8 @@ if TYPE_CHECKING:
     )
     from rippl_core.records.model import Record, ScopeSummary
     from rippl_core.records.store import AsyncRecordStore, RecordStore
+    from rippl_core.review.contradictions import ContradictionDetector, Judgement
+    from rippl_core.review.detectors import DetectorError
     from rippl_core.review.events import AsyncEventStream, EventStream
     from rippl_core.review.receipts import SigningKey
     from rippl_core.vocabulary import Kind, State
@@ -139,10 +143,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Policy", "Reached", "Receipt", "ReceiptCheck", "ReviewItem", "TreeHead", "InclusionProof",
         "ConsistencyProof", "Stats", "StatusChange", "ToolCall", "ToolSettings", "Transition",
         "Verdict", "Wave", "WhatIfRetracted", "AtRiskPolicy", "UnknownPolicy", "OnErrorPolicy",
-        "RepeatScope", "RepeatScopes", "ReviewKind", "ReviewStatus",
+        "RepeatScope", "RepeatScopes", "ReviewKind", "ReviewStatus", "ClaimEvidence",
+        "Contradiction",
     ),
     "rippl_core.records.model": ("Record", "ScopeSummary"),
     "rippl_core.records.store": ("AsyncRecordStore", "RecordStore"),
+    "rippl_core.review.contradictions": ("ContradictionDetector", "Judgement"),
+    "rippl_core.review.detectors": ("DetectorError",),
     "rippl_core.review.events": ("AsyncEventStream", "EventStream"),
     "rippl_core.review.receipts": ("SigningKey",),
     "rippl_core.vocabulary": ("Kind", "State"),
@@ -164,14 +171,18 @@ __all__ = [
     "Blocker",
     "CheckpointIntegrityError",
     "ClaimEntry",
+    "ClaimEvidence",
     "ClaimItem",
     "CollectionNotStr",
     "Compensation",
     "ConflictError",
     "ConsistencyProof",
+    "Contradiction",
+    "ContradictionDetector",
     "DatabaseError",
     "DecisionEntry",
     "DecisionItem",
+    "DetectorError",
     "Document",
     "DocumentLike",
     "DocumentReport",
@@ -191,6 +202,7 @@ __all__ = [
     "IngestStatus",
     "IngestedNode",
     "InvalidInputError",
+    "Judgement",
     "Justification",
     "JustificationEntry",
     "Kind",
