@@ -168,12 +168,11 @@ def review_list(ctx: typer.Context,
     if not items:
         console.print(f"no {status} reviews")
         return
-    table = Table("review", "kind", "status", "claims", "reason", "evidence", "proposed by",
-                  "at risk")
+    table = Table("review", "kind", "status", "claims", "reason", "proposed by", "at risk")
     for item in items:
-        table.add_row(item.id, _kind(item), item.status, ", ".join(item.claims), item.reason,
-                      _evidence(item), item.proposed_by,
-                      str(len(item.at_risk)) if item.kind == "retraction" else "-")
+        reason = item.reason if item.contradiction is None else _evidence(item)
+        table.add_row(item.id, _kind(item), item.status, ", ".join(item.claims), reason,
+                      item.proposed_by, str(len(item.at_risk)) if item.kind == "retraction" else "-")
     console.print(table)
 
 
@@ -183,16 +182,15 @@ def _kind(item: ReviewItem) -> str:
 
 
 def _evidence(item: ReviewItem) -> str:
-    """A review's evidence in one cell: both sides of a contradiction with their sources."""
+    """A contradiction's reason and evidence in one cell: both claims with their sources."""
     found = item.contradiction
-    if found is None:
-        return item.evidence or ""
+    assert found is not None
 
     def side(label: str, c: Any) -> str:
         sources = ", ".join(s.get("title") or s["id"] for s in c.sources) or "no source"
         return f"{label} {c.id} {c.text!r} ({sources})"
 
-    return f"{side('old', found.old)}\n{side('new', found.new)}"
+    return f"{item.reason}\n{side('old:', found.old)}\n{side('new:', found.new)}"
 
 
 @command("contradictions")
