@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from helpers_core import fresh
-from helpers_ingest import scripted, tool_call
+from helpers_contradictions import judgements
+from helpers_ingest import scripted
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -187,11 +188,6 @@ async def test_async_twin_proposes_the_same(arippl: AsyncRippl, rippl: Rippl) ->
 
 
 # -------------------------------------------------------------------------- the model detector
-
-
-def judgements(*items: tuple[str, bool, str]) -> Any:
-    return tool_call({"judgements": [{"claim": c, "contradicts": x, "reason": r}
-                                     for c, x, r in items]}, name="Judgements")
 
 
 def test_model_detector_compares_with_key_mates_and_nearest_text(rippl: Rippl) -> None:
