@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from helpers_core import fresh
 from helpers_contradictions import judgements
+from helpers_core import fresh
 from helpers_ingest import scripted
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
