@@ -37,7 +37,11 @@ from rippl_core.review.detectors import ChatModelDetector
 DATA = Path(__file__).resolve().parents[1] / "data" / "contradictions.jsonl"
 
 _WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
-_STOP = frozenset(["a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "for", "from", "has", "have", "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "were", "will", "with", "all", "still"])
+_STOP = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "for", "from", "has", "have",
+    "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "were",
+    "will", "with", "all", "still",
+))
 _NEGATION = frozenset({"not", "no", "never", "without", "cannot", "nor", "isn't", "didn't",
                        "doesn't", "don't", "won't", "wasn't", "aren't"})
 # each row: words that cannot describe the same thing together (left vs right)
