@@ -95,6 +95,16 @@ function nodeLine(node, extra) {
     node.text, extra ? h("div", { class: "card-meta" }, extra) : null);
 }
 
+// Both sides of a contradiction a detector found: each claim, its value and its sources.
+function contradiction(found) {
+  const by = found.detector === "model" ? `the model ${found.model || ""}` : "the key detector";
+  const side = (label, c) => h("li", {}, `${label}: `, h("span", { class: "mono" }, c.id), ` ${c.text}`,
+    c.value != null ? ` [${c.key} = ${c.value}]` : "",
+    h("div", { class: "card-meta" }, `sources: ${c.sources.map((s) => s.title || s.id).join("; ") || "none"}`));
+  return h("div", {}, `found by ${by}${found.key ? ` on key ${found.key}` : ""}`,
+    h("ul", {}, side("old (proposed for retraction)", found.old), side("new", found.new)));
+}
+
 function renderPreview(detail, preview) {
   const item = preview.review;
   const outMore = preview.out_count - preview.out.length;
@@ -106,7 +116,9 @@ function renderPreview(detail, preview) {
       h("dt", {}, "proposed by"), h("dd", { id: "proposer" }, item.proposed_by),
       h("dt", {}, "when"), h("dd", {}, when(item.proposed_at)),
       h("dt", {}, "reason"), h("dd", {}, item.reason),
-      item.evidence ? [h("dt", {}, "evidence"), h("dd", {}, item.evidence)] : null,
+      item.contradiction
+        ? [h("dt", {}, "contradiction"), h("dd", { id: "contradiction" }, contradiction(item.contradiction))]
+        : item.evidence ? [h("dt", {}, "evidence"), h("dd", {}, item.evidence)] : null,
       h("dt", {}, "downstream"), h("dd", {}, `${preview.downstream} nodes rest on it`)),
     h("div", { class: "preview" },
       h("section", {},
