@@ -3,8 +3,9 @@ browser) against `rippl serve` on a loopback port and a real FalkorDB server.
 
 A reviewer opens the queue and sees a proposal arrive live; an unauthenticated approve is refused;
 the reviewer approves, and a second page's explorer recolours with the cascade without a reload;
-a rejection restores it; a contradiction shows both claims and their sources. Screenshots go to a temporary folder, or to docs/img/ (which the README
-shows) when RIPPL_SCREENSHOTS=docs/img is set: a test run leaves the tree as it was."""
+a rejection restores it; a contradiction shows both claims and their sources. Screenshots go to a
+temporary folder, or to docs/img/ (which the README shows) when RIPPL_SCREENSHOTS=docs/img is set:
+a test run leaves the tree as it was."""
 
 from __future__ import annotations
 
