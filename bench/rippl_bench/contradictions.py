@@ -153,19 +153,61 @@ def score(rows: list[dict[str, Any]], detector: str) -> dict[str, Any]:
             "flagged": by_label}
 
 
+HEADING = "## Contradictions proposed, never applied (issue 24 part 4)"
+
+
 def markdown(result: dict[str, Any]) -> str:
+    """The section of docs/benchmarks.md: what was measured, the table, what the figures mean."""
     labels = result["labels"]
-    lines = [f"{sum(labels.values())} pairs: {labels['contradicting']} contradicting, "
-             f"{labels['compatible']} compatible, {labels['unrelated']} unrelated "
-             "(`bench/data/contradictions.jsonl`).", "",
+    candidates = {"all": sum(r["candidate"] for r in result["pairs"]),
+                  "contradicting": sum(r["candidate"] for r in result["pairs"]
+                                       if r["label"] == "contradicting")}
+    lines = [HEADING, "",
+             "`uv run python bench/scripts/bench_contradictions.py` writes this section and "
+             "`bench/results/contradictions.json`.",
+             "",
+             f"The labelled set is {sum(labels.values())} pairs of claims "
+             f"(`bench/data/contradictions.jsonl`): {labels['contradicting']} contradicting, "
+             f"{labels['compatible']} compatible (agreeing, adding detail, the same value spelt "
+             f"another way), {labels['unrelated']} unrelated (often the same property of another "
+             "subject). Keys and values are given where an extractor would give them, and left out "
+             "or spelt apart where one plausibly would not. Each pair is written into a fresh graph "
+             "of embedded FalkorDB, claim A then claim B, each with its own source; a detector's "
+             "answer is positive when it flags A as contradicted by B. Positives are the "
+             "contradicting pairs; compatible and unrelated pairs are the negatives.",
+             "",
              "| detector | precision | recall | flagged: contradicting / compatible / unrelated |",
              "|---|---|---|---|"]
     names = {"key": "key (same key, another value)",
-             "model": f"model (`{result['model']}`: the heuristic stand-in)",
-             "either": "either"}
+             "model": f"model, driven by `{result['model']}` (a heuristic stand-in, see below)",
+             "either": "either (what a user with both gets)"}
     for name, label in names.items():
         s = result["scores"][name]
         f = s["flagged"]
         lines.append(f"| {label} | {s['precision']} | {s['recall']} | "
                      f"{f['contradicting']} / {f['compatible']} / {f['unrelated']} |")
-    return "\n".join(lines)
+    lines += [
+        "",
+        "- **The key detector** is exact about what it sees: it flags every pair whose keys match "
+        "and whose values differ. It misses contradictions whose claims carry no key or keys spelt "
+        "apart (`pg16-migration/status` against `postgres-16-migration/state`), and it flags "
+        "compatible pairs whose values differ without conflicting (`down` and `offline`, "
+        "`eu-west` and `eu-west-1`, `12` and `twelve`). Its precision is the precision of the "
+        "keys an extractor writes; normalising values (synonyms, units) would be the extractor's "
+        "job, not the rule's.",
+        "- **The model detector's figure is not a model's.** No hosted model is reachable from "
+        "this machine, so the chat model behind `ChatModelDetector` is `HeuristicJudge` "
+        "(`bench/rippl_bench/contradictions.py`): a deterministic LangChain chat model answering "
+        "through `with_structured_output` for real, whose judgement is a small rule (enough "
+        "shared words, then a negation on one side only, an antonym from a short list, or "
+        "different numbers). The figure measures that rule and the candidate selection (in a "
+        "two-claim graph, A is a candidate whenever it shares B's key or a significant word: "
+        f"it was in {candidates['all']} of the {sum(labels.values())} pairs, every "
+        f"contradicting one among them ({candidates['contradicting']} of "
+        f"{labels['contradicting']})), and says nothing of what Groq or another hosted model "
+        "would score; a hosted model run against the same file is the open item. The same author "
+        "wrote the set and the rule, so the rule's figure is optimistic even as a heuristic.",
+        "- **Either** is what the two give together: proposals stay proposals, so a false positive "
+        "costs a reviewer's rejection, and a pair is never proposed twice.",
+    ]
+    return "\n".join(lines) + "\n"

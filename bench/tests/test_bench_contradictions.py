@@ -38,4 +38,4 @@ def test_a_run_scores_both_detectors(tmp_path: Path) -> None:
     assert by_id["P01"]["key"] and not by_id["P16"]["key"] and by_id["P16"]["model"]
     assert not any(by_id["P25"][d] or by_id["P47"][d] for d in ("key", "model"))
     assert result["scores"]["either"]["recall"] == 1.0
-    assert "| either |" in markdown(result)
+    assert "| either (what a user with both gets) |" in markdown(result)
