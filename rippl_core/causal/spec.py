@@ -75,15 +75,15 @@ class NodeSpec:
         canonical_args(self.args)
         if self.provenance is not None:
             canonical_json(self.provenance, what="provenance", limit=MAX_ARGS_BYTES)
-        key, value = claim_key(self.key), claim_value(self.value)
-        if self.kind is not Kind.CLAIM and (key is not None or value is not None):
+        fact_key, fact_value = claim_key(self.key), claim_value(self.value)
+        if self.kind is not Kind.CLAIM and (fact_key is not None or fact_value is not None):
             raise InvalidInputError(f"only claims carry a key and a value, not a {self.kind}")
-        if value is not None and key is None:
+        if fact_value is not None and fact_key is None:
             raise InvalidInputError(f"{node_id} has a value but no key; give the key it is the "
                                     "value of (a subject and a property, e.g. 'shard-09/health')")
         return NodeSpec(self.kind, text, node_id, self.uri, self.source_type, self.tool,
                         self.args, unique, self.provenance, check_ids(self.sources, what="sources"),
-                        key, value)
+                        fact_key, fact_value)
 
     def _checked_copy(self) -> NodeSpec:
         """`validated()` of a spec whose every field already passed the checks (see

@@ -38,7 +38,7 @@ from rippl_core._runtime.schema import Index, Schema
 from rippl_core._runtime.steps import adrive as steps_adrive
 from rippl_core._runtime.steps import drive as steps_drive
 from rippl_core._runtime.timeutil import now_ms
-from rippl_core._runtime.validation import check_ids, normalise_text
+from rippl_core._runtime.validation import SequenceNotStr, check_ids, normalise_text
 from rippl_core._runtime.wire import Query
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import ClaimEvidence, Contradiction, ReviewItem
@@ -275,8 +275,8 @@ class Judge:
 type Steps[T] = Generator[Run | Judge, Any, T]
 
 
-def detection_steps(claim_ids: Sequence[str], detector: ContradictionDetector | None, *,
-                    judged: Sequence[str] | None = None) -> Steps[list[ReviewItem]]:
+def detection_steps(claim_ids: SequenceNotStr[str], detector: ContradictionDetector | None, *,
+                    judged: SequenceNotStr[str] | None = None) -> Steps[list[ReviewItem]]:
     """Propose what the key detector finds for `claim_ids`, then (with a `detector`) what the
     model finds for `judged` (default: the same claims). Returns the proposals made."""
     ids = check_ids(claim_ids, what="claim ids")
@@ -289,7 +289,7 @@ def detection_steps(claim_ids: Sequence[str], detector: ContradictionDetector | 
     if detector is None:
         return made
     for cid in (ids if judged is None else check_ids(judged, what="claim ids")):
-        claim, found = yield Run(lambda cid=cid: candidates(cid, detector.nearest), False)
+        claim, found = yield Run(_candidates(cid, detector.nearest), False)
         if claim is None or not found:
             continue
         answers = yield Judge(detector, claim, tuple(found))
@@ -301,6 +301,11 @@ def detection_steps(claim_ids: Sequence[str], detector: ContradictionDetector | 
                 if item is not None:
                     made.append(item)
     return made
+
+
+def _candidates(claim_id: str, limit: int
+                ) -> Callable[[], Op[tuple[ClaimEvidence | None, list[ClaimEvidence]]]]:
+    return lambda: candidates(claim_id, limit)
 
 
 def _proposal(old: str, new: str, detector: str, reason: str | None,

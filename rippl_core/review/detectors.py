@@ -83,6 +83,9 @@ class ChatModelDetector:
     DetectorError."""
 
     name = "langchain"
+    chat_model: Any
+    nearest: int
+    model: str | None
 
     def __init__(self, chat_model: Any, *, nearest: int = NEAREST, method: str | None = None,
                  model: str | None = None) -> None:
@@ -92,7 +95,7 @@ class ChatModelDetector:
         if not isinstance(nearest, int) or nearest < 0:
             raise DetectorError("nearest must be a whole number, 0 or more")
         self.chat_model, self.nearest = chat_model, nearest
-        self.model: str | None = model or _model_name(chat_model)
+        self.model = model or _model_name(chat_model)
         kwargs: dict[str, Any] = {"include_raw": True}
         if method is not None:
             kwargs["method"] = method
