@@ -468,7 +468,8 @@ def watch_cmd(ctx: typer.Context,
                     change = (f"{event.before_status} -> {event.after_status}" if event.before
                               else (event.claim or ""))
                     at = f"{event.at:%H:%M:%S}" if event.at else "--:--:--"
-                    console.print(f"{at} {event.type:<19} {what} {change}")
+                    found = f" (found by the {event.detector} detector)" if event.detector else ""
+                    console.print(f"{at} {event.type:<19} {what} {change}{found}")
                 seen += 1
                 if count is not None and seen >= count:
                     break

@@ -78,3 +78,28 @@ def test_contradictions_with_a_model_detector(tmp_path: Path) -> None:
     assert "Sam, not Dana, owns billing now" in out
     bad = run(db, "contradictions", "CLM-sam", "--detector", "groq")
     assert bad.exit_code != 0 and "langchain:" in bad.output
+
+
+def test_watch_names_the_detector_of_a_proposal(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from rippl_core._runtime.keys import Keys
+
+    db = tmp_path / "rippl.db"
+    with Rippl.open(db, graph="ops") as rippl:
+        rippl.add_claim("CLM-a", "Shard 09 is healthy", key="shard-09/health", value="healthy")
+    rippl_bin = Path(sys.executable).with_name("rippl")
+    watcher = subprocess.Popen([str(rippl_bin), "--db", str(db), "--graph", "ops", "watch",
+                                "--count", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, "COLUMNS": "200"})
+    with Rippl.open(db, graph="ops") as rippl:
+        deadline = time.monotonic() + 120
+        while int(rippl.redis.execute_command("PUBSUB", "SHARDNUMSUB", Keys("ops").events)[1]) < 1:
+            assert time.monotonic() < deadline, "the watcher never subscribed"
+            time.sleep(0.1)
+        rippl.add_claim("CLM-b", "Shard 09 is degraded", key="shard-09/health", value="degraded")
+    out, err = watcher.communicate(timeout=60)
+    assert "review_proposed" in out and "(found by the key detector)" in out, (out, err)
