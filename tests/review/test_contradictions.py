@@ -304,3 +304,29 @@ def test_key_rule_matches_a_plain_reference(backend: Mapping[str, Any],
         assert not any(rippl.get(c).retracted for c in claims)
         assert rippl.receipts() == []
 
+
+
+def test_a_graph_of_schema_nine_gains_the_indexes_when_opened(
+        backend: Mapping[str, Any]) -> None:
+    from rippl_core._runtime.wire import Query
+
+    with fresh(backend) as rippl:
+        rippl.add_claim("CLM-a", "Shard 09 is healthy")
+        for text in ("DROP INDEX ON :Claim(key)", "DROP INDEX ON :ReviewItem(pair)",
+                     "CALL db.idx.fulltext.drop('Claim')"):
+            rippl._driver.run(lambda text=text: (yield Query(text)), write=True)
+        rippl.redis.set(rippl.keys.schema, "9")
+        again = Rippl.open(graph=rippl.graph, **backend)
+        try:
+            rows = again._driver.query(Query("CALL db.indexes() YIELD label, properties, types "
+                                             "RETURN label, properties, types", read_only=True))
+            kinds = {(label, prop, kind) for label, props, types in rows for prop in props
+                     for kind in types[prop]}
+            assert {("Claim", "key", "RANGE"), ("ReviewItem", "pair", "RANGE"),
+                    ("Claim", "text", "FULLTEXT")} <= kinds
+            assert again.redis.get(again.keys.schema) in ("11", b"11")
+            again.add_claim("CLM-b", "Shard 09 is down", key="shard-09/health")
+            again.add_claim("CLM-c", "Shard 09 is up", key="shard-09/health")
+            assert pairs(again) == {("CLM-b", "CLM-c")}
+        finally:
+            again.close()
