@@ -319,6 +319,7 @@ def test_a_contradiction_shows_both_sides_in_the_queue(browser: Any, console_url
                     key="shard-12/health", value="degraded")
     [item] = [r for r in graph.reviews() if r.claim == "CLM-k-healthy"]
     reviewer.page.wait_for_selector(f"[data-review='{item.id}']", timeout=15_000)
+    assert "contradicted by CLM-k-degraded" in reviewer.page.inner_text(f"[data-review='{item.id}']")
     reviewer.page.click(f"[data-review='{item.id}']")
     reviewer.page.wait_for_selector("#contradiction", timeout=15_000)
     shown = reviewer.page.inner_text("#contradiction")

@@ -53,7 +53,8 @@ async function reload() {
       type: "button", "data-review": item.id, onclick: () => select(item.id),
       "aria-current": selected && selected.id === item.id ? "true" : "false",
     },
-    h("div", { class: "card-title" }, `Retract ${item.claim}`),
+    h("div", { class: "card-title" }, `Retract ${item.claim}`,
+      item.contradiction ? ` (contradicted by ${item.contradiction.new.id})` : ""),
     h("div", {}, item.reason),
     h("div", { class: "card-meta" },
       `${item.id} · proposed by ${item.proposed_by} · ${when(item.proposed_at)} · ${item.at_risk.length} dependents would go out`));
