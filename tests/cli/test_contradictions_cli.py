@@ -103,3 +103,20 @@ def test_watch_names_the_detector_of_a_proposal(tmp_path: Path) -> None:
         rippl.add_claim("CLM-b", "Shard 09 is degraded", key="shard-09/health", value="degraded")
     out, err = watcher.communicate(timeout=60)
     assert "review_proposed" in out and "(found by the key detector)" in out, (out, err)
+
+
+def test_ingest_with_a_model_detector(tmp_path: Path) -> None:
+    db = tmp_path / "rippl.db"
+    with Rippl.open(db, graph="ops") as rippl:
+        rippl.add_claim("CLM-owner", "Dana owns the billing service")
+    doc = tmp_path / "handover.md"
+    doc.write_text("# Handover\n\n```rippl\nclaims:\n  - ref: c1\n    text: Sam owns the billing "
+                   "service\n```\n")
+    result = run(db, "ingest", str(doc), "--detector",
+                 "langchain:helpers_contradictions:scripted_judge")
+    assert result.exit_code == 0, result.output
+    with Rippl.open(db, graph="ops") as rippl:
+        [item] = rippl.reviews()
+    assert item.claim == "CLM-owner" and item.contradiction is not None
+    assert item.contradiction.new.text == "Sam owns the billing service"
+    assert item.reason == "Sam, not Dana, owns billing now"
