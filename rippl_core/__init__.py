@@ -67,8 +67,10 @@ if TYPE_CHECKING:
     from rippl_core.models import (
         AtRiskPolicy,
         Blocker,
+        ClaimEvidence,
         Compensation,
         ConsistencyProof,
+        Contradiction,
         Event,
         Expired,
         InclusionProof,
@@ -99,6 +101,8 @@ if TYPE_CHECKING:
     )
     from rippl_core.records.model import Record, ScopeSummary
     from rippl_core.records.store import AsyncRecordStore, RecordStore
+    from rippl_core.review.contradictions import ContradictionDetector, Judgement
+    from rippl_core.review.detectors import DetectorError
     from rippl_core.review.events import AsyncEventStream, EventStream
     from rippl_core.review.receipts import SigningKey
     from rippl_core.vocabulary import Kind, State
@@ -143,9 +147,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ConsistencyProof", "Stats", "StatusChange", "ToolCall", "ToolSettings", "Transition",
         "Verdict", "Wave", "WhatIfRetracted", "AtRiskPolicy", "UnknownPolicy", "OnErrorPolicy",
         "RepeatScope", "RepeatScopes", "ReviewKind", "ReviewStatus", "ProvenanceQuery",
+        "ClaimEvidence", "Contradiction",
     ),
     "rippl_core.records.model": ("Record", "ScopeSummary"),
     "rippl_core.records.store": ("AsyncRecordStore", "RecordStore"),
+    "rippl_core.review.contradictions": ("ContradictionDetector", "Judgement"),
+    "rippl_core.review.detectors": ("DetectorError",),
     "rippl_core.review.events": ("AsyncEventStream", "EventStream"),
     "rippl_core.review.receipts": ("SigningKey",),
     "rippl_core.vocabulary": ("Kind", "State"),
@@ -167,14 +174,18 @@ __all__ = [
     "Blocker",
     "CheckpointIntegrityError",
     "ClaimEntry",
+    "ClaimEvidence",
     "ClaimItem",
     "CollectionNotStr",
     "Compensation",
     "ConflictError",
     "ConsistencyProof",
+    "Contradiction",
+    "ContradictionDetector",
     "DatabaseError",
     "DecisionEntry",
     "DecisionItem",
+    "DetectorError",
     "Document",
     "DocumentLike",
     "DocumentReport",
@@ -194,6 +205,7 @@ __all__ = [
     "IngestStatus",
     "IngestedNode",
     "InvalidInputError",
+    "Judgement",
     "Justification",
     "JustificationEntry",
     "Kind",

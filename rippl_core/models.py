@@ -51,6 +51,8 @@ class Node(_Model):
     created_at: datetime | None = None
     justifications: list[list[str]] = Field(default_factory=list)
     provenance: dict[str, Any] | None = None
+    key: str | None = None
+    value: str | None = None
 
     @property
     def status(self) -> str:
@@ -249,6 +251,30 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+class ClaimEvidence(_Model):
+    """One side of a contradiction: a claim as it stood when the proposal was made, with its
+    sources (id, title, uri when it has one)."""
+
+    id: str
+    text: str
+    key: str | None = None
+    value: str | None = None
+    sources: list[dict[str, str]] = Field(default_factory=list)
+
+
+class Contradiction(_Model):
+    """Why a detector proposed a retraction: the `old` claim (the one proposed for retraction) is
+    contradicted by the `new` one. `detector` is "key" (same key, another value) or "model" (a
+    chat model judged them contradictory; `model` names it, `reason` is what it said)."""
+
+    detector: Literal["key", "model"]
+    key: str | None = None
+    old: ClaimEvidence
+    new: ClaimEvidence
+    model: str | None = None
+    reason: str
+
+
 class ReviewItem(_Model):
     """A proposal awaiting (or past) human review: a retraction (of `claims`; `claim` is the
     first), a one-call override of a veto (`kind="override"`: the call it lets run once, in its
@@ -277,6 +303,7 @@ class ReviewItem(_Model):
     matched: list[str] = Field(default_factory=list)
     survives: list[str] = Field(default_factory=list)
     monitor: str | None = None
+    contradiction: Contradiction | None = None
 
 
 class Receipt(_Model):
@@ -352,7 +379,8 @@ class Event(_Model):
 
     Belief events (`belief_recorded`, `belief_retracted`, `belief_revised`) name the `agent`, the
     `topic`, the `claim` and the valid interval [`valid_from`, `valid_to`) the write recorded
-    (`valid_to` None: still open); `at` is when it was recorded."""
+    (`valid_to` None: still open); `at` is when it was recorded. A `review_proposed` event of a
+    proposal a contradiction detector made names it (`detector`: "key" or "model")."""
 
     type: Literal["node_at_risk", "node_invalidated", "node_restored", "review_proposed",
                   "review_approved", "review_rejected", "action_executed", "compensation_needed",
@@ -376,6 +404,7 @@ class Event(_Model):
     sources: list[str] | None = None
     claims: list[str] | None = None
     monitor: str | None = None
+    detector: str | None = None
 
     @property
     def before_status(self) -> str | None:

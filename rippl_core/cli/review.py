@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.text import Text
 
 from rippl_core.cli.app import (
     EXIT_ERROR,
@@ -30,7 +31,14 @@ from rippl_core.errors import InvalidInputError
 from rippl_core.vocabulary import State
 
 if TYPE_CHECKING:
-    from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, ReviewStatus, TreeHead
+    from rippl_core.models import (
+        Contradiction,
+        Receipt,
+        ReceiptCheck,
+        ReviewItem,
+        ReviewStatus,
+        TreeHead,
+    )
 
 review_app = typer.Typer(help="The human review queue: proposed retractions and overrides.",
                          no_args_is_help=True)
@@ -64,7 +72,10 @@ def print_review(item: ReviewItem) -> None:
     monitor = f" (monitor {item.monitor})" if item.monitor else ""
     console.print(f"  proposed by {item.proposed_by}{monitor} at "
                   f"{item.proposed_at:%Y-%m-%d %H:%M:%S} UTC")
-    if item.evidence:
+    if item.contradiction is not None:
+        for line in contradiction_lines(item.contradiction):
+            console.print(line)
+    elif item.evidence:
         console.print(f"  evidence: {item.evidence}")
     if item.kind != "override":
         console.print(f"  would invalidate {len(item.at_risk)} nodes: {', '.join(item.at_risk) or '-'}")
@@ -73,6 +84,20 @@ def print_review(item: ReviewItem) -> None:
     if item.decided_by and item.decided_at:
         console.print(f"  {item.status} by {item.decided_by} at {item.decided_at:%Y-%m-%d %H:%M:%S} UTC"
                       + (f": {item.note}" if item.note else ""))
+
+
+def contradiction_lines(found: Contradiction) -> list[Text]:
+    """The evidence of a contradiction: who found it, both claims with their sources."""
+    by = f"the model {found.model}" if found.detector == "model" and found.model else \
+        f"the {found.detector} detector"
+    lines = [Text(f"  contradiction found by {by}" + (f" on key {found.key}" if found.key else ""))]
+    for label, side in (("old (proposed for retraction)", found.old), ("new", found.new)):
+        value = f" [{side.key} = {side.value}]" if side.value is not None else ""
+        lines.append(Text(f"    {label}: {side.id} {side.text!r}{value}"))
+        sources = "; ".join(f"{s['id']} {s.get('title', '')}".strip()
+                            + (f" <{s['uri']}>" if s.get("uri") else "") for s in side.sources)
+        lines.append(Text(f"      sources: {sources or 'none'}"))
+    return lines
 
 
 def print_receipt(receipt: Receipt) -> None:
@@ -229,9 +254,60 @@ def review_list(ctx: typer.Context,
     table = Table("review", "kind", "status", "claims", "reason", "proposed by", "at risk")
     for item in items:
         claims = _count(item.claims, "source") if item.kind == "provenance" else ", ".join(item.claims)
-        table.add_row(item.id, item.kind, item.status, claims, item.reason,
+        reason = item.reason if item.contradiction is None else _evidence(item)
+        table.add_row(item.id, _kind(item), item.status, claims, reason,
                       item.proposed_by, str(len(item.at_risk)) if item.kind != "override" else "-")
     console.print(table)
+
+
+def _kind(item: ReviewItem) -> str:
+    found = item.contradiction
+    return item.kind if found is None else f"{item.kind} ({found.detector} contradiction)"
+
+
+def _evidence(item: ReviewItem) -> str:
+    """A contradiction's reason and evidence in one cell: both claims with their sources."""
+    found = item.contradiction
+    assert found is not None
+
+    def side(label: str, c: Any) -> str:
+        sources = ", ".join(s.get("title") or s["id"] for s in c.sources) or "no source"
+        return f"{label} {c.id} {c.text!r} ({sources})"
+
+    return f"{item.reason}\n{side('old:', found.old)}\n{side('new:', found.new)}"
+
+
+@command("contradictions")
+def contradictions_cmd(
+        ctx: typer.Context,
+        claim_ids: Annotated[list[str], typer.Argument(help="Claims to check now.")],
+        detector: Annotated[str | None, typer.Option(
+            help="Also ask a model: langchain:<package.module:name> (a LangChain chat model, its "
+                 "class or a factory).")] = None,
+        model: Annotated[str | None, typer.Option(help="Model name for the detector.")] = None
+) -> None:
+    """Run the contradiction detectors over claims now (the key detector; with --detector, a
+    model too) and list the retractions proposed. Nothing is approved: review them."""
+    chosen = model_detector(detector, model)
+    with connection(ctx).open() as rippl:
+        made = rippl.detect_contradictions(claim_ids, detector=chosen)
+    for item in made:
+        print_review(item)
+    console.print(f"{len(made)} retraction{'s' if len(made) != 1 else ''} proposed"
+                  + (": review them with `rippl review list`" if made else ""))
+
+
+def model_detector(spec: str | None, model: str | None) -> Any:
+    """A `ChatModelDetector` from `langchain:<package.module:name>` (None: none)."""
+    if spec is None:
+        return None
+    from rippl_core.ingest.extractors.langchain_extractor import load_chat_model
+    from rippl_core.review.detectors import ChatModelDetector
+
+    kind, _, path = spec.partition(":")
+    if kind != "langchain" or not path:
+        raise InvalidInputError(f"--detector {spec}: write it as langchain:<package.module:name>")
+    return ChatModelDetector(load_chat_model(path, model=model), model=model)
 
 
 @command("show", on=review_app)
@@ -476,7 +552,8 @@ def watch_cmd(ctx: typer.Context,
                     change = (f"{event.before_status} -> {event.after_status}" if event.before
                               else (event.claim or ""))
                     at = f"{event.at:%H:%M:%S}" if event.at else "--:--:--"
-                    console.print(f"{at} {event.type:<19} {what} {change}")
+                    found = f" (found by the {event.detector} detector)" if event.detector else ""
+                    console.print(f"{at} {event.type:<19} {what} {change}{found}")
                 seen += 1
                 if count is not None and seen >= count:
                     break

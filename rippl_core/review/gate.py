@@ -105,9 +105,12 @@ def set_retracted(claim_id: str, *, retracted: bool, reason: str, by: str, at: i
 
 @telemetry.traced(telemetry.PROPOSE)
 def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: int,
-            monitor: str | None = None) -> Op[ReviewItem]:
+            monitor: str | None = None, extra: Mapping[str, Any] | None = None,
+            detector: str | None = None) -> Op[ReviewItem]:
     """Put a claim and everything that would lose support AT_RISK until a human decides
-    (`monitor`: the monitor proposing, recorded with the item and its event)."""
+    (`monitor`: the monitor proposing, recorded with the item and its event). `extra`
+    review properties and the `detector` that proposed it (named by the event) are what a
+    contradiction detector adds (`rippl_core.review.contradictions`)."""
     claim_id, props = yield from _retractable(claim_id)
     reason, by = check_text(reason, what="reason"), check_actor(by)
     if evidence is not None:
@@ -125,10 +128,12 @@ def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: i
                            review=review_id)
     item = {"id": review_id, "claim": claim_id, "status": "pending", "reason": reason,
             "evidence": evidence, "proposed_by": by, "proposed_at": now, "at_risk": at_risk,
-            "monitor": monitor}
+            "monitor": monitor, **(extra or {})}
     commit.queries.append(cypher.create_review({k: v for k, v in item.items() if v is not None}))
     event = _review_event("review_proposed", review_id, claim_id, by, now)
-    commit.events.append(event | {"monitor": monitor} if monitor is not None else event)
+    if monitor is not None:
+        event |= {"monitor": monitor}
+    commit.events.append(event if detector is None else event | {"detector": detector})
     yield commit
     return review_model(item)
 
@@ -360,6 +365,7 @@ def review_model(props: Mapping[str, Any]) -> ReviewItem:
         query=ProvenanceQuery(**json.loads(props["query"])) if props.get("query") else None,
         matched=list(props.get("matched") or []), survives=list(props.get("survives") or []),
         monitor=props.get("monitor"),
+        contradiction=json.loads(props["contradiction"]) if props.get("contradiction") else None,
     )
 
 

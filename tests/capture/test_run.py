@@ -165,10 +165,10 @@ def test_memory_reads_are_observations_of_the_run(rippl: Rippl) -> None:
     assert "CLM-IOPS" in premises_of(rippl, held.target)  # type: ignore[arg-type]
     with pytest.raises(NotFoundError):
         run.observe(["CLM-NOPE"])
-    with pytest.raises(InvalidInputError, match="^SRC-DASH is not a claim; a run observes claims$"):
+    with pytest.raises(InvalidInputError, match=r"^SRC-DASH is not a claim; a run observes claims$"):
         run.observe(["SRC-DASH"])
     rippl.add_source("SRC-LOGS", "shard logs")
-    with pytest.raises(InvalidInputError, match="^SRC-DASH, SRC-LOGS are not a claim"):
+    with pytest.raises(InvalidInputError, match=r"^SRC-DASH, SRC-LOGS are not a claim"):
         run.observe(["SRC-DASH", "CLM-IOPS", "SRC-LOGS"])
 
 

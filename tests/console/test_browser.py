@@ -3,8 +3,9 @@ browser) against `rippl serve` on a loopback port and a real FalkorDB server.
 
 A reviewer opens the queue and sees a proposal arrive live; an unauthenticated approve is refused;
 the reviewer approves, and a second page's explorer recolours with the cascade without a reload;
-a rejection restores it. Screenshots go to a temporary folder, or to docs/img/ (which the README
-shows) when RIPPL_SCREENSHOTS=docs/img is set: a test run leaves the tree as it was."""
+a rejection restores it; a contradiction shows both claims and their sources. Screenshots go to a
+temporary folder, or to docs/img/ (which the README shows) when RIPPL_SCREENSHOTS=docs/img is set:
+a test run leaves the tree as it was."""
 
 from __future__ import annotations
 
@@ -388,3 +389,31 @@ def test_an_override_in_the_queue_is_shown_as_one_call_and_approved_signed(
     finally:
         handle.drop()
         handle.close()
+
+
+def test_a_contradiction_shows_both_sides_in_the_queue(browser: Any, console_url: str,
+                                                        graph: Rippl) -> None:
+    reviewer = Page(browser, console_url + "#queue")
+    reviewer.page.click("#sign-in")
+    reviewer.page.fill("#token", ALICE)
+    reviewer.page.click("#sign-in-form button[type=submit]")
+    reviewer.page.wait_for_selector("#who:has-text('reviewer: alice')")
+    graph.add_source("SRC-k-grafana", "Grafana: shard-12 health, 09:00 UTC")
+    graph.add_source("SRC-k-pager", "PagerDuty: shard-12 degraded, 09:12 UTC")
+    graph.add_claim("CLM-k-healthy", "Shard 12 is healthy", sources=["SRC-k-grafana"],
+                    key="shard-12/health", value="healthy")
+    graph.add_claim("CLM-k-degraded", "Shard 12 is degraded", sources=["SRC-k-pager"],
+                    key="shard-12/health", value="degraded")
+    [item] = [r for r in graph.reviews() if r.claim == "CLM-k-healthy"]
+    reviewer.page.wait_for_selector(f"[data-review='{item.id}']", timeout=15_000)
+    assert "contradicted by CLM-k-degraded" in reviewer.page.inner_text(f"[data-review='{item.id}']")
+    reviewer.page.click(f"[data-review='{item.id}']")
+    reviewer.page.wait_for_selector("#contradiction", timeout=15_000)
+    shown = reviewer.page.inner_text("#contradiction")
+    assert "found by the key detector on key shard-12/health" in shown
+    assert "Shard 12 is healthy [shard-12/health = healthy]" in shown
+    assert "Shard 12 is degraded [shard-12/health = degraded]" in shown
+    assert "Grafana: shard-12 health" in shown and "PagerDuty: shard-12 degraded" in shown
+    assert reviewer.page.inner_text("#proposer") == "rippl:key-detector"
+    assert reviewer.errors == []
+    graph.reject(item.id, by="alice")

@@ -240,6 +240,25 @@ async def test_review_gate_end_to_end_propose_via_mcp_approve_via_cli(client: Cl
     assert (await client.call("verify_receipts"))["ok"] is True
 
 
+async def test_a_keyed_claim_over_mcp_proposes_the_contradicted_one(client: Client,
+                                                                   direct: Rippl) -> None:
+    """An agent records a claim of a key another claim holds with another value: the older one is
+    proposed for retraction (never applied), and list_reviews carries both sides as evidence."""
+    subject = uid("shard")
+    old = await client.call("add_claim", text=f"{subject} is healthy", key=f"{subject}/health",
+                            value="healthy")
+    new = await client.call("add_claim", text=f"{subject} is degraded", key=f"{subject}/health",
+                            value="degraded")
+    assert (old["key"], new["value"]) == (f"{subject}/health", "degraded")
+    pending = await client.call("list_reviews", status="pending")
+    [mine] = [r for r in pending["reviews"] if r["claim"] == old["id"]]
+    assert mine["proposed_by"] == "rippl:key-detector"
+    assert mine["contradiction"]["new"]["text"] == f"{subject} is degraded"
+    assert mine["contradiction"]["old"]["value"] == "healthy"
+    assert not direct.get(old["id"]).retracted
+    direct.reject(mine["id"], by="alice")
+
+
 async def test_the_proposer_is_always_the_mcp_client_and_non_claims_are_refused(
         client: Client, direct: Rippl) -> None:
     """`by` only names the agent under the client's identity: an agent can never propose as a

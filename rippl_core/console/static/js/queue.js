@@ -85,7 +85,8 @@ function title(item) {
   if (item.kind === "provenance") {
     return `Retract ${plural(item.claims.length, "source")} (${describe(item.query)})`;
   }
-  return `Retract ${item.claim}`;
+  const by = item.contradiction ? ` (contradicted by ${item.contradiction.new.id})` : "";
+  return `Retract ${item.claim}${by}`;
 }
 
 async function select(reviewId, focus = true) {
@@ -139,6 +140,16 @@ function renderOverride(detail, preview) {
     h("div", { class: "decide", id: "decide" }));
 }
 
+// Both sides of a contradiction a detector found: each claim, its value and its sources.
+function contradiction(found) {
+  const by = found.detector === "model" ? `the model ${found.model || ""}` : "the key detector";
+  const side = (label, c) => h("li", {}, `${label}: `, h("span", { class: "mono" }, c.id), ` ${c.text}`,
+    c.value != null ? ` [${c.key} = ${c.value}]` : "",
+    h("div", { class: "card-meta" }, `sources: ${c.sources.map((s) => s.title || s.id).join("; ") || "none"}`));
+  return h("div", {}, `found by ${by}${found.key ? ` on key ${found.key}` : ""}`,
+    h("ul", {}, side("old (proposed for retraction)", found.old), side("new", found.new)));
+}
+
 function renderPreview(detail, preview) {
   const item = preview.review;
   if (item.kind === "override") return renderOverride(detail, preview);
@@ -156,7 +167,9 @@ function renderPreview(detail, preview) {
           `${plural(item.claims.length, "source")} supporting ${plural(item.matched.length, "claim")}`)] : null,
       h("dt", {}, "when"), h("dd", {}, when(item.proposed_at)),
       h("dt", {}, "reason"), h("dd", {}, item.reason),
-      item.evidence ? [h("dt", {}, "evidence"), h("dd", {}, item.evidence)] : null,
+      item.contradiction
+        ? [h("dt", {}, "contradiction"), h("dd", { id: "contradiction" }, contradiction(item.contradiction))]
+        : item.evidence ? [h("dt", {}, "evidence"), h("dd", {}, item.evidence)] : null,
       h("dt", {}, "downstream"), h("dd", {}, `${preview.downstream} nodes rest on ${many ? "them" : "it"}`)),
     h("div", { class: "preview" },
       h("section", {},
