@@ -40,8 +40,19 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-console = Console(markup=False, emoji=False, highlight=False)
-errors = Console(stderr=True, markup=False, emoji=False, highlight=False)
+
+
+def _console(*, stderr: bool = False) -> Console:
+    """A console sized when it prints. Rich reads COLUMNS and LINES once, when a console is made:
+    a module-level console would keep the size of the environment that imported it (a test
+    worker's COLUMNS=80) whatever the command's environment says."""
+    made = Console(stderr=stderr, markup=False, emoji=False, highlight=False)
+    made._width = made._height = None  # read COLUMNS/LINES (or the terminal) at each print
+    return made
+
+
+console = _console()
+errors = _console(stderr=True)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DENIED = 0, 1, 2, 3
 
