@@ -425,7 +425,7 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR)
     event_listener.formatter.verbose = False  # this script prints its own story
 
-    folder = tempfile.TemporaryDirectory(prefix="rippl-crewai-")
+    folder = tempfile.TemporaryDirectory(prefix="rippl-crewai-", ignore_cleanup_errors=True)
     for name in (["captured", "declared"] if args.story == "both" else [args.story]):
         graph = f"crewai-demo-{uuid.uuid4().hex[:6]}"
         print(f"\n===== the {name} story =====")
