@@ -18,7 +18,10 @@ Besides the blocks, any sentence that lists the CLI's exit codes must agree with
 
 from __future__ import annotations
 
+import ast
+import asyncio
 import contextlib
+import inspect
 import os
 import re
 import shlex
@@ -31,7 +34,7 @@ from typing import Any
 
 import pytest
 from sybil import Document, Example, Sybil
-from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
+from sybil.parsers.markdown import CodeBlockParser, SkipParser
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted([ROOT / "README.md", *ROOT.glob("integrations/*/README.md"), *ROOT.glob("docs/*.md")])
@@ -115,9 +118,22 @@ def evaluate_shell(example: Example) -> str | None:
     return None
 
 
+def evaluate_python(example: Example) -> None:
+    """Run a Python block in the document's namespace; top-level `await` runs on the document's
+    own event loop (so an AsyncRippl handle opened in one block serves the next)."""
+    source = "\n" * example.line + example.parsed  # tracebacks name the document's lines
+    code = compile(source, example.path, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+                   dont_inherit=True)
+    namespace = example.namespace
+    result = eval(code, namespace)
+    if inspect.iscoroutine(result):
+        loop = namespace.setdefault("__loop__", asyncio.new_event_loop())
+        loop.run_until_complete(result)
+
+
 SYBIL = Sybil(
     parsers=[
-        PythonCodeBlockParser(),
+        CodeBlockParser(language="python", evaluator=evaluate_python),
         *(CodeBlockParser(language=lang, evaluator=evaluate_shell) for lang in SHELLS),
         SkipParser(),
     ],
@@ -140,11 +156,19 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def close_all(namespace: dict[str, Any]) -> None:
     """Close what a document's Python blocks opened and left open (a Rippl handle, a saver)."""
+    loop = namespace.get("__loop__")
     for value in list(namespace.values()):
         close = getattr(value, "close", None)
         if close is not None and type(value).__module__.startswith(("rippl_core", "rippl_")):
             with contextlib.suppress(Exception):  # a handle closed twice is fine here
-                close()
+                done = close()
+                if inspect.iscoroutine(done):
+                    if loop is None:
+                        done.close()
+                    else:
+                        loop.run_until_complete(done)
+    if loop is not None:
+        loop.close()
 
 
 @pytest.mark.parametrize("path", DOCS, ids=doc_id)
