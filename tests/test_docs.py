@@ -28,6 +28,7 @@ import shlex
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,10 @@ SYBIL = Sybil(
 )
 
 
+class BlockNotRunHere(UserWarning):
+    """A block marked `<!-- skip: next "reason" -->`: reported, with its reason, on every run."""
+
+
 def doc_id(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
@@ -187,8 +192,8 @@ def test_doc_runs(path: Path, workdir: Path) -> None:
                 raise
     finally:
         close_all(document.namespace)
-    if skipped:  # visible in the run (-ra), not silent
-        print(f"{doc_id(path)}: not run here: " + "; ".join(skipped))
+    for reason in skipped:  # visible in the run's warnings summary, not silent
+        warnings.warn(BlockNotRunHere(f"{doc_id(path)}, {reason}"), stacklevel=1)
 
 
 def blocks(text: str) -> Iterator[tuple[int, str]]:
@@ -240,3 +245,13 @@ def test_shell_runner_reads_the_stated_exit_code() -> None:
         """), Path("/tmp"))
     assert "-ne 3 ]" in script and "grep -qF -- DENY" in script
     assert "echo 'a # b' done" in script and "grep -qF -- 'a # b done'" in script
+
+
+@pytest.mark.parametrize("path", DOCS, ids=doc_id)
+def test_a_block_not_run_says_why(path: Path) -> None:
+    """Only whole blocks are skipped, each with a reason, right before the block it marks."""
+    text = path.read_text()
+    for m in re.finditer(r"<!-- skip: ([^\n]*?)-->\n(.*)", text):
+        directive, following = m.group(1).strip(), m.group(2)
+        assert re.fullmatch(r'next "[^"]{10,}"', directive), f"{doc_id(path)}: {m.group(0)!r}"
+        assert following.startswith("```"), f"{doc_id(path)}: a skip must precede its block"
