@@ -36,6 +36,7 @@ TOOLS = {"check_premises", "blast_radius", "explain", "propose_retraction", "lis
          "verify_receipts", "add_source", "add_claim", "add_decision", "add_action", "record_belief",
          "retract_belief", "ask_belief", "timeline", "why_changed", "what_if", "history",
          "start_run", "record_execution", "cite_claims", "list_compensations", "propose_override",
+         "report_compensation_attempt",
          "log_head", "prove_receipt", "log_consistency"}
 
 
