@@ -15,6 +15,7 @@ from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
 from rippl_core.causal.explain import Explanation
 from rippl_core.console import views
 from rippl_core.console.auth import Decision, Session, authorize_read, authorize_write
+from rippl_core.console.notify import DeliveryStatus
 from rippl_core.models import (
     Compensation,
     CompensationAttempt,
@@ -427,6 +428,16 @@ async def report_attempt(request: Request, action_id: str, body: AttemptReport,
     resolving); recorded as the signed-in identity (or <who>/<by>)."""
     return await console(request).rippl.report_compensation_attempt(
         action_id, what=body.what, output=body.output, by=f"{who}/{body.by}" if body.by else who)
+
+
+# -- notifications ------------------------------------------------------------------------------
+@router.get("/notifications", response_model=list[DeliveryStatus], dependencies=[Read],
+            tags=["notifications"])
+async def notifications(request: Request) -> list[DeliveryStatus]:
+    """How webhook deliveries go (rippl serve --notify): delivered, failing (the last error and
+    the next retry), the position in the event stream and what is pending; empty without any."""
+    notifier = console(request).notifier
+    return notifier.statuses() if notifier is not None else []
 
 
 # -- beliefs -----------------------------------------------------------------------------------
