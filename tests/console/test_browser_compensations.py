@@ -6,6 +6,7 @@ resolve is refused, and the signed-in reviewer's resolution writes a receipt tha
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,12 @@ def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
 @pytest.fixture(scope="module")
 def console_url(falkordb_server: FalkorDBServer, graph: Rippl,
                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from serve(falkordb_server, graph, tmp_path_factory)
+
+
+def serve(falkordb_server: FalkorDBServer, graph: Rippl, tmp_path_factory: pytest.TempPathFactory,
+          *options: str) -> Iterator[str]:
+    """`rippl serve` on a free port, stopped afterwards."""
     folder = tmp_path_factory.mktemp("console")
     reviewers = folder / "reviewers"
     reviewers.write_text(f"alice: {ALICE}\n", encoding="utf-8")
@@ -48,8 +55,9 @@ def console_url(falkordb_server: FalkorDBServer, graph: Rippl,
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "rippl_core.cli", "--url", falkordb_server.url, "--graph",
-             graph.graph, "serve", "--port", str(port), "--reviewers", str(reviewers)],
-            stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+             graph.graph, "serve", "--port", str(port), "--reviewers", str(reviewers), *options],
+            stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+            env={**os.environ, "RIPPL_NOTIFY_SECRET": "s3cret-for-the-test"})
         try:
             wait_for_port(port, process, log)
             yield f"http://127.0.0.1:{port}/"
@@ -141,3 +149,24 @@ def test_resolving_a_compensation_in_the_browser(browser: Any, console_url: str,
     reviewer.check("#comp-resolved")
     reviewer.wait_for_selector("[data-action='ACT-001']:has-text('compensated by alice')")
     assert errors == [] and watcher_errors == []
+
+
+def test_a_failing_webhook_shows_in_the_console(browser: Any, falkordb_server: FalkorDBServer,
+                                                tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Nothing listens at the webhook's port: the page header says deliveries are failing."""
+    with Rippl.open(url=falkordb_server.url, graph=f"notify-browser-{uuid.uuid4().hex[:8]}") as graph:
+        graph.load(INCIDENT)
+        dead = f"http://127.0.0.1:{free_port()}/hook"
+        servers = serve(falkordb_server, graph, tmp_path_factory, "--notify", dead,
+                        "--notify-events", "review_proposed")
+        try:
+            url = next(servers)
+            page, errors = open_page(browser, url + "#queue")
+            assert page.is_hidden("#notify") or "0 delivered" in page.inner_text("#notify")
+            graph.propose_retraction("CLM-001", reason="disk errors", by="monitor")
+            page.wait_for_selector(f"#notify.bad:has-text('webhook {dead} failing')", timeout=20_000)
+            assert "refused" in page.inner_text("#notify").lower()
+            assert errors == []
+        finally:
+            servers.close()
+            graph.drop()

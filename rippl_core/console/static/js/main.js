@@ -9,6 +9,7 @@ import * as explorer from "./explorer.js";
 import * as receipts from "./receipts.js";
 import * as beliefs from "./beliefs.js";
 import * as compensations from "./compensations.js";
+import * as notify from "./notify.js";
 
 const VIEWS = { queue, explorer, receipts, beliefs, compensations };
 export const info = { graph: "", distinct_approver: false, reviewers: false, graph_limit: 2500 };
@@ -134,6 +135,7 @@ async function start() {
     el.className = `live ${on ? "on" : "off"}`;
   });
   show(location.hash.slice(1) || "queue");
+  notify.watch();
 }
 
 window.rippl = { views: VIEWS, session };
