@@ -149,11 +149,12 @@ def resolve(action: str, *, resolution: str, note: str, by: str, now: int,
     when = from_ms(now).isoformat()
     commit = Commit(events=[{"type": "compensation_resolved", "node": owed.action, "kind": "Action",
                              "by": by, "at": when, "resolution": resolution, "attempt": attempt}])
-    body = {"kind": RECEIPT_KIND, "review": None,
-            "claim": owed.blockers[0].premise if owed.blockers else None, "actor": by, "at": when,
-            "affected": [], "action": owed.action, "resolution": resolution, "note": note,
-            "compensation": entry_id, "run": owed.run, "tool": owed.tool,
-            **({"attempt": attempt} if attempt is not None else {})}
+    body: dict[str, Any] = {
+        "kind": RECEIPT_KIND, "review": None,
+        "claim": owed.blockers[0].premise if owed.blockers else None, "actor": by, "at": when,
+        "affected": [], "action": owed.action, "resolution": resolution, "note": note,
+        "compensation": entry_id, "run": owed.run, "tool": owed.tool,
+        **({"attempt": attempt} if attempt is not None else {})}
     receipt = yield from log.append(commit, {k: v for k, v in body.items()
                                              if v is not None or k in ("review", "claim")},
                                     signing_key=signing_key)
