@@ -188,3 +188,29 @@ def test_serve_refuses_a_malformed_notify_url_at_start(tmp_path: Path) -> None:
                                   "http://127.0.0.1:9/hook", "--notify-secret", "s",
                                   "--notify-events", "review_proposed,nope"])
     assert unknown.exit_code == 2 and "nope" in unknown.output, unknown.output
+
+
+def test_stale_and_superseded_denials_reach_a_subscriber(tmp_path: Path) -> None:
+    """The events of a call denied as stale or superseded, and of a superseded reading, parse (a
+    subscriber, the console's stream and so the webhooks, received them as errors before)."""
+    from rippl_core import Rippl, ToolCall
+    from rippl_core.testing import Clock
+
+    with Clock("2026-12-01T10:00:00Z") as clock, Rippl.open(tmp_path / "r.db") as rippl:
+        events = rippl.subscribe()
+        run = rippl.run("r1")
+        health = ToolCall(name="get_health", args={"shard": "09"}, id="h1")
+        run.decide("t1", [health], context=[])
+        run.executed(health, "shard 09: healthy", fresh_for=300)
+        clock.advance(minutes=12)
+        [stale] = run.decide("t2", [ToolCall(name="migrate", args={"shard": "09"}, id="m1")],
+                             context=["h1"])
+        assert not stale.allowed
+        again = health.model_copy(update={"id": "h2"})
+        run.decide("t3", [again], context=[])
+        run.executed(again, "shard 09: degraded", fresh_for=300)
+        seen = []
+        while (event := events.get(timeout=2)) is not None:
+            seen.append(event.type)
+        events.close()
+        assert "call_stale" in seen and "reading_superseded" in seen, seen
