@@ -106,6 +106,13 @@ def shell_script(source: str, workdir: Path) -> str:
 
 def evaluate_shell(example: Example) -> str | None:
     workdir = Path(example.namespace["__workdir__"])
+    if "__keeper__" not in example.namespace:
+        # The docs' commands use the embedded database in ./.rippl/ (each `rippl` starts its server,
+        # seconds each); a handle held open meanwhile keeps that server up, so they join it. What
+        # they do is unchanged.
+        from rippl_core import Rippl
+
+        example.namespace["__keeper__"] = Rippl.open(workdir / ".rippl" / "rippl.db")
     script = shell_script(example.parsed, workdir)
     outdir = workdir / ".docs-out"
     outdir.mkdir(exist_ok=True)
