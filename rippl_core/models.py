@@ -310,8 +310,8 @@ class Event(_Model):
     type: Literal["node_at_risk", "node_invalidated", "node_restored", "review_proposed",
                   "review_approved", "review_rejected", "action_executed", "compensation_needed",
                   "compensation_attempted", "compensation_resolved", "belief_recorded",
-                  "belief_retracted", "belief_revised", "call_stale", "call_superseded",
-                  "reading_superseded"]
+                  "belief_retracted", "belief_revised", "call_vetoed", "call_stale",
+                  "call_superseded", "reading_superseded"]
     graph: str | None = None
     node: str | None = None
     kind: str | None = None
@@ -327,6 +327,7 @@ class Event(_Model):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     run: str | None = None
+    state: str | None = None
 
     @property
     def before_status(self) -> str | None:

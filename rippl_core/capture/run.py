@@ -334,10 +334,16 @@ def _verdict(run: RunRef, named_call: ids.Call, own: Own, declared: list[ActionR
     binds = [row[0] for row in declared if row[2] is not State.IN]
     if own.decision is not None and own.decision_state not in (None, State.IN):
         binds.append(own.decision)
+    vetoed = {"type": "call_vetoed", "node": own.row[0], "kind": Kind.ACTION.value, "run": run.id,
+              "state": verdict.state.value if verdict.state is not None else None,
+              "claim": verdict.blockers[0].premise if verdict.blockers else None,
+              "at": iso(now_ms())}
+    tell = []
     if named or binds:
         keys = (repeat_key(run.id, named_call.tool, named_call.args),
                 tool_key(run.id, named_call.tool))
-        yield Commit([cypher.tell(own.row[0], named, sorted(set(binds)), keys)], blind=True)
+        tell = [cypher.tell(own.row[0], named, sorted(set(binds)), keys)]
+    yield Commit(tell, [vetoed], blind=True)  # a veto is published (watch, console, webhooks)
     if own.repeats and own.decision_state is State.IN:
         verdict = verdict.model_copy(update={"reason": _repeat_reason(verdict, own)})
     handed = sorted({node for b in verdict.blockers for node in b.trail if node.startswith("HND-")})

@@ -100,7 +100,7 @@ def serve_cmd(
     notify_events: Annotated[str | None, typer.Option(
         help="Comma-separated event types to post (default: compensation_needed, "
              "compensation_resolved, review_proposed, review_approved, review_rejected, "
-             "node_invalidated, call_stale, call_superseded).")] = None,
+             "node_invalidated, call_vetoed, call_stale, call_superseded).")] = None,
 ) -> None:
     """Serve the review console: the review queue, the live graph explorer, receipts and beliefs,
     on http://127.0.0.1:8765/. Needs FastAPI and uvicorn (the console extra of rippl-core)."""

@@ -45,12 +45,13 @@ log: logging.Logger = logging.getLogger("rippl.console.notify")
 
 DEFAULT_EVENTS: Final = frozenset({"compensation_needed", "compensation_resolved",
                                    "review_proposed", "review_approved", "review_rejected",
-                                   "node_invalidated", "call_stale", "call_superseded"})
+                                   "node_invalidated", "call_vetoed", "call_stale",
+                                   "call_superseded"})
 KNOWN_EVENTS: Final = frozenset({
     "node_at_risk", "node_invalidated", "node_restored", "review_proposed", "review_approved",
     "review_rejected", "action_executed", "compensation_needed", "compensation_attempted",
     "compensation_resolved", "belief_recorded", "belief_retracted", "belief_revised",
-    "call_stale", "call_superseded", "reading_superseded"})
+    "call_vetoed", "call_stale", "call_superseded", "reading_superseded"})
 SIGNATURE_HEADER: Final = "X-Rippl-Signature"
 DELIVERY_HEADER: Final = "X-Rippl-Delivery"
 EVENT_HEADER: Final = "X-Rippl-Event"

@@ -327,3 +327,24 @@ def test_a_veto_for_a_premise_under_review_does_not_drop_it(rippl: Rippl) -> Non
     assert verdict.allowed and claim in premises_of(rippl, verdict.target)  # type: ignore[arg-type]
     rippl.retract(claim, reason="stale after all", by="monitor")
     assert not run.judge(later).allowed  # still protected: it rests on the claim
+
+
+def test_a_veto_is_published_retracted_or_at_risk(rippl: Rippl) -> None:
+    """Each denied call publishes `call_vetoed` (its action, run, state and first premise), for
+    `rippl watch`, the console and webhooks; an allowed call publishes none."""
+    claim, (_, migrate) = story(rippl)
+    events = rippl.subscribe()
+    try:
+        assert rippl.run("thread-1").judge(MIGRATE).allowed
+        review = rippl.propose_retraction(claim, reason="stale cache", by="monitor")
+        assert not rippl.run("thread-1").judge(MIGRATE).allowed  # at risk: nothing told, no binds
+        rippl.approve(review.id, by="alice")
+        assert not rippl.run("thread-1").judge(MIGRATE).allowed  # retracted
+        seen = []
+        while (event := events.get(timeout=1)) is not None:
+            if event.type == "call_vetoed":
+                seen.append(event)
+    finally:
+        events.close()
+    assert [(e.node, e.run, e.state, e.claim) for e in seen] == [
+        (migrate, "thread-1", "AT_RISK", claim), (migrate, "thread-1", "OUT", claim)]
