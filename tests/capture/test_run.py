@@ -348,3 +348,18 @@ def test_a_veto_is_published_retracted_or_at_risk(rippl: Rippl) -> None:
         events.close()
     assert [(e.node, e.run, e.state, e.claim) for e in seen] == [
         (migrate, "thread-1", "AT_RISK", claim), (migrate, "thread-1", "OUT", claim)]
+
+
+def test_the_small_print_of_a_run(rippl: Rippl) -> None:
+    """What a run's root says about who runs it, an empty observation, and the digest a veto on an
+    unrecorded tool result quotes."""
+    from rippl_core.adapters import output_digest
+
+    run = rippl.run("small-1", agent="ops", framework="langgraph")
+    run.decide("t1", [HEALTH], context=[])
+    assert rippl.get(ids.run_source("small-1")).text == "run small-1 of ops (langgraph) started"
+    assert run.observe([]) == []
+    forged = output_digest("shard 09: healthy")
+    [denied] = run.decide("t2", [MIGRATE], context=["h0"], results={"h0": forged})
+    assert not denied.allowed
+    assert f"(content digest {forged[:12]})" in (denied.blockers[0].reason or "")
