@@ -334,7 +334,7 @@ async def run_capture_demo(*, db: str | None = None, url: str | None = None,
     """Run the captured story once on a fresh, empty graph and return what happened."""
     outcome = CapturedOutcome()
     graph = f"autogen-capture-{uuid.uuid4().hex[:8]}"
-    with tempfile.TemporaryDirectory(prefix="rippl-autogen-") as folder:
+    with tempfile.TemporaryDirectory(prefix="rippl-autogen-", ignore_cleanup_errors=True) as folder:
         path = None if url else (db or str(Path(folder) / "rippl.db"))
         rippl = await AsyncRippl.open(path, url=url, graph=graph)
         try:
@@ -603,7 +603,7 @@ async def run_demo(*, db: str | None = None, url: str | None = None, live_key: s
     the database (at --db or --url) to inspect afterwards."""
     outcome = Outcome()
     graph = f"autogen-ops-{uuid.uuid4().hex[:8]}"
-    with tempfile.TemporaryDirectory(prefix="rippl-autogen-") as folder:
+    with tempfile.TemporaryDirectory(prefix="rippl-autogen-", ignore_cleanup_errors=True) as folder:
         path = None if url else (db or str(Path(folder) / "rippl.db"))
         rippl = await AsyncRippl.open(path, url=url, graph=graph)
         try:

@@ -554,7 +554,7 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR)
     event_listener.formatter.verbose = False  # this script prints its own story
 
-    folder = tempfile.TemporaryDirectory(prefix="rippl-crewai-")
+    folder = tempfile.TemporaryDirectory(prefix="rippl-crewai-", ignore_cleanup_errors=True)
     stories = ["captured", "handover", "declared"] if args.story == "all" else [args.story]
     for name in stories:
         graph = f"crewai-demo-{uuid.uuid4().hex[:6]}"

@@ -268,7 +268,7 @@ def status_at(memory: Rippl, claim: str, when: Any) -> str:
 def run_demo(*, db: str | None = None, url: str | None = None, live_key: str | None = None,
              decision: str = "approve") -> Outcome:
     outcome = Outcome()
-    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-") as folder:
+    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-", ignore_cleanup_errors=True) as folder:
         where: dict[str, Any] = {"url": url} if url else {"path": db or Path(folder) / "rippl.db"}
         memory = Rippl.open(graph=f"ops-{uuid.uuid4().hex[:8]}", **where)
         saver = FalkorDBSaver(memory)
@@ -429,7 +429,7 @@ def monitor_finds_stale_read(store: RipplStore, config: dict[str, Any]) -> str |
 def run_capture_demo(*, db: str | None = None, url: str | None = None,
                      decision: str = "approve") -> CaptureOutcome:
     outcome = CaptureOutcome()
-    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-") as folder:
+    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-", ignore_cleanup_errors=True) as folder:
         where: dict[str, Any] = {"url": url} if url else {"path": db or Path(folder) / "rippl.db"}
         memory = Rippl.open(graph=f"capture-{uuid.uuid4().hex[:8]}", **where)
         saver = FalkorDBSaver(memory)
@@ -544,7 +544,7 @@ def handover_tools(outcome: HandoverOutcome) -> list[BaseTool]:
 
 def run_handover_demo(*, db: str | None = None, url: str | None = None) -> HandoverOutcome:
     outcome = HandoverOutcome()
-    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-") as folder:
+    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-", ignore_cleanup_errors=True) as folder:
         where: dict[str, Any] = {"url": url} if url else {"path": db or Path(folder) / "rippl.db"}
         memory = Rippl.open(graph=f"handover-{uuid.uuid4().hex[:8]}", **where)
         saver = FalkorDBSaver(memory)

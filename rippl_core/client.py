@@ -64,6 +64,7 @@ from rippl_core.ingest.writer import DocumentReport, IngestReport
 from rippl_core.models import (
     AtRiskPolicy,
     Compensation,
+    CompensationAttempt,
     ConsistencyProof,
     InclusionProof,
     LoadReport,
@@ -88,7 +89,7 @@ from rippl_core.models import (
 )
 from rippl_core.records.store import AsyncRecordStore, RecordStore
 from rippl_core.review import anchor as anchors
-from rippl_core.review import contradictions, gate, log, provenance
+from rippl_core.review import compensations, contradictions, gate, log, provenance
 from rippl_core.review import cypher as review_cypher
 from rippl_core.review.contradictions import ContradictionDetector
 from rippl_core.review.events import AsyncEventStream, EventStream
@@ -418,11 +419,30 @@ class Rippl:
         reaches it lists it among the compensations."""
         self._driver.run(lambda: capture.mark_executed(action_id, at=at, output=output))
 
-    def compensations(self, *, as_of: TimeLike | None = None,
-                      known_at: TimeLike | None = None) -> list[Compensation]:
+    def compensations(self, *, as_of: TimeLike | None = None, known_at: TimeLike | None = None,
+                      include_resolved: bool = False) -> list[Compensation]:
         """Actions already executed on a premise since retracted (as of a time, as known then),
-        each with the trail to what failed: what may need undoing."""
-        return self._driver.run(lambda: capture.compensations(as_of=as_of, known_at=known_at))
+        each with the trail to what failed: what may need undoing. Only the open ones (not yet
+        resolved by a reviewer, as of that time) unless `include_resolved`."""
+        return self._driver.run(lambda: compensations.listing(
+            as_of=as_of, known_at=known_at, include_resolved=include_resolved))
+
+    def report_compensation_attempt(self, action_id: str, *, what: str, by: str,
+                                    output: str | None = None) -> CompensationAttempt:
+        """Report what an agent or a script did to compensate an open compensation (and its
+        output). It resolves nothing: a person confirms it with `resolve_compensation`."""
+        return self._driver.run(lambda: compensations.report_attempt(
+            action_id, what=what, output=output, by=by, now=now_ms()), write=True)
+
+    def resolve_compensation(self, action_id: str, *, resolution: str, note: str, by: str,
+                             attempt: str | None = None,
+                             signing_key: SigningKey | None = None) -> Receipt:
+        """Resolve an open compensation as "compensated" or "not needed", with a note (naming the
+        reported `attempt` it confirms, if any): a receipt in the chain, returned. A reviewer's
+        act: call it for a person, never for an agent."""
+        return self._driver.run(lambda: compensations.resolve(
+            action_id, resolution=resolution, note=note, by=by, now=now_ms(), attempt=attempt,
+            signing_key=signing_key), write=True)
 
     def prune_runs(self, *, older_than: TimeLike, include_open: bool = False) -> list[str]:
         """Remove the capture of runs closed before `older_than` (include_open: also runs idle
@@ -893,11 +913,25 @@ class AsyncRippl:
         await self._driver.run(lambda: capture.mark_executed(action_id, at=at, output=output))
 
     async def compensations(self, *, as_of: TimeLike | None = None,
-                            known_at: TimeLike | None = None) -> list[Compensation]:
-        """Actions already executed on a premise since retracted (as of a time, as known then),
-        each with the trail to what failed: what may need undoing."""
-        return await self._driver.run(lambda: capture.compensations(as_of=as_of,
-                                                                    known_at=known_at))
+                            known_at: TimeLike | None = None,
+                            include_resolved: bool = False) -> list[Compensation]:
+        """Actions already executed on a premise since retracted (see the sync twin)."""
+        return await self._driver.run(lambda: compensations.listing(
+            as_of=as_of, known_at=known_at, include_resolved=include_resolved))
+
+    async def report_compensation_attempt(self, action_id: str, *, what: str, by: str,
+                                          output: str | None = None) -> CompensationAttempt:
+        """Report what was done to compensate an open compensation (see the sync twin)."""
+        return await self._driver.run(lambda: compensations.report_attempt(
+            action_id, what=what, output=output, by=by, now=now_ms()), write=True)
+
+    async def resolve_compensation(self, action_id: str, *, resolution: str, note: str, by: str,
+                                   attempt: str | None = None,
+                                   signing_key: SigningKey | None = None) -> Receipt:
+        """Resolve an open compensation, receipted (see the sync twin)."""
+        return await self._driver.run(lambda: compensations.resolve(
+            action_id, resolution=resolution, note=note, by=by, now=now_ms(), attempt=attempt,
+            signing_key=signing_key), write=True)
 
     async def prune_runs(self, *, older_than: TimeLike, include_open: bool = False) -> list[str]:
         """Remove the capture of runs closed before `older_than` (include_open: also runs idle

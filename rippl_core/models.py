@@ -384,7 +384,9 @@ class Event(_Model):
 
     type: Literal["node_at_risk", "node_invalidated", "node_restored", "review_proposed",
                   "review_approved", "review_rejected", "action_executed", "compensation_needed",
-                  "belief_recorded", "belief_retracted", "belief_revised"]
+                  "compensation_attempted", "compensation_resolved", "belief_recorded",
+                  "belief_retracted", "belief_revised", "call_vetoed", "call_stale",
+                  "call_superseded", "reading_superseded"]
     graph: str | None = None
     node: str | None = None
     kind: str | None = None
@@ -405,6 +407,8 @@ class Event(_Model):
     claims: list[str] | None = None
     monitor: str | None = None
     detector: str | None = None
+    run: str | None = None
+    state: str | None = None
 
     @property
     def before_status(self) -> str | None:
@@ -512,9 +516,37 @@ class Override(_Model):
     executed_at: datetime | None = None
 
 
+class CompensationAttempt(_Model):
+    """What an agent or a script reports it did to compensate an action (and its output); a
+    person confirms it by resolving the compensation as compensated, naming the attempt."""
+
+    id: str
+    action: str
+    what: str
+    output: str | None = None
+    by: str
+    at: datetime
+
+
+class CompensationResolution(_Model):
+    """A reviewer's resolution of a compensation: `compensated` (undone, or made good) or `not
+    needed`, with a note; `receipt` is its receipt in the chain."""
+
+    id: str
+    action: str
+    resolution: Literal["compensated", "not needed"]
+    note: str
+    by: str
+    at: datetime
+    attempt: str | None = None
+    receipt: str
+
+
 class Compensation(_Model):
     """An action executed on a premise since retracted: it ran, and what it rested on is false.
-    Each blocker is a retracted (or, as of a past time, then retracted) premise with its trail."""
+    Each blocker is a retracted (or, as of a past time, then retracted) premise with its trail.
+    It is `open` until a reviewer resolves it (`compensated` or `not needed`); `attempts` are
+    what agents reported doing about it, as known at the time asked."""
 
     action: str
     title: str
@@ -525,6 +557,9 @@ class Compensation(_Model):
     executed_at: datetime
     state: State
     blockers: list[Blocker] = Field(default_factory=list)
+    status: Literal["open", "compensated", "not needed"] = "open"
+    resolution: CompensationResolution | None = None
+    attempts: list[CompensationAttempt] = Field(default_factory=list)
 
     def explain(self) -> str:
         """One line per blocker: what failed under this executed action."""

@@ -23,14 +23,11 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_readme_capture_example_runs(tmp_path: Path) -> None:
-    """The capture snippet, with its elided pause filled in (a monitor and a human)."""
+    """The capture snippet (the pause shown: a monitor proposes, a human approves)."""
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     [snippet] = [b for b in blocks if "rippl.run(" in b]
-    pause = ('review = rippl.propose_retraction(seen, reason="stale cache", by="monitor")\n'
-             'rippl.approve(review.id, by="alice")\n')
-    code = snippet.replace("# ... the run pauses; the health read is found stale; a human approves "
-                           "its retraction ...\n", pause)
-    assert pause in code
+    code = snippet
+    assert "rippl.approve(review.id" in code
     code = code.replace("run.judge(migrate).allowed", "verdict = run.judge(migrate)")
     code = code.replace("rippl.compensations()", "owed = rippl.compensations()")
     from rippl_core import Rippl, ToolCall

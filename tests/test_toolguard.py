@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rippl_core import InvalidInputError, Policy, ToolCall, Verdict
+from rippl_core import InvalidInputError, Policy, ToolCall, ToolSettings, Verdict
 from rippl_core.adapters import VETO_PREFIX, ToolGuard, arguments, veto_text
 from rippl_core.adapters.toolguard import safe_call, unanswered, unmappable
 
@@ -300,3 +300,12 @@ def test_long_arguments_are_cut_in_the_log(caplog: pytest.LogCaptureFixture, siz
     [message] = vetoes(caplog, text)
     shown = message.removeprefix("vetoed tool call t(").split("): ")[0]
     assert shown == (text if size <= 200 else "x" * 200 + "...")
+
+
+def test_a_tool_learns_its_settings_from_metadata_unless_given() -> None:
+    learner = ToolGuard()
+    learner.learn("migrate", {"rippl": {"repeat_scope": "tool"}})
+    assert learner.settings("migrate").repeat_scope == "tool"
+    given = ToolGuard(tools={"migrate": ToolSettings(repeat_scope="args")})
+    given.learn("migrate", {"rippl": "not settings"})  # what the adapter was given wins, unread
+    assert given.settings("migrate").repeat_scope == "args"

@@ -22,6 +22,7 @@ from agmi.adapters.langgraph_sqlite import LangGraphSqliteAdapter
 from agmi.attacks.at_rest import AT_REST_ATTACKS_WITH_SNAPSHOT
 from agmi.check import LABELS, verdict
 from agmi_falkordb import FalkorDBAdapter, FalkorDBAnchoredAdapter
+from rippl_bench.summary import stamp
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,8 +41,8 @@ def main() -> None:
             print(f"{adapter.name:24} {attack.name:18} {rows[adapter.name][attack.name]['verdict']}",
                   file=sys.stderr)
     out = ROOT / "bench" / "results" / "agmi.json"
-    out.write_text(json.dumps({"agmi": version("agent-memory-integrity"), "rows": rows}, indent=2)
-                   + "\n")
+    out.write_text(json.dumps(stamp({"agmi": version("agent-memory-integrity"), "rows": rows}),
+                              indent=2) + "\n")
     names = [a.name for a in AT_REST_ATTACKS_WITH_SNAPSHOT]
     print("| attack (agmi) | " + " | ".join(rows) + " |")
     print("|---" * (len(rows) + 1) + "|")

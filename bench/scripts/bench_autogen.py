@@ -49,6 +49,7 @@ from rippl_autogen import RipplWorkbench, register_rippl
 from rippl_bench.measure import after_work, summary_ms
 from rippl_bench.profiling import by_package, difference
 from rippl_bench.report import previous_run, previous_text, replace_section
+from rippl_bench.summary import stamp
 
 from rippl_core import AsyncRippl, ToolCall
 from rippl_core.testing import start_falkordb_server
@@ -462,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
                "machine": machine(), **measured, "note": note,
                "previous": previous_run(RESULTS, lambda old: old["overhead"]["added_p50_ms_per_tool_call"])}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    RESULTS.write_text(json.dumps(stamp(results), indent=2) + "\n")
     section = markdown(results)
     print(section)
     if args.update_docs:

@@ -45,6 +45,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from langgraph.checkpoint.base.id import uuid6
 from rippl_bench.machine import describe, load_average
 from rippl_bench.measure import summary_ms
+from rippl_bench.summary import stamp
 from rippl_langgraph import FalkorDBSaver
 from rippl_langgraph.checkpoint.ops import key as cp_key
 
@@ -216,7 +217,7 @@ def main() -> None:
               "prefill": args.prefill, "baseline": args.baseline, "times": summary,
               "ratios": {k: round(v, 3) for k, v in ratios.items()}}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    args.out.write_text(json.dumps(stamp(result), indent=2) + "\n")
     print("| path | p50 / p99 (ms) |\n|---|---|")
     for name, s in summary.items():
         print(f"| {name} | {s['p50_ms']:.3f} / {s['p99_ms']:.3f} |")

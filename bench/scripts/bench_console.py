@@ -37,6 +37,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from rippl_bench.summary import stamp
+
 from rippl_core import Rippl
 from rippl_core.testing import free_port, start_falkordb_server
 
@@ -259,7 +261,7 @@ def main() -> None:
         server.stop()
     out = ROOT / "bench" / "results" / ("quick" if args.quick else "") / "console.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
+    out.write_text(json.dumps(stamp(results), indent=1) + "\n")
     write_docs = not args.quick and not args.no_docs
     if write_docs:
         from rippl_bench.report import replace_section

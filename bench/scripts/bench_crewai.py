@@ -55,6 +55,7 @@ from pydantic import BaseModel, Field
 from rippl_bench.measure import after_work, percentile, summary_ms
 from rippl_bench.profiling import by_package, difference
 from rippl_bench.report import previous_run, previous_text, replace_section
+from rippl_bench.summary import stamp
 from rippl_crewai import RipplHooks, rippl_guard
 from rippl_crewai.testing import ScriptedLLM, native_call, react_call, react_final
 
@@ -422,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
                    f"{path} {name}": value for path in PATHS
                    for name, value in old["overhead"][path]["added_p50_ms_per_tool_call"].items()})}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    RESULTS.write_text(json.dumps(stamp(results), indent=2) + "\n")
     section = markdown(results)
     print(section)
     if args.update_docs:

@@ -38,6 +38,7 @@ from typing import Any
 import psutil
 from rippl_bench.measure import summary_ms
 from rippl_bench.report import replace_section
+from rippl_bench.summary import stamp
 
 from rippl_core import Rippl, ToolCall
 
@@ -187,7 +188,7 @@ def main() -> None:
                   "lifecycle": lifecycle(Path(tmp), runs), "machine": machine()}
     out = QUICK_RESULTS if options.quick else RESULTS
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out.write_text(json.dumps(stamp(result), indent=2) + "\n")
     print(render(result))
     if not options.quick and not options.no_docs:
         replace_section(DOCS, SECTION, render(result))

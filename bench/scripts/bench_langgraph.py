@@ -57,6 +57,7 @@ from langgraph.types import Send
 from rippl_bench.measure import after_work, summary_ms
 from rippl_bench.profiling import by_package, difference
 from rippl_bench.report import previous_run, previous_text, replace_section
+from rippl_bench.summary import stamp
 from rippl_langgraph import (
     FalkorDBSaver,
     RipplMiddleware,
@@ -670,7 +671,7 @@ def main(argv: list[str] | None = None) -> int:
                "savers": savers,
                "previous": previous_run(RESULTS, lambda old: old["overhead"]["added_p50_ms_per_tool_call"])}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    RESULTS.write_text(json.dumps(stamp(results), indent=2) + "\n")
     section = markdown(results)
     print(section)
     if args.update_docs:

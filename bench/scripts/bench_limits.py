@@ -59,6 +59,7 @@ from rippl_bench.lab import Backend, backend
 from rippl_bench.machine import describe, load_average
 from rippl_bench.measure import percentile, summary_ms
 from rippl_bench.report import replace_section
+from rippl_bench.summary import stamp
 
 from rippl_core import Rippl, ToolCall
 from rippl_core._runtime import driver
@@ -950,7 +951,7 @@ def main(argv: list[str] | None = None) -> int:
     # docs/benchmarks.md links its image relative to docs/
     results["plot"] = f"img/{plot_path.name}" if docs else str(plot_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    out.write_text(json.dumps(stamp(results), indent=2) + "\n")
     plot(results, plot_path)
     section = markdown(results)
     print(section)

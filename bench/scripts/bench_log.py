@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from rippl_bench.report import replace_section
+from rippl_bench.summary import stamp
 
 from rippl_core import Rippl
 from rippl_core.review import merkle
@@ -248,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     results["load"] = [start_load, [round(x, 2) for x in os.getloadavg()]]
     out = ROOT / "bench" / "results" / ("quick" if args.quick else "") / "log.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
+    out.write_text(json.dumps(stamp(results), indent=1) + "\n")
     section = markdown(results)
     print(section)
     if not args.quick and not args.no_docs:

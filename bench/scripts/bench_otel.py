@@ -101,8 +101,10 @@ def main() -> None:
         print(f"{variant:12} p50 {r['p50_us']:7.1f} µs  p90 {r['p90_us']:7.1f} µs  "
               f"(p50 {r['p50_us'] - base:+.1f} µs against off; {r['checks']} checks)")
     out_file = ROOT / "bench" / "results" / "otel.json"
-    out_file.write_text(json.dumps({"checks": options.checks, "rounds": options.rounds,
-                                    "results": results}, indent=2) + "\n")
+    from rippl_bench.summary import stamp
+
+    out_file.write_text(json.dumps(stamp({"checks": options.checks, "rounds": options.rounds,
+                                          "results": results}), indent=2) + "\n")
 
 
 if __name__ == "__main__":

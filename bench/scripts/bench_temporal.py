@@ -40,6 +40,7 @@ from typing import Any
 
 from rippl_bench.measure import summary_ms
 from rippl_bench.report import replace_section
+from rippl_bench.summary import stamp
 
 from rippl_core import Rippl
 from rippl_core._runtime.wire import Query
@@ -399,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
                "machine": machine(), "ask": ask, "timeline": timeline, "whatif": whatif}
     path = QUICK_RESULTS if args.quick else RESULTS
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2) + "\n")
+    path.write_text(json.dumps(stamp(results), indent=2) + "\n")
     section = markdown(results)
     print(section)
     if not args.quick and not args.no_docs:

@@ -42,6 +42,7 @@ from typing import Any
 from rippl_bench.machine import describe
 from rippl_bench.measure import summary
 from rippl_bench.report import replace_section
+from rippl_bench.summary import stamp
 
 from rippl_core import Rippl, RipplError, State, ToolCall
 from rippl_core.testing import (
@@ -355,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
                "machine": machine, "failover": failover, "durability": durability, "scale": scale}
     path = QUICK_RESULTS if args.quick else RESULTS
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2) + "\n")
+    path.write_text(json.dumps(stamp(results), indent=2) + "\n")
     section = markdown(results)
     print(section)
     if not args.quick and not args.no_docs:

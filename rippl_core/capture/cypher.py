@@ -465,12 +465,6 @@ def close(run: str, now: int) -> Query:
 
 
 # (an action that ran under an approved override is listed with the override, not here)
-EXECUTED_OUT = Query("MATCH (a:Action) WHERE a.executed_at IS NOT NULL AND a.state = 'OUT' "
-                     "AND a.override IS NULL "
-                     "RETURN properties(a) ORDER BY a.executed_at, a.id", read_only=True)
-EXECUTED = Query("MATCH (a:Action) WHERE a.executed_at IS NOT NULL AND a.override IS NULL "
-                 "RETURN properties(a) ORDER BY a.executed_at, a.id", read_only=True)
-
 
 def stale_runs(before: int, include_open: bool) -> Query:
     """Runs closed before `before` (or, with include_open, last active before it), except those

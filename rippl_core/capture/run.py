@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from rippl_core._runtime import telemetry
 from rippl_core._runtime.op import Batch, Commit, Op
-from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
+from rippl_core._runtime.timeutil import TimeLike, iso, now_ms, to_ms
 from rippl_core._runtime.validation import (
     SequenceNotStr,
     arguments_host,
@@ -34,13 +34,12 @@ from rippl_core._runtime.validation import (
 from rippl_core.capture import cypher, ids
 from rippl_core.capture.context import REPEAT_SCOPES, repeat_keys, tool_key
 from rippl_core.causal import cypher as causal_cypher
-from rippl_core.causal import freshness, history, preflight
+from rippl_core.causal import freshness, preflight
 from rippl_core.causal.preflight import ActionRow
 from rippl_core.causal.spec import NodeSpec
 from rippl_core.causal.write import justify
 from rippl_core.errors import ConflictError, InvalidInputError, NotFoundError
 from rippl_core.models import (
-    Compensation,
     Policy,
     RepeatScope,
     RepeatScopes,
@@ -336,10 +335,16 @@ def _verdict(run: RunRef, named_call: ids.Call, own: Own, declared: list[ActionR
     binds = [row[0] for row in declared if row[2] is not State.IN]
     if own.decision is not None and own.decision_state not in (None, State.IN):
         binds.append(own.decision)
+    vetoed = {"type": "call_vetoed", "node": own.row[0], "kind": Kind.ACTION.value, "run": run.id,
+              "state": verdict.state.value if verdict.state is not None else None,
+              "claim": verdict.blockers[0].premise if verdict.blockers else None,
+              "at": iso(now_ms())}
+    tell = []
     if named or binds:
         keys = (repeat_key(run.id, named_call.tool, named_call.args),
                 tool_key(run.id, named_call.tool))
-        yield Commit([cypher.tell(own.row[0], named, sorted(set(binds)), keys)], blind=True)
+        tell = [cypher.tell(own.row[0], named, sorted(set(binds)), keys)]
+    yield Commit(tell, [vetoed], blind=True)  # a veto is published (watch, console, webhooks)
     if own.repeats and own.decision_state is State.IN:
         verdict = verdict.model_copy(update={"reason": _repeat_reason(verdict, own)})
     handed = sorted({node for b in verdict.blockers for node in b.trail if node.startswith("HND-")})
@@ -531,31 +536,6 @@ def close(run: RunRef) -> Op[None]:
 
 
 # ------------------------------------------------------------------------------------ after
-
-
-def compensations(*, as_of: TimeLike | None, known_at: TimeLike | None) -> Op[list[Compensation]]:
-    """Actions executed on a premise since retracted: each with the trail to what failed.
-    As of a past time: those executed by then whose status then was Premise Retracted."""
-    if as_of is None and known_at is None:
-        rows = yield cypher.EXECUTED_OUT
-        found = [row[0] for row in rows]
-        states = {props["id"]: State.OUT for props in found}
-    else:
-        t, known = read_times(as_of, known_at)
-        rows = yield cypher.EXECUTED
-        found = [row[0] for row in rows if row[0]["executed_at"] <= t]
-        at_t = yield from history.states_at([p["id"] for p in found], t, known)
-        states = {node: state for node, state in at_t.items() if state is State.OUT}
-        found = [p for p in found if p["id"] in states]
-    listed = []
-    for props in found:
-        blockers = yield from preflight.find_blockers(props["id"])
-        listed.append(Compensation(
-            action=props["id"], title=props.get("text", ""), tool=props.get("tool"),
-            args=json.loads(props["args"]) if props.get("args") else None, run=props.get("run"),
-            call_id=props.get("call_id"), executed_at=from_ms(props["executed_at"]),
-            state=states[props["id"]], blockers=blockers))
-    return listed
 
 
 def prune_runs(*, older_than: TimeLike, include_open: bool) -> Op[list[str]]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -28,7 +29,7 @@ def run_console(conn: Connection, *, host: str, port: int, reviewers: Path | Non
                 distinct_approver: bool, log_level: str, anchor: str | None = None,
                 anchor_interval: float = 300.0, anchor_key: Path | None = None,
                 anchor_by: str | None = None, proposers: Path | None = None,
-                alert_rules: Path | None = None) -> None:
+                alert_rules: Path | None = None, webhooks: Sequence[Any] = ()) -> None:
     from rippl_core.console import serve  # FastAPI and uvicorn only when serving
 
     key = signing_key_file(anchor_key)
@@ -42,7 +43,27 @@ def run_console(conn: Connection, *, host: str, port: int, reviewers: Path | Non
                                                one_off=reviewer is not None),
           anchor=anchor, anchor_interval=anchor_interval, anchor_key=key, anchor_by=anchor_by,
           report=lambda line: errors.print(line, highlight=False, soft_wrap=True),
-          proposers_file=proposers, alert_rules=alert_rules)
+          proposers_file=proposers, alert_rules=alert_rules,
+          webhooks=webhooks)
+
+
+def webhooks_of(urls: list[str], secret: str | None, events: str | None) -> list[Any]:
+    """The --notify webhooks, checked before anything is opened: a bad URL, no secret or an
+    unknown event type is a usage error that says what is wrong."""
+    if not urls:
+        return []
+    from rippl_core.console.notify import DEFAULT_EVENTS, Webhook, check_events, check_url
+
+    try:
+        for url in urls:
+            check_url(url)
+        chosen = check_events(events.split(",")) if events else DEFAULT_EVENTS
+        if not secret:
+            raise InvalidInputError("--notify needs --notify-secret (or RIPPL_NOTIFY_SECRET): the "
+                                    "key each body is signed with (HMAC-SHA256, X-Rippl-Signature)")
+        return [Webhook(url, secret.encode(), chosen) for url in urls]
+    except InvalidInputError as exc:
+        raise typer.BadParameter(exc.for_cli(), param_hint="--notify") from None
 
 
 @command("serve")
@@ -78,11 +99,22 @@ def serve_cmd(
     alert_rules: Annotated[Path | None, typer.Option(
         help="Rules (YAML) mapping Alertmanager alert labels to provenance queries: serves the "
              "webhook POST /api/alertmanager (see docs/monitors.md).")] = None,
+    notify: Annotated[list[str], typer.Option(
+        help="Post chosen events as JSON to this webhook URL, signed (HMAC-SHA256 of the body, "
+             "X-Rippl-Signature), retried with backoff; repeatable.")] = [],  # noqa: B006
+    notify_secret: Annotated[str | None, typer.Option(
+        envvar="RIPPL_NOTIFY_SECRET", help="The webhook signing secret (or RIPPL_NOTIFY_SECRET).",
+        show_envvar=False)] = None,
+    notify_events: Annotated[str | None, typer.Option(
+        help="Comma-separated event types to post (default: compensation_needed, "
+             "compensation_resolved, review_proposed, review_approved, review_rejected, "
+             "node_invalidated, call_vetoed, call_stale, call_superseded).")] = None,
 ) -> None:
     """Serve the review console: the review queue, the live graph explorer, receipts and beliefs,
     on http://127.0.0.1:8765/. Needs FastAPI and uvicorn (the console extra of rippl-core)."""
+    webhooks = webhooks_of(notify, notify_secret, notify_events)
     run_console(connection(ctx), host=host, port=port, reviewers=reviewers, reviewer=reviewer,
                 allow_remote=allow_remote, allowed_host=allowed_host,
                 distinct_approver=distinct_approver, log_level=log_level, anchor=anchor,
                 anchor_interval=anchor_interval, anchor_key=anchor_key, anchor_by=anchor_by,
-                proposers=proposers, alert_rules=alert_rules)
+                proposers=proposers, alert_rules=alert_rules, webhooks=webhooks)

@@ -21,9 +21,11 @@ from rippl_core.console.auth import (
     authorize_read,
     authorize_write,
 )
+from rippl_core.console.notify import DeliveryStatus
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import (
     Compensation,
+    CompensationAttempt,
     ConsistencyProof,
     InclusionProof,
     Node,
@@ -451,13 +453,60 @@ async def consistency(request: Request, old_size: Annotated[int, Query(ge=0)],
 
 
 # -- compensations -----------------------------------------------------------------------------
+class CompensationRuling(_Body):
+    resolution: Literal["compensated", "not needed"] = Field(
+        description="compensated (undone, or made good) or not needed.")
+    note: str = Field(description="What was done, or why nothing is needed; in the receipt.")
+    attempt: str | None = Field(default=None, description="The reported attempt (ATT-...) this "
+                                                          "confirms.")
+
+
+class AttemptReport(_Body):
+    what: str = Field(description="What was done to compensate the action.")
+    output: str | None = Field(default=None, description="Its output.")
+    by: str | None = Field(default=None, description="The agent or script that did it, recorded "
+                                                     "under the signed-in identity: <who>/<by>.")
+
+
 @router.get("/compensations", response_model=list[Compensation], dependencies=[Read],
-            tags=["graph"])
-async def compensations(request: Request, as_of: str | None = None,
-                        known_at: str | None = None) -> list[Compensation]:
+            tags=["compensations"])
+async def compensations(request: Request, as_of: str | None = None, known_at: str | None = None,
+                        include_resolved: bool = False) -> list[Compensation]:
     """Actions executed on a premise since retracted (as of a time, as known then), each with
-    the trail to what failed: what may need undoing."""
-    return await console(request).rippl.compensations(as_of=as_of, known_at=known_at)
+    the trail to what failed: the open ones (and, with include_resolved, those resolved)."""
+    return await console(request).rippl.compensations(as_of=as_of, known_at=known_at,
+                                                      include_resolved=include_resolved)
+
+
+@router.post("/compensations/{action_id:path}/resolve", response_model=Receipt,
+             tags=["compensations"])
+async def resolve_compensation(request: Request, action_id: str, body: CompensationRuling,
+                               who: Reviewer) -> Receipt:
+    """Resolve an open compensation as the signed-in reviewer: a receipt in the chain. A reviewer
+    with a registered key resolves with `rippl compensations resolve --key` (the console does not
+    sign resolutions yet)."""
+    return await console(request).rippl.resolve_compensation(
+        action_id, resolution=body.resolution, note=body.note, by=who, attempt=body.attempt)
+
+
+@router.post("/compensations/{action_id:path}/attempts", response_model=CompensationAttempt,
+             status_code=201, tags=["compensations"])
+async def report_attempt(request: Request, action_id: str, body: AttemptReport,
+                         who: Reviewer) -> CompensationAttempt:
+    """Report what was done to compensate an open compensation (a person confirms it by
+    resolving); recorded as the signed-in identity (or <who>/<by>)."""
+    return await console(request).rippl.report_compensation_attempt(
+        action_id, what=body.what, output=body.output, by=f"{who}/{body.by}" if body.by else who)
+
+
+# -- notifications ------------------------------------------------------------------------------
+@router.get("/notifications", response_model=list[DeliveryStatus], dependencies=[Read],
+            tags=["notifications"])
+async def notifications(request: Request) -> list[DeliveryStatus]:
+    """How webhook deliveries go (rippl serve --notify): delivered, failing (the last error and
+    the next retry), the position in the event stream and what is pending; empty without any."""
+    notifier = console(request).notifier
+    return notifier.statuses() if notifier is not None else []
 
 
 # -- beliefs -----------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ ASGI app (`parent.mount("/console", app)`): every URL the UI uses is relative to
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +28,7 @@ from rippl_core.console.auth import (
     origin_allowed,
 )
 from rippl_core.console.monitors import AlertRules
+from rippl_core.console.notify import Notifier, Webhook
 from rippl_core.console.stream import KEEPALIVE, EventHub
 from rippl_core.errors import (
     ConflictError,
@@ -63,6 +64,7 @@ class ConsoleState:
     sessions: Sessions = field(default_factory=Sessions)
     proposers: Reviewers = field(default_factory=Reviewers)  # monitors: propose, never decide
     alert_rules: AlertRules | None = None  # the Alertmanager webhook's rules (None: no webhook)
+    notifier: Notifier | None = None
 
 
 class RequestChecks:
@@ -107,22 +109,32 @@ class RequestChecks:
 def create_app(rippl: AsyncRippl, *, reviewers: Reviewers | None = None, read_open: bool = True,
                allowed_hosts: frozenset[str] = LOOPBACK_NAMES,
                keepalive: float = KEEPALIVE, proposers: Reviewers | None = None,
-               alert_rules: AlertRules | None = None) -> FastAPI:
+               alert_rules: AlertRules | None = None, webhooks: Sequence[Webhook] = ()) -> FastAPI:
     """The review console over an open `AsyncRippl` handle (which the caller closes).
 
     `reviewers` may approve and reject (none: the console is read-only); `read_open=False` makes
     reads need a reviewer too (for a console reachable beyond this machine); the Host header must
     name one of `allowed_hosts`. `proposers` (monitors) may propose retractions with their
     bearer token, never decide; `alert_rules` serve Alertmanager's webhook (POST
-    /api/alertmanager) with a proposer's token. The live stream subscribes on its first client and stops with
-    the app's lifespan (when mounted in another app, `await app.state.console.hub.close()`)."""
+    /api/alertmanager) with a proposer's token. The live stream subscribes on its first client and
+    stops with the app's lifespan (when mounted in another app, `await
+    app.state.console.hub.close()`). `webhooks` receive the events they choose, signed, from the
+    app's start on (console/notify.py; how deliveries go is at /api/notifications)."""
     state = ConsoleState(rippl, reviewers or Reviewers(), EventHub(rippl, keepalive=keepalive),
                          read_open, proposers=proposers or Reviewers(), alert_rules=alert_rules)
+    if webhooks:
+        state.notifier = Notifier(state.hub, rippl.graph, list(webhooks))
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        await state.hub.close()
+        if state.notifier is not None:
+            await state.notifier.start()
+        try:
+            yield
+        finally:
+            if state.notifier is not None:
+                await state.notifier.close()
+            await state.hub.close()
 
     app = FastAPI(
         title="Rippl review console", version="1", lifespan=lifespan,

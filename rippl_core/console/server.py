@@ -27,6 +27,7 @@ from rippl_core.console.auth import (
     parse_reviewers,
 )
 from rippl_core.console.monitors import load_rules
+from rippl_core.console.notify import Webhook
 from rippl_core.errors import RipplError
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
@@ -45,7 +46,8 @@ def reviewers_for(file: Path | None, one_off: str | None,
 
 async def anchor_periodically(rippl: AsyncRippl, witness: str, interval: float, *,
                               signing_key: bytes | None = None, by: str | None = None,
-                              report: Callable[[str], None] = lambda _: None) -> None:
+                              report: Callable[[str], None] = lambda _: None,
+                      webhooks: Sequence[Webhook] = ()) -> None:
     """Anchor the log's head at `witness` now and every `interval` seconds when it has grown
     (until cancelled). A failure (a witness down, a log that no longer extends the anchored head)
     is reported and tried again at the next tick; the console keeps serving."""
@@ -77,7 +79,8 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
                       anchor_interval: float = 300.0, anchor_key: bytes | None = None,
                       anchor_by: str | None = None,
                       report: Callable[[str], None] = lambda _: None,
-                      proposers_file: Path | None = None, alert_rules: Path | None = None) -> None:
+                      proposers_file: Path | None = None, alert_rules: Path | None = None,
+                      webhooks: Sequence[Webhook] = ()) -> None:
     """Serve until stopped. Refuses (AuthConfigError) a non-loopback `host` without
     `allow_remote` and reviewers. `announce(url, reviewers)` is called once listening; with a
     one-off `reviewer`, the URL carries its token (in the fragment, which is never sent). With
@@ -99,7 +102,8 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
                                   distinct_approver=distinct_approver)
     try:
         app = create_app(rippl, reviewers=reviewers, read_open=is_loopback(host),
-                         allowed_hosts=allowed, proposers=proposers, alert_rules=rules)
+                         allowed_hosts=allowed, proposers=proposers, alert_rules=rules,
+                         webhooks=webhooks)
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower(),
                                 lifespan="on", server_header=False, timeout_graceful_shutdown=2)
         server = uvicorn.Server(config)

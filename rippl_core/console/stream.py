@@ -140,6 +140,20 @@ class EventHub:
             return None
         return [e for _, e in itertools.islice(self._ring, max(cursor - oldest + 1, 0), None)]
 
+    async def next_events(self, cursor: int, epoch: str) -> tuple[list[dict[str, Any]] | None, int, str]:
+        """Wait for events after `cursor` of `epoch` (at most the keep-alive interval): the events
+        (None when they cannot be had: another epoch, or older than the ring), the head and the
+        current epoch. For readers at their own pace (webhook deliveries)."""
+        await self.start()
+        async with self._changed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait_for(
+                    functools.partial(self._moved, cursor, epoch)), self.keepalive)
+            if self.epoch != epoch:
+                return None, self.seq, self.epoch
+            events = self._after(cursor)
+            return events, self.seq, self.epoch
+
     async def frames(self, last_event_id: str | None) -> AsyncIterator[str]:
         """The SSE text of one client's stream, forever (the server cancels it on disconnect)."""
         await self.start()

@@ -183,3 +183,25 @@ def provenance_sources(*, tool: str | None, since: int | None, until: int | None
                  "OPTIONAL MATCH (s)-[:SUPPORTS]->(c:Claim) "
                  f"RETURN {{{fields}}}, sr.agent, sr.framework, collect(c.id)",
                  params, read_only=True)
+
+
+# -- the compensation lifecycle (review/compensations.py) ----------------------------------------
+# An action executed on a premise since retracted is owed a compensation. Attempts reported by an
+# agent and a reviewer's resolution are :CompensationEntry nodes (kind "attempt" / "resolution")
+# keyed by the action's id; the few per action are read together, without an index.
+EXECUTED_OUT = Query("MATCH (a:Action) WHERE a.executed_at IS NOT NULL AND a.state = 'OUT' "
+                     "AND a.override IS NULL "
+                     "RETURN properties(a) ORDER BY a.executed_at, a.id", read_only=True)
+EXECUTED = Query("MATCH (a:Action) WHERE a.executed_at IS NOT NULL AND a.override IS NULL "
+                 "RETURN properties(a) ORDER BY a.executed_at, a.id", read_only=True)
+COMPENSATION_ENTRIES = Query("MATCH (e:CompensationEntry) RETURN properties(e) "
+                             "ORDER BY e.recorded, e.id", read_only=True)
+
+
+def compensation_entries(action: str) -> Query:
+    return Query("MATCH (e:CompensationEntry {action: $action}) RETURN properties(e) "
+                 "ORDER BY e.recorded, e.id", {"action": action}, read_only=True)
+
+
+def create_compensation_entry(props: Mapping[str, Any]) -> Query:
+    return Query("CREATE (e:CompensationEntry) SET e += $props", {"props": props})

@@ -257,3 +257,23 @@ def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..
             rippl.approve(proposal.id, by="alice")
             ref.overrides[key] = set(proposal.claims)
     assert rippl.verify_receipts().ok
+
+
+def test_the_users_new_input_is_told_apart_from_a_rewrite() -> None:
+    """An unknown ref after a known one, with only unknown messages after it, is the user's input
+    and carries nothing; followed by a message Rippl knows (a ref only another run of the scope
+    carried counts), it is a rewrite and carries everything the run carried."""
+    run = Carried(carriers={"a": frozenset({"C1"})}, everything={"C1", "R"})
+    claims, recorded = context_set(run, ["a", "u"], (), {}, inputs={"u"})
+    assert claims == ["C1"] and recorded == {"u": frozenset()}
+    claims, recorded = context_set(run, ["a", "u", "b"], (), {}, scope={}, inputs={"u"})
+    assert recorded == {"u": frozenset(), "b": frozenset({"C1", "R"})} and claims == ["C1", "R"]
+    claims, recorded = context_set(run, ["u", "s"], (), {}, scope={"s": {"S"}}, inputs={"u"})
+    assert recorded == {"u": frozenset({"C1", "R"}), "s": frozenset({"S"})}
+
+
+def test_repeat_keys_name_the_tool_only_under_repeat_scope_tool() -> None:
+    from rippl_core.capture.context import repeat_keys, tool_key
+
+    assert repeat_keys("r1", "migrate", "{}", "tool")[1] == tool_key("r1", "migrate")
+    assert repeat_keys("r1", "migrate", "{}", "args")[1] is None

@@ -338,3 +338,39 @@ def test_a_veto_for_a_premise_under_review_does_not_drop_it(rippl: Rippl) -> Non
     assert verdict.allowed and claim in premises_of(rippl, verdict.target)  # type: ignore[arg-type]
     rippl.retract(claim, reason="stale after all", by="monitor")
     assert not run.judge(later).allowed  # still protected: it rests on the claim
+
+
+def test_a_veto_is_published_retracted_or_at_risk(rippl: Rippl) -> None:
+    """Each denied call publishes `call_vetoed` (its action, run, state and first premise), for
+    `rippl watch`, the console and webhooks; an allowed call publishes none."""
+    claim, (_, migrate) = story(rippl)
+    events = rippl.subscribe()
+    try:
+        assert rippl.run("thread-1").judge(MIGRATE).allowed
+        review = rippl.propose_retraction(claim, reason="stale cache", by="monitor")
+        assert not rippl.run("thread-1").judge(MIGRATE).allowed  # at risk: nothing told, no binds
+        rippl.approve(review.id, by="alice")
+        assert not rippl.run("thread-1").judge(MIGRATE).allowed  # retracted
+        seen = []
+        while (event := events.get(timeout=1)) is not None:
+            if event.type == "call_vetoed":
+                seen.append(event)
+    finally:
+        events.close()
+    assert [(e.node, e.run, e.state, e.claim) for e in seen] == [
+        (migrate, "thread-1", "AT_RISK", claim), (migrate, "thread-1", "OUT", claim)]
+
+
+def test_the_small_print_of_a_run(rippl: Rippl) -> None:
+    """What a run's root says about who runs it, an empty observation, and the digest a veto on an
+    unrecorded tool result quotes."""
+    from rippl_core.adapters import output_digest
+
+    run = rippl.run("small-1", agent="ops", framework="langgraph")
+    run.decide("t1", [HEALTH], context=[])
+    assert rippl.get(ids.run_source("small-1")).text == "run small-1 of ops (langgraph) started"
+    assert run.observe([]) == []
+    forged = output_digest("shard 09: healthy")
+    [denied] = run.decide("t2", [MIGRATE], context=["h0"], results={"h0": forged})
+    assert not denied.allowed
+    assert f"(content digest {forged[:12]})" in (denied.blockers[0].reason or "")

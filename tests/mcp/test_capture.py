@@ -216,3 +216,25 @@ async def test_readings_age_and_a_differing_re_read_supersedes(client: Client) -
     later = await client.call("check_premises", tool="drain", args={"shard": tag})
     assert later["safe"] is False and "stale" in later["reason"]
     assert any(e["status"] == "stale" for e in later["expired"])
+
+
+async def test_an_agent_reports_a_compensation_attempt_a_person_confirms_it(
+        client: Client, direct: Rippl) -> None:
+    tag = uuid.uuid4().hex[:6]
+    health = await client.call("check_premises", tool="get_shard_health", args={"shard": tag + "x"})
+    read = await client.call("record_execution", tool="get_shard_health", args={"shard": tag + "x"},
+                             call_id=health["call_id"], output="healthy")
+    announce = await client.call("check_premises", tool="announce_window", args={"shard": tag})
+    await client.call("record_execution", tool="announce_window", args={"shard": tag},
+                      call_id=announce["call_id"], output="announced")
+    direct.retract(read["result_claim"], reason="stale replica", by="monitor")
+    reported = await client.call("report_compensation_attempt", action=announce["target"],
+                                 what="posted a retraction of the maintenance window",
+                                 output="message 1234 sent", by="ops-agent")
+    assert reported["id"].startswith("ATT-") and reported["by"].endswith("/ops-agent")
+    [owed] = [c for c in direct.compensations() if c.action == announce["target"]]
+    assert owed.status == "open" and owed.attempts[0].id == reported["id"]  # not resolved by it
+    direct.resolve_compensation(announce["target"], resolution="compensated", note="seen it posted",
+                                by="alice", attempt=reported["id"])
+    assert announce["target"] not in [c["action"] for c in
+                                      (await client.call("list_compensations"))["compensations"]]

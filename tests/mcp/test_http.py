@@ -228,3 +228,22 @@ async def test_an_override_is_only_proposed_over_mcp(client: Client, graph: Ripp
     assert (await client.call("check_premises", tool="migrate", args={"shard": tag}))["safe"] is False
     rejected = await client.call("reject_review", review_id=proposals[1]["id"])
     assert rejected["decision"] == "rejected" and graph.review(proposals[1]["id"]).status == "rejected"
+
+
+async def test_a_compensation_resolved_through_mcp_names_the_reviewer(client: Client,
+                                                                      graph: Rippl) -> None:
+    ids = await chain(client)
+    graph.mark_executed(ids["act"])
+    graph.retract(ids["clm"], reason="it was false", by="monitor")
+    attempt = await client.call("report_compensation_attempt", action=ids["act"],
+                                what="undid it", output="ok", by="agent-7")
+    assert attempt["by"].endswith("/agent-7")
+    receipt = await client.call("resolve_compensation", action=ids["act"],
+                                resolution="compensated", note="checked", attempt=attempt["id"])
+    assert receipt["kind"] == "compensation_resolved" and receipt["actor"] == REVIEWER
+    assert ids["act"] not in [c["action"] for c in
+                              (await client.call("list_compensations"))["compensations"]]
+    again = await client.fail("resolve_compensation", action=ids["act"], resolution="not needed",
+                              note="again")
+    assert "already resolved" in again
+    assert (await client.call("verify_receipts"))["ok"] is True

@@ -37,6 +37,7 @@ TOOLS = {"check_premises", "blast_radius", "explain", "propose_retraction", "lis
          "retract_belief", "ask_belief", "timeline", "why_changed", "what_if", "history",
          "start_run", "record_execution", "cite_claims", "list_compensations", "propose_override",
          "propose_retraction_where",
+         "report_compensation_attempt",
          "log_head", "prove_receipt", "log_consistency"}
 
 

@@ -1,6 +1,8 @@
 """Capture tools: begin a run (for clients without a session), report that a checked call ran
-(its output becomes an observation of the client's run), cite the claims a plan relies on, and
-list the calls executed on premises since retracted."""
+(its output becomes an observation of the client's run), cite the claims a plan relies on, list
+the calls executed on premises since retracted, and report an attempt to compensate one (a
+person confirms it; over MCP a compensation is resolved only by a server started with a
+reviewer, see tools/review.py)."""
 
 # No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
@@ -10,11 +12,11 @@ from pydantic import Field
 
 from rippl_core.client import AsyncRippl
 from rippl_core.errors import NotFoundError
-from rippl_core.mcp.common import Id, Ids, Registrar, Text
+from rippl_core.mcp.common import Id, Ids, Registrar, Text, client_identity
 from rippl_core.mcp.models import CompensationList, ExecutionRecord, RunStarted
 from rippl_core.mcp.sdk import Context
 from rippl_core.mcp.session import Sessions
-from rippl_core.models import ToolCall
+from rippl_core.models import CompensationAttempt, ToolCall
 
 
 def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
@@ -84,4 +86,20 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
         """Actions that already ran on a premise since retracted (what may need undoing), each
         with the trail to the premise that failed."""
         found = await rippl.compensations()
-        return CompensationList(count=len(found), compensations=found)
+        return CompensationList(count=len(found), compensations=found)  # the open ones
+
+    @tool(read_only=False, title="Report an attempt to compensate")
+    async def report_compensation_attempt(
+        ctx: Context,
+        action: Annotated[Id, Field(description="The executed action, as list_compensations names "
+                                                "it.")],
+        what: Annotated[Text, Field(description="What you did to undo it or make it good.")],
+        output: Annotated[Text | None, Field(description="What that returned.")] = None,
+        by: Annotated[Id | None, Field(description="Your agent's name, recorded under this MCP "
+                                                   "client's identity: mcp:<client>/<by>.")] = None,
+    ) -> CompensationAttempt:
+        """Report what you did about an open compensation (an action that ran on a premise since
+        retracted), with its output. It resolves nothing: a person confirms it, and the
+        compensation stays open until they do."""
+        return await rippl.report_compensation_attempt(action, what=what, output=output,
+                                                       by=client_identity(ctx, agent=by))

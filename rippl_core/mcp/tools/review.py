@@ -179,3 +179,20 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_re
             """Reject a proposed retraction: the at-risk nodes return to what they were."""
             return decided(await rippl.reject(review_id, by=who, note=note,
                                               signing_key=reviewer_key), "rejected")
+
+        @tool(read_only=False, title="Resolve a compensation")
+        async def resolve_compensation(
+            action: Annotated[Id, Field(description="The executed action (as list_compensations "
+                                                    "names it).")],
+            resolution: Annotated[Literal["compensated", "not needed"],
+                                  Field(description="How it was resolved.")],
+            note: Annotated[Text, Field(description="What was done, or why nothing is needed; "
+                                                    "kept in the receipt.")],
+            attempt: Annotated[Id | None, Field(description="The reported attempt (ATT-...) this "
+                                                            "confirms.")] = None,
+        ) -> Receipt:
+            """Resolve an open compensation as the reviewer this server was started with: a
+            receipt in the chain."""
+            return await rippl.resolve_compensation(action, resolution=resolution, note=note,
+                                                    by=who, attempt=attempt,
+                                                    signing_key=reviewer_key)

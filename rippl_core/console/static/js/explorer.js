@@ -106,7 +106,7 @@ export function events(batch, seq) {
   let unknown = false;
   const moves = { AT_RISK: 0, OUT: 0, IN: 0 };
   for (const event of batch) {
-    if (!event.node) continue;
+    if (!event.node || !event.after) continue;  // not a change of state (an execution, a compensation)
     const i = geo.index.get(event.node);
     if (i === undefined) { unknown = true; continue; }
     const node = graph.nodes[i];

@@ -8,8 +8,10 @@ import * as queue from "./queue.js";
 import * as explorer from "./explorer.js";
 import * as receipts from "./receipts.js";
 import * as beliefs from "./beliefs.js";
+import * as compensations from "./compensations.js";
+import * as notify from "./notify.js";
 
-const VIEWS = { queue, explorer, receipts, beliefs };
+const VIEWS = { queue, explorer, receipts, beliefs, compensations };
 export const info = { graph: "", distinct_approver: false, reviewers: false, graph_limit: 2500 };
 let current = null;
 
@@ -37,6 +39,7 @@ function renderSession() {
   $("#sign-out").hidden = !signedIn;
   queue.sessionChanged();
   explorer.sessionChanged();
+  compensations.sessionChanged();
 }
 
 async function exchange(token, keyText = "") {
@@ -100,7 +103,7 @@ function setupTabs() {
   document.addEventListener("keydown", (event) => {
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement?.tagName || "");
     if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
-    const index = "1234".indexOf(event.key);
+    const index = "12345".indexOf(event.key);
     if (index >= 0) show(names[index], true);
   });
   window.addEventListener("hashchange", () => show(location.hash.slice(1)));
@@ -120,7 +123,11 @@ async function start() {
   if (token && !session.reviewer) await exchange(token);
   renderSession();
   for (const view of Object.values(VIEWS)) view.init(info);
-  onEvents((events, seq) => { for (const view of Object.values(VIEWS)) view.events(events, seq); });
+  onEvents((events, seq) => {
+    for (const view of Object.values(VIEWS)) {
+      try { view.events(events, seq); } catch (error) { console.error("a view failed on live events", error); }
+    }
+  });
   onReset(() => { for (const view of Object.values(VIEWS)) view.reset(); });
   connect((on) => {
     const el = $("#live");
@@ -128,6 +135,7 @@ async function start() {
     el.className = `live ${on ? "on" : "off"}`;
   });
   show(location.hash.slice(1) || "queue");
+  notify.watch();
 }
 
 window.rippl = { views: VIEWS, session };

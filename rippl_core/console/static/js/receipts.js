@@ -23,7 +23,7 @@ const loadSoon = debounce(() => load(), 200);
 
 export function events(batch) {
   const receipted = batch.some((e) => e.type === "review_approved" || e.type === "review_rejected" || e.type === "key_registered" || e.type === "key_revoked"
-    || e.cause === "retract" || e.cause === "reinstate");
+    || e.type === "compensation_resolved" || e.cause === "retract" || e.cause === "reinstate");
   if (!receipted) return;
   stale = true;
   if (isShown()) loadSoon();
