@@ -145,6 +145,22 @@ BENCHES: tuple[Bench, ...] = (
          lambda d: f"{d['results']['off']['p50_us'] / 1000:.3g} ms / "
                    f"{d['results']['recording']['p50_us'] / 1000:.3g} ms"),
     )),
+    Bench("carried.json", "bench/scripts/bench_carried.py",
+          "Turns with many carried messages (issues 30 and 31)", (
+        ("decide, 10 / 100 / 1,000 carried messages",
+         lambda d: " / ".join(_ms(d["results"][f"decide, {n} carried"]["p50_ms"])
+                              for n in (10, 100, 1000))),
+    )),
+    Bench("provenance.json", "bench/scripts/bench_provenance.py", "Retraction by provenance", (
+        ("propose by provenance over 100k readings, slowest query (p50)",
+         lambda d: max((q["propose"]["p50_ms"], name) for name, q in d["queries"].items())[1]
+         + ": " + _ms(max(q["propose"]["p50_ms"] for q in d["queries"].values()))),
+    )),
+    Bench("contradictions.json", "bench/scripts/bench_contradictions.py",
+          "Contradictions proposed, never applied (issue 24 part 4)", (
+        ("key detector, precision / recall (66 labelled pairs)",
+         lambda d: f"{d['scores']['key']['precision']:.2f} / {d['scores']['key']['recall']:.2f}"),
+    )),
     Bench("install.json", "tests/test_install.py (pytest -m install)", "Install time", (
         ("`uv pip install rippl-core`", _install),
     )),

@@ -27,7 +27,6 @@ import argparse
 import itertools
 import json
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -107,8 +106,9 @@ def main() -> None:
             with client.pipeline(transaction=True) as pipe:
                 pipe.execute_command(
                     "GRAPH.QUERY", graph_key,
-                    f"CREATE (:Bare {{id: 'd{n}'}})-[:DRIVES]->(:Bare {{id: 'a{n}'}}) "
-                    f"WITH 1 AS one MATCH (r:Node {{id: 'C1'}}) CREATE (r)-[:SUPPORTS]->(:Bare {{id: 'e{n}'}})")
+                    f"CREATE (:Bare {{id: 'd{n}'}})-[:DRIVES]->"
+                    f"(:Bare {{id: 'a{n}'}}) WITH 1 AS one MATCH (r:Node {{id: 'C1'}}) "
+                    f"CREATE (r)-[:SUPPORTS]->(:Bare {{id: 'e{n}'}})")
                 return pipe.execute()
         variants["bare write transaction"] = bare_write
         rippl.add_claim("C1", "A1 is in stock")
@@ -148,13 +148,11 @@ def main() -> None:
                          "x_write": round(p50 / write, 2), "n": len(ordered)}
         print(f"{name:32} p50 {p50 * 1000:7.3f} ms  {p50 / floor:7.2f}x a bare round trip  "
               f"{p50 / write:6.2f}x a bare write transaction")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=ROOT).stdout.strip()
-    out = ROOT / "bench" / "results" / "carried.json"
-    out.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "commit": commit,
-                               "rounds": options.rounds, "turns": options.turns,
-                               "results": results}, indent=2) + "\n")
+    from rippl_bench.summary import stamp
 
+    out = ROOT / "bench" / "results" / "carried.json"
+    out.write_text(json.dumps(stamp({"rounds": options.rounds, "turns": options.turns,
+                                     "results": results}), indent=2) + "\n")
 
 if __name__ == "__main__":
     main()
