@@ -60,20 +60,36 @@ def split_comment(line: str) -> tuple[str, str]:
     return line.rstrip(), ""
 
 
+HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1")
+
+
 def shell_commands(source: str) -> Iterator[tuple[int, str, str]]:
-    """(line offset in the block, command, comment) for every command of a shell block."""
+    """(line offset in the block, command, comment) for every command of a shell block. A
+    here-document's lines belong to the command that opens it, verbatim, up to its delimiter."""
     pending: list[str] = []
     start = 0
-    for n, raw in enumerate(source.splitlines()):
-        command, comment = split_comment(raw)
+    lines = source.splitlines()
+    n = 0
+    while n < len(lines):
+        command, comment = split_comment(lines[n])
         if not pending:
             start = n
         if command.endswith("\\"):
             pending.append(command[:-1])
+            n += 1
             continue
         pending.append(command)
         joined = " ".join(p.strip() for p in pending).strip()
         pending = []
+        heredoc = HEREDOC.search(joined)
+        if heredoc:  # the body, up to the line that is the delimiter alone
+            body = []
+            while n + 1 < len(lines) and lines[n + 1].strip() != heredoc.group(2):
+                n += 1
+                body.append(lines[n])
+            n += 1
+            joined = "\n".join([joined, *body, heredoc.group(2)])
+        n += 1
         if joined:
             yield start, joined, comment
 
@@ -184,8 +200,15 @@ def close_all(namespace: dict[str, Any]) -> None:
         loop.close()
 
 
+# Documents whose shell blocks are one session (a server started in one block serves the next):
+# each is run whole, as one script, by its own test (named here), not block by block.
+ONE_SESSION = {"docs/monitors.md": "tests/test_docs_monitors.py"}
+
+
 @pytest.mark.parametrize("path", DOCS, ids=doc_id)
 def test_doc_runs(path: Path, workdir: Path) -> None:
+    if doc_id(path) in ONE_SESSION:
+        pytest.skip(f"its blocks are one shell session: {ONE_SESSION[doc_id(path)]} runs them")
     document: Document = SYBIL.parse(path)
     document.namespace.update({"__name__": "__docs__", "__workdir__": str(workdir)})
     skipped: list[str] = []
@@ -255,6 +278,22 @@ def test_shell_runner_reads_the_stated_exit_code() -> None:
     assert "echo 'a # b' done" in script and "grep -qF -- 'a # b done'" in script
 
 
+def test_a_here_document_is_part_of_its_command(tmp_path: Path) -> None:
+    """The lines of a here-document (a `#` among them) go to the command that opens it, and the
+    command after it is a command of its own."""
+    script = shell_script(textwrap.dedent("""\
+        cat > notes <<'EOF'
+        # not a comment
+        two words
+        EOF
+        cat notes   # prints "two words"
+        """), tmp_path)
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False,
+                          env={**os.environ, "__docs_out": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "notes").read_text() == "# not a comment\ntwo words\n"
+
+
 @pytest.mark.parametrize("path", DOCS, ids=doc_id)
 def test_a_block_not_run_says_why(path: Path) -> None:
     """Only whole blocks are skipped, each with a reason, right before the block it marks."""
@@ -263,3 +302,9 @@ def test_a_block_not_run_says_why(path: Path) -> None:
         directive, following = m.group(1).strip(), m.group(2)
         assert re.fullmatch(r'next "[^"]{10,}"', directive), f"{doc_id(path)}: {m.group(0)!r}"
         assert following.startswith("```"), f"{doc_id(path)}: a skip must precede its block"
+
+
+def test_a_document_run_as_one_session_has_its_test() -> None:
+    for doc, test in ONE_SESSION.items():
+        assert (ROOT / doc).exists() and (ROOT / test).exists(), (doc, test)
+        assert doc.split("/")[-1] in (ROOT / test).read_text()
