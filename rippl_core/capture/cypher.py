@@ -39,6 +39,15 @@ def observation_key(run: str, ref: str | None, scope: str | None = None) -> str:
     keyed by its run and "*" (in context for the whole run, and only for it)."""
     return f"{run}\x1f*" if ref is None else f"{scope or run}\x1f{ref}"
 
+
+
+def _each(items: str, var: str) -> str:
+    """UNWIND the list `items` as `var`, one NULL row when it is empty or NULL, so an OPTIONAL
+    MATCH of `var` by an indexed property that follows finds each through the index (a filter
+    `n.p IN items` would scan the whole label) and the row survives when there is none."""
+    return f"UNWIND CASE WHEN size(coalesce({items}, [])) = 0 THEN [NULL] ELSE {items} END AS {var} "
+
+
 # The state of a node with one justification, from its antecedents' states.
 _STATE = ("CASE WHEN 'OUT' IN ({states}) THEN 'OUT' WHEN 'AT_RISK' IN ({states}) THEN 'AT_RISK' "
           "ELSE 'IN' END")  # parenthesised: FalkorDB binds IN tighter than +
@@ -56,8 +65,9 @@ def captured(run: str, refs: Sequence[str]) -> Query:
                  "WITH a, d, collect(CASE WHEN rb IS NULL THEN NULL ELSE [rb.turn, rb.id] END) AS repeats "
                  f"OPTIONAL MATCH (ov:{OVERRIDE}) WHERE ov.vkey = a.rkey "
                  "AND (ov.used_by IS NULL OR ov.used_by = a.id) "
-                 "OPTIONAL MATCH (rc:Claim) WHERE a.reads IS NOT NULL AND rc.id IN a.reads "
-                 f"WITH a, d, repeats, ov, collect({causal_cypher.READ_PAIR}) AS reads "
+                 "WITH a, d, repeats, ov " + _each("a.reads", "cid")
+                 + "OPTIONAL MATCH (rc:Claim {id: cid}) "
+                 f"WITH a, d, repeats, ov, collect(DISTINCT {causal_cypher.READ_PAIR}) AS reads "
                  "RETURN a.call_id, a.id, a.args, a.kind, a.state, a.executed_at, d.id, d.state, "
                  "repeats, ov.id, ov.premises, reads ORDER BY a.created_at DESC",
                  {"keys": [call_ref(run, r) for r in refs]}, read_only=True)
@@ -104,7 +114,8 @@ _ACTIONS = (
     "OPTIONAL MATCH (v2:Action {vtool: act.rtool}) "
     "WITH d, act, created, collect(v1.binds) AS l1, collect(v2.binds) AS l2 "
     "WITH d, act, created, reduce(acc = [], l IN l1 + l2 | acc + coalesce(l, [])) AS binds "
-    "OPTIONAL MATCH (b:Node) WHERE b.id IN binds AND b.id <> act.id "
+    "WITH d, act, created, binds " + _each("binds", "bid")
+    + "OPTIONAL MATCH (b:Node {id: bid}) WHERE b.id <> act.id "
     "WITH d, act, created, collect(DISTINCT b) AS bs "
     "MERGE (x:Node:Action {id: act.id}) ON CREATE SET x += act, x.reads = d.reads, "
     "x.state = " + _STATE.format(states="[d.state] + [b IN bs | b.state]") + " "
@@ -117,8 +128,9 @@ _ACTIONS = (
     "AND (ov.used_by IS NULL OR ov.used_by = x.id) "
     "OPTIONAL MATCH (rb)-[rr:DRIVES|TRIGGERS]->(x) WHERE rr.repeat = true "
     "WITH d, x, created, ov, collect(CASE WHEN rb IS NULL THEN NULL ELSE [rb.turn, rb.id] END) AS repeats "
-    "OPTIONAL MATCH (rc:Claim) WHERE x.reads IS NOT NULL AND rc.id IN x.reads "
-    f"WITH d, x, created, ov, repeats, collect({causal_cypher.READ_PAIR}) AS reads "
+    "WITH d, x, created, ov, repeats " + _each("x.reads", "cid")
+    + "OPTIONAL MATCH (rc:Claim {id: cid}) "
+    f"WITH d, x, created, ov, repeats, collect(DISTINCT {causal_cypher.READ_PAIR}) AS reads "
     "RETURN x.id, x.state, x.executed_at, created, d.state, repeats, ov.id, ov.premises, reads"
 )
 
@@ -183,12 +195,13 @@ def _context(carry: str) -> str:
         # written may have reached this run): through hand-over claims
         f"OPTIONAL MATCH (sr:{RUN}) WHERE wide AND sr.scope = $run.scope AND sr.id <> $run.id "
         f"WITH {carry}, known, missing, knowns, carried, wide, seen, tcs, collect(sr.id) AS others "
-        f"OPTIONAL MATCH (fe:{OBSERVATION}) WHERE size(others) > 0 AND fe.run IN others "
+        + _each("others", "orun") + f"OPTIONAL MATCH (fe:{OBSERVATION} {{run: orun}}) "
         f"OPTIONAL MATCH (fe)-[:{SAW}]->(fc:Claim) "
         f"WITH {carry}, known, missing, knowns, carried, wide, seen, tcs, others, "
         "collect(DISTINCT CASE WHEN fc IS NOT NULL "
         "THEN {carrier: fe.id, run: fe.run, ref: fe.ref, claim: fc} END) AS fo "
-        "OPTIONAL MATCH (ft:Node) WHERE size(others) > 0 AND ft.run IN others AND ft:Decision "
+        f"WITH {carry}, known, missing, knowns, carried, wide, seen, tcs, others, fo "
+        + _each("others", "trun") + "OPTIONAL MATCH (ft:Node {run: trun}) WHERE ft:Decision "
         "OPTIONAL MATCH (ftc:Claim)-[:SUPPORTS]->(ft) "
         f"WITH {carry}, known, missing, knowns, carried, seen, tcs, fo, "
         "collect(DISTINCT CASE WHEN ftc IS NOT NULL "
