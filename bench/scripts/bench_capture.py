@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from rippl_bench.machine import describe, load_average
 from rippl_bench.measure import summary_ms
 
 from rippl_core import Rippl, ToolCall
+from rippl_core._runtime import driver, wire
 from rippl_core._runtime.wire import Query
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,17 +58,45 @@ FLOOR_EXECUTED = ("MATCH (a:Node {id: $action}) SET a.executed_at = $now "
                   "CREATE (s)-[:SUPPORTS {j: $source.id}]->(c)")
 
 
+SERVER: dict[str, list[float]] = {}  # FalkorDB's own execution time of each call's queries (ms)
+_CURRENT = [""]
+
+
+def server_ms(reply: Any) -> float:
+    """The "internal execution time" a GRAPH.QUERY reply reports, in ms."""
+    for stat in reply[-1] if isinstance(reply, list) and reply else ():
+        text = stat.decode() if isinstance(stat, bytes) else str(stat)
+        if "internal execution time" in text:
+            return float(text.split(":")[1].split()[0])
+    return 0.0
+
+
+def _recording_parse(reply: Any) -> Any:
+    if _CURRENT[0]:
+        SERVER.setdefault(_CURRENT[0], [0.0])[-1] += server_ms(reply)
+    return wire.parse(reply)
+
+
 def interleaved(fns: dict[str, Callable[[int], Any]], runs: int, warmup: int = 10
                 ) -> dict[str, list[float]]:
+    """Each function once per round, round after round: the seconds of each call (and, in
+    SERVER, the server's own time of the queries each call sent)."""
     for n in range(warmup):
         for fn in fns.values():
             fn(n)
     out: dict[str, list[float]] = {name: [] for name in fns}
-    for n in range(runs):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn(warmup + n)
-            out[name].append(time.perf_counter() - start)
+    driver.parse = _recording_parse  # type: ignore[assignment]
+    try:
+        for n in range(runs):
+            for name, fn in fns.items():
+                _CURRENT[0] = name
+                SERVER.setdefault(name, []).append(0.0)
+                start = time.perf_counter()
+                fn(warmup + n)
+                out[name].append(time.perf_counter() - start)
+    finally:
+        driver.parse = wire.parse  # type: ignore[assignment]
+        _CURRENT[0] = ""
     return out
 
 
@@ -75,7 +105,10 @@ def bare_commit(rippl: Rippl, query: Query) -> Any:
     with rippl.redis.pipeline(transaction=True) as pipe:
         pipe.execute_command("GRAPH.QUERY", rippl.keys.graph, query.command(), "--compact")
         pipe.incr(rippl.keys.version)
-        return pipe.execute()
+        replies = pipe.execute()
+    if _CURRENT[0]:
+        SERVER.setdefault(_CURRENT[0], [0.0])[-1] += server_ms(replies[0])
+    return replies
 
 
 def props(kind: str, node_id: str, text: str, **extra: Any) -> dict[str, Any]:
@@ -140,10 +173,13 @@ def measure(db: Backend, runs: int, profile: bool) -> dict[str, Any]:
             assert rippl.check(allowed[n % len(allowed)]).allowed
 
         def read(n: int) -> Any:
-            return rippl.redis.execute_command(
+            reply = rippl.redis.execute_command(
                 "GRAPH.RO_QUERY", rippl.keys.graph,
                 Query("MATCH (n:Node {id: $id}) RETURN n.state",
                       {"id": allowed[n % len(allowed)]}).command(), "--compact")
+            if _CURRENT[0]:
+                SERVER.setdefault(_CURRENT[0], [0.0])[-1] += server_ms(reply)
+            return reply
 
         def ping(n: int) -> Any:
             return rippl.redis.ping()
@@ -153,7 +189,9 @@ def measure(db: Backend, runs: int, profile: bool) -> dict[str, Any]:
                              "executed": executed, "floor_executed": floor_executed,
                              "check_allowed": check, "indexed_read": read, "ping": ping}, runs)
         row: dict[str, Any] = {name: summary_ms(v, mean=False) for name, v in times.items()}
-        p50 = {name: row[name]["p50_ms"] for name in row}
+        row["server_p50_ms"] = {name: round(statistics.median(SERVER[name][-runs:]), 4)
+                                for name in times if name in SERVER}
+        p50 = {name: row[name]["p50_ms"] for name in times}
         row["ratios"] = {
             "decide": round(p50["decide"] / p50["floor_decide"], 3),
             "executed": round(p50["executed"] / p50["floor_executed"], 3),
@@ -225,6 +263,7 @@ def main() -> None:
                  "indexed_read", "ping"):
         print(f"{name:16} p50 {results[name]['p50_ms']:.3f} ms")
     print("ratios:", results["ratios"])
+    print("server p50 (ms):", results["server_p50_ms"])
     if args.profile:
         for name, plan in results["profiles"].items():
             print(f"--- {name}")
