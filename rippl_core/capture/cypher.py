@@ -498,6 +498,39 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
                                             "fresh_for": None, "supersedes": False}})
 
 
+def executed_plain(run: str, action_id: str, result: Mapping[str, Any],
+                   observation: Mapping[str, Any], now: int, handed: str | None) -> Query:
+    """`executed` for the common call, in a query a third of its size: not a read tool's reading
+    (nothing to refresh or supersede), its result source new (not a retry), and its output not
+    the text another run of the scope wrote (nothing handed over). It records exactly what
+    `executed` would; for any other call it writes nothing and returns no row, and the caller
+    sends `executed`."""
+    return Query(
+        "MATCH (x:Action {id: $action}) OPTIONAL MATCH (s0:Node {id: $result.source.id}) "
+        f"OPTIONAL MATCH (w:{OBSERVATION} {{key: $handed}}) WHERE w.run <> $run "
+        "OPTIONAL MATCH (wm:Decision {key: $handed}) WHERE wm.run <> $run "
+        "WITH x, count(s0) + count(w) + count(wm) AS found WHERE found = 0 "
+        "SET x.executed_at = $now, x.exec_status = $result.status, x.output = $result.digest "
+        f"WITH x OPTIONAL MATCH (r:{RUN} {{id: $run}}) SET r.last_active = $now "
+        "WITH 1 AS one OPTIONAL MATCH (c0:Node {id: $result.claim.id}) "
+        "WITH c0 IS NULL AS new_claim, "
+        "(c0 IS NOT NULL AND c0.state <> 'IN' AND NOT coalesce(c0.retracted, false) "
+        " AND coalesce(c0.pending, 0) = 0) AS shifts "
+        "CREATE (s:Node:Source) SET s += $result.source, s.state = 'IN' "
+        + _CREATED.format(id="$result.source.id", kind="'Source'", after="'IN'") + " "
+        "FOREACH (_ IN CASE WHEN new_claim THEN [1] ELSE [] END | "
+        "CREATE (c:Node:Claim) SET c += $result.claim, c.state = 'IN' "
+        + _CREATED.format(id="$result.claim.id", kind="'Claim'", after="'IN'") + ") "
+        "WITH s, shifts MATCH (c:Node {id: $result.claim.id}) "
+        "FOREACH (_ IN CASE WHEN shifts THEN [] ELSE [1] END | "
+        "CREATE (s)-[:SUPPORTS {j: $result.source.id}]->(c)) "
+        f"MERGE (o:{OBSERVATION} {{id: $obs.id}}) ON CREATE SET o += $obs "
+        f"MERGE (o)-[:{SAW}]->(c) "
+        "RETURN c.state, NOT shifts, [] AS ended",
+        {"run": run, "action": action_id, "result": result, "obs": observation, "now": now,
+         "handed": handed})
+
+
 def mark_executed(action_id: str, at: int, digest: str | None) -> Query:
     """Mark any action executed (declared or captured): (id, kind, state)."""
     return Query("MATCH (a:Action {id: $id}) SET a.executed_at = $at, "

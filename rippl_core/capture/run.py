@@ -517,14 +517,20 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
                    "ref": named.ref, "key": run.key(named.ref), "kind": "tool_result", "at": now,
                    "output": digest}
 
-    def record(action_id: str) -> Commit:
+    handed = run.key(ids.text_ref(ids.output_text(output)))
+
+    def record(action_id: str, plain: bool = False, announce: bool = True) -> Commit:
         event = {"type": "action_executed", "node": action_id, "kind": Kind.ACTION.value,
                  "cause": "capture", "at": iso(now)}
-        return Commit([cypher.executed(run.id, action_id, result, observation, now,
-                                       run.key(ids.text_ref(ids.output_text(output))), read)],
-                      [event], blind=True)
+        query = (cypher.executed_plain(run.id, action_id, result, observation, now, handed)
+                 if plain else
+                 cypher.executed(run.id, action_id, result, observation, now, handed, read))
+        return Commit([query], [event] if announce else [], blind=True)
 
-    replies = yield record(ids.action(run.id, named))  # the action its turn recorded: one round trip
+    own_action = ids.action(run.id, named)  # the action its turn recorded: one round trip
+    replies = yield record(own_action, plain=read is None)
+    if read is None and not replies[0]:  # not the common call (or not this action): in full,
+        replies = yield record(own_action, announce=False)  # its event already sent
     if not replies[0]:  # args that differ from every recorded call: the call id names the action
         found = yield cypher.captured(run.id, [named.ref])
         if not found:

@@ -1,7 +1,8 @@
-"""The smaller decide query of the common turn (`cypher.decide_own`) records exactly what the whole
-query (`cypher.decide`) records: the same flow run twice, once letting the client choose and once
-always sending the whole query, leaves the same graph; and a turn it does not cover is recorded
-by the whole query in the same call."""
+"""The smaller queries of the common turn and the common execution (`cypher.decide_own`,
+`cypher.executed_plain`) record exactly what the whole ones (`cypher.decide`, `cypher.executed`)
+record: the same flow run twice, once letting the client choose and once always sending the whole
+queries, leaves the same graph; and a turn the smaller query does not cover is recorded by the
+whole query in the same call."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ CLOCKS = {"created_at", "at", "started_at", "last_active", "recorded_at", "valid
 
 def flow(rippl: Rippl) -> None:
     """Turns on own carriers, a read, a reading superseded, a retraction, a veto and a repeat,
-    another run of the scope, a text reply, an unaccounted message."""
+    another run of the scope, a text reply, an unaccounted message, a replay; executions plain,
+    retried, failed, and one whose claim exists already."""
     rippl.add_source("S", "a report")
     rippl.add_claim("C", "billing is idle", sources=["S"])
     run = rippl.run("r1", agent="ops", framework="test", scope="team")
@@ -52,6 +54,11 @@ def flow(rippl: Rippl) -> None:
     run.decide("t8", [ToolCall(name="noop", args={}, id="n2")], context=["h1", "somewhere"])
     run.decide("t9", [ToolCall(name="noop", args={}, id="n3")], context=["h1", "somewhere"])
     run.decide("t2", [announce, migrate], context=["h1"])  # a replay
+    first, second = (ToolCall(name="noop", args={}, id=ref) for ref in ("n2", "n3"))
+    run.executed(first, "done")
+    run.executed(first, "done")  # a retry of the same call
+    run.executed(migrate, "failed: locked", ok=False)
+    run.executed(second, "done")  # the same result again: an existing claim
 
 
 def dump(rippl: Rippl) -> tuple[list[Any], list[Any]]:
@@ -86,7 +93,11 @@ def test_the_smaller_query_records_what_the_whole_one_does(
     own_text = capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0).text
     smaller = sum(text == own_text for text in sent)
     assert smaller >= 6  # the common turns took the smaller query
+    plain_text = capture_run.cypher.executed_plain("x", "a", {}, {}, 0, None).text
+    assert sum(text == plain_text for text in sent) >= 2  # and plain executions the smaller one
     monkeypatch.setattr(capture_run.Carriers, "own", lambda self, run, keys: False)
+    monkeypatch.setattr(capture_run.cypher, "executed_plain",
+                        lambda *args, **kwargs: Query("RETURN 1 LIMIT 0", read_only=True))
     whole = open_rippl()
     flow(whole)
     assert dump(chosen) == dump(whole)
