@@ -313,17 +313,18 @@ _OWN_CONTEXT = (
 
 def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
                refs: Sequence[Mapping[str, Any]], actions: Sequence[Mapping[str, Any]],
-               now: int) -> Query:
+               now: int, root: bool = False) -> Query:
     """`decide` for the common turn, in a query a third of its size: a new turn (its decision and
     actions not recorded yet), no veto read (`told` empty), no tool result to verify, a model
     input whose every message is a carrier this run recorded (`_OWN_CONTEXT`), and calls that
     repeat no vetoed call and have no override approved. Its nodes are known to be new, so they
     are created, not merged, and what an action repeats is known to be nothing. It records
     exactly what `decide` would; for any other turn it writes nothing and returns no row, and the
-    caller sends `decide`."""
+    caller sends `decide`. `root`: the run's node and root are believed to exist (not created
+    here: a run without them is another turn)."""
     return Query(
-        _run_root(run)
-        + "WITH 1 AS one MATCH (root:Node {id: $run.claim.id}) "
+        ("" if root else _run_root(run) + "WITH 1 AS one ")
+        + "MATCH (root:Node {id: $run.claim.id}) "
         "OPTIONAL MATCH (d0:Node {id: $decision.id}) WITH root, d0 IS NULL AS fresh "
         + _OWN_CONTEXT
         + "WITH root, ctx, fallback OR NOT fresh AS other UNWIND $actions AS act "

@@ -106,6 +106,13 @@ class Carriers:
         while len(self._keys) > self.LIMIT:
             del self._keys[next(iter(self._keys))]
 
+    def mark_run(self, run: str) -> None:
+        """The run's node and root exist (this client recorded something of it)."""
+        self.mark(run, [f"\x00{run}"], sure=True)
+
+    def knows_run(self, run: str) -> bool:
+        return self.own(run, [f"\x00{run}"])
+
     def own(self, run: str, keys: Sequence[str]) -> bool:
         """Whether every key is known as a carrier of `run`."""
         return all((entry := self._keys.get(key)) is not None and entry[0] == run for key in keys)
@@ -197,8 +204,9 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     ref_keys = [r["key"] for r in refs or ()]
     if refs is not None and not told_ids and not checked and carriers is not None \
             and carriers.own(run.id, ref_keys):  # the common turn: a smaller query
-        own = Commit([cypher.decide_own(run.props(now), decision, refs, actions, now),
-                      declared_query], blind=True)
+        own = Commit([cypher.decide_own(run.props(now), decision, refs, actions, now,
+                                        root=carriers.knows_run(run.id)), declared_query],
+                     blind=True)
         try:
             replies = yield own
         except ConflictError:
@@ -215,6 +223,7 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     if carriers is not None:
         carriers.mark(run.id, [decision["key"]], sure=True)
         carriers.mark(run.id, ref_keys, sure=False)
+        carriers.mark_run(run.id)
     rows = {row[0]: row for row in replies[0]}
     declared = replies[1]
     verdicts = []
@@ -243,6 +252,7 @@ def wrote(run: RunRef, ref: str, *, context: SequenceNotStr[str] | None,
     replies = yield Commit([cypher.wrote(run.props(now), carrier, refs, told_ids, now)], blind=True)
     if carriers is not None:
         carriers.mark(run.id, [carrier["key"]], sure=True)
+        carriers.mark_run(run.id)
     return sorted({row[0] for row in replies[0] if row[0] is not None})
 
 
@@ -544,7 +554,7 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
         yield Commit([], [{"type": "reading_superseded", "node": old, "kind": Kind.CLAIM.value,
                            "by": claim_id, "run": run.id, "at": iso(now)} for old in ended],
                      blind=True)
-    if carriers is not None:
+    if carriers is not None and replies[0]:
         carriers.mark(run.id, [observation["key"]], sure=True)
     return claim_id
 

@@ -7,6 +7,7 @@ whole query in the same call."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from rippl_core import Rippl, ToolCall
 from rippl_core._runtime import driver
 from rippl_core._runtime.wire import Query
+from rippl_core.capture import ids
 from rippl_core.capture import run as capture_run
 
 # times and what depends on them differ from one run of the flow to the other
@@ -90,8 +92,9 @@ def test_the_smaller_query_records_what_the_whole_one_does(
     monkeypatch.setattr(driver, "_args", spy)
     chosen = open_rippl()
     flow(chosen)
-    own_text = capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0).text
-    smaller = sum(text == own_text for text in sent)
+    own_texts = {capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=root).text
+                 for root in (False, True)}
+    smaller = sum(text in own_texts for text in sent)
     assert smaller >= 6  # the common turns took the smaller query
     plain_text = capture_run.cypher.executed_plain("x", "a", {}, {}, 0, None).text
     assert sum(text == plain_text for text in sent) >= 2  # and plain executions the smaller one
@@ -118,4 +121,9 @@ def test_a_turn_the_smaller_query_does_not_cover_is_recorded_whole(
     unaccounted = rippl._driver.query(Query(
         "MATCH (o:Observation {kind: 'unaccounted'}) RETURN o.ref", read_only=True))
     assert unaccounted == [("never-recorded",)]
+    run.close()
+    assert rippl.prune_runs(older_than=datetime.now(UTC) + timedelta(minutes=1)) == ["r1"]
+    third = ToolCall(name="noop", args={}, id="c3")
+    [verdict] = run.decide("t3", [third], context=[])  # the run is gone: recorded again, whole
+    assert verdict.allowed and rippl.get(ids.run_claim("r1")).state.value == "IN"
 
