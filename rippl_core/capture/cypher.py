@@ -307,7 +307,7 @@ _OWN_CONTEXT = (
     "collect(DISTINCT CASE WHEN m.run = $run.id THEN mc END) AS mcs, "
     "count(CASE WHEN m.run <> $run.id AND mc IS NOT NULL THEN 1 END) AS nmf "
     "WITH root, fresh, reduce(acc = [], x IN oc + mcs | CASE WHEN x IN acc THEN acc ELSE acc + [x] END) "
-    "AS ctx, (nof + nmf > 0 OR any(r IN $refs WHERE NOT r.key IN (okeys + mkeys))) AS fallback "
+    "AS ctx, (nof + nmf > 0 OR any(k IN $refkeys WHERE NOT k IN (okeys + mkeys))) AS fallback "
 )
 
 
@@ -348,7 +348,7 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         "RETURN x.id, x.state, x.executed_at, true AS created, d.state, [] AS repeats, "
         "NULL AS ov, NULL AS overridden, reads",
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
-         **_input(run, refs, ())})
+         "keys": _input(run, refs, ())["keys"], "refkeys": [r["key"] for r in refs]})
 
 
 def wrote(run: Mapping[str, Any], carrier: Mapping[str, Any],

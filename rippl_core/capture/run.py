@@ -204,9 +204,10 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     ref_keys = [r["key"] for r in refs or ()]
     if refs is not None and not told_ids and not checked and carriers is not None \
             and carriers.own(run.id, ref_keys):  # the common turn: a smaller query
-        own = Commit([cypher.decide_own(run.props(now), decision, refs, actions, now,
-                                        root=carriers.knows_run(run.id)), declared_query],
-                     blind=True)
+        root = carriers.knows_run(run.id)  # then only the ids of the run and its root are read
+        own = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)}}
+                                        if root else run.props(now), decision, refs, actions, now,
+                                        root=root), declared_query], blind=True)
         try:
             replies = yield own
         except ConflictError:
