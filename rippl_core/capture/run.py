@@ -205,13 +205,13 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     if refs is not None and not told_ids and not checked and carriers is not None \
             and carriers.own(run.id, ref_keys):  # the common turn: a smaller query
         root = carriers.knows_run(run.id)  # then only the ids of the run and its root are read
-        own = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)}}
+        smaller = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)}}
                                         if root else run.props(now), decision, refs, actions, now,
                                         root=root), declared_query], blind=True)
         try:
-            replies = yield own
+            replies = yield smaller
         except ConflictError:
-            replies = yield own
+            replies = yield smaller
         if not replies[0]:
             carriers.doubt(ref_keys)
     if not replies or not replies[0]:  # any other turn: the whole query
@@ -252,7 +252,7 @@ def wrote(run: RunRef, ref: str, *, context: SequenceNotStr[str] | None,
                "kind": kind, "at": now}
     replies = yield Commit([cypher.wrote(run.props(now), carrier, refs, told_ids, now)], blind=True)
     if carriers is not None:
-        carriers.mark(run.id, [carrier["key"]], sure=True)
+        carriers.mark(run.id, [run.key(ref)], sure=True)
         carriers.mark_run(run.id)
     return sorted({row[0] for row in replies[0] if row[0] is not None})
 
@@ -556,7 +556,7 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
                            "by": claim_id, "run": run.id, "at": iso(now)} for old in ended],
                      blind=True)
     if carriers is not None and replies[0]:
-        carriers.mark(run.id, [observation["key"]], sure=True)
+        carriers.mark(run.id, [run.key(named.ref)], sure=True)
     return claim_id
 
 
