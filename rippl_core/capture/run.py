@@ -113,6 +113,14 @@ class Carriers:
     def knows_run(self, run: str) -> bool:
         return self.own(run, [f"\x00{run}"])
 
+    def mark_vetoed(self, run: str) -> None:
+        """A call of the run was denied: its later calls may repeat it (the whole query)."""
+        self.mark(run, [f"\x01{run}"], sure=True)
+
+    def common(self, run: str, keys: Sequence[str]) -> bool:
+        """Whether a turn of `run` on messages `keys` is likely the common turn (`decide_own`)."""
+        return self.own(run, keys) and not self.own(run, [f"\x01{run}"])
+
     def own(self, run: str, keys: Sequence[str]) -> bool:
         """Whether every key is known as a carrier of `run`."""
         return all((entry := self._keys.get(key)) is not None and entry[0] == run for key in keys)
@@ -203,7 +211,7 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     replies: list[Any] = []
     ref_keys = [r["key"] for r in refs or ()]
     if refs is not None and not told_ids and not checked and carriers is not None \
-            and carriers.own(run.id, ref_keys):  # the common turn: a smaller query
+            and carriers.common(run.id, ref_keys):  # the common turn: a smaller query
         root = carriers.knows_run(run.id)  # then only the ids of the run and its root are read
         smaller = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)}}
                                         if root else run.props(now), decision, refs, actions, now,
@@ -235,6 +243,8 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
         verdict = yield from _verdict(run, named_call, own, _matching(declared, call, named_call,
                                                                       own.row[0]), call, policy)
         verdicts.append(verdict)
+    if carriers is not None and not all(v.allowed for v in verdicts):
+        carriers.mark_vetoed(run.id)
     return verdicts
 
 
