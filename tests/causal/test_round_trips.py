@@ -139,4 +139,5 @@ def test_asking_a_belief_as_of_a_past_time_is_two_round_trips(rippl: Rippl,
     assert commands(sent) == [b"MULTI", b"MULTI"]
     assert belief is not None and belief.claim_state is State.IN  # not retracted yet then
     assert belief.claim_state_now is State.OUT and belief.retracted_evidence == []
-    assert rippl.ask("agent", "topic", as_of=datetime.now(UTC)).claim_state is State.OUT  # type: ignore[union-attr]
+    now = rippl.ask("agent", "topic", as_of=datetime.now(UTC))
+    assert now is not None and now.claim_state is State.OUT
