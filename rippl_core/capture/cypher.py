@@ -313,10 +313,12 @@ _OWN_CONTEXT = (
 
 def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
                refs: Sequence[Mapping[str, Any]], actions: Sequence[Mapping[str, Any]],
-               now: int, root: bool = False) -> Query:
-    """`decide` for the common turn, in a query a third of its size: a new turn (its decision and
-    actions not recorded yet), no veto read (`told` empty), no tool result to verify, a model
-    input whose every message is a carrier this run recorded (`_OWN_CONTEXT`), and calls that
+               now: int, root: bool = False,
+               results: Sequence[Mapping[str, Any]] = ()) -> Query:
+    """`decide` for the common turn, in a query a quarter of its size: a new turn (its decision and
+    actions not recorded yet), no veto read (`told` empty), tool results to verify that Rippl
+    recorded (`results`), a model input whose every message is a carrier this run recorded
+    (`_OWN_CONTEXT`), and calls that
     repeat no vetoed call and have no override approved. Its nodes are known to be new, so they
     are created, not merged, and what an action repeats is known to be nothing. It records
     exactly what `decide` would; for any other turn it writes nothing and returns no row, and the
@@ -327,7 +329,14 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         + "MATCH (root:Node {id: $run.claim.id}) "
         "OPTIONAL MATCH (d0:Node {id: $decision.id}) WITH root, d0 IS NULL AS fresh "
         + _OWN_CONTEXT
-        + "WITH root, ctx, fallback OR NOT fresh AS other UNWIND $actions AS act "
+        # the tool results of the input, each one Rippl recorded (else `_unrecorded` is needed)
+        + f"UNWIND $results + [NULL] AS r OPTIONAL MATCH (ro:{OBSERVATION} {{key: r.key}}) "
+        "WHERE ro.kind = 'tool_result' AND (r.digest IS NULL OR ro.output = r.digest) "
+        "WITH root, fresh, ctx, fallback, r, count(ro) AS recorded "
+        "WITH root, fresh, ctx, fallback, sum(CASE WHEN r IS NOT NULL AND recorded = 0 THEN 1 "
+        "ELSE 0 END) AS forged "  # (FalkorDB cannot mix a grouping key into an aggregate's expression)
+        "WITH root, fresh, ctx, fallback OR forged > 0 AS fallback "
+        "WITH root, ctx, fallback OR NOT fresh AS other UNWIND $actions AS act "
         "OPTIONAL MATCH (x0:Node {id: act.id}) OPTIONAL MATCH (v1:Action {vkey: act.rkey}) "
         "OPTIONAL MATCH (v2:Action {vtool: act.rtool}) "
         f"OPTIONAL MATCH (ov:{OVERRIDE} {{vkey: act.rkey}}) "
@@ -348,7 +357,8 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         "RETURN x.id, x.state, x.executed_at, true AS created, d.state, [] AS repeats, "
         "NULL AS ov, NULL AS overridden, reads",
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
-         "keys": _input(run, refs, ())["keys"], "refkeys": [r["key"] for r in refs]})
+         "keys": _input(run, refs, ())["keys"], "refkeys": [r["key"] for r in refs],
+         "results": [{"key": r["key"], "digest": r["digest"]} for r in results]})
 
 
 def wrote(run: Mapping[str, Any], carrier: Mapping[str, Any],

@@ -210,12 +210,12 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     declared_query = cypher.declared(keys, _pinned(calls))
     replies: list[Any] = []
     ref_keys = [r["key"] for r in refs or ()]
-    if refs is not None and not told_ids and not checked and carriers is not None \
+    if refs is not None and not told_ids and carriers is not None \
             and carriers.common(run.id, ref_keys):  # the common turn: a smaller query
         root = carriers.knows_run(run.id)  # then only the ids of the run and its root are read
         smaller = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)}}
                                         if root else run.props(now), decision, refs, actions, now,
-                                        root=root), declared_query], blind=True)
+                                        root=root, results=checked), declared_query], blind=True)
         try:
             replies = yield smaller
         except ConflictError:

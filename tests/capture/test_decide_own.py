@@ -15,6 +15,7 @@ import pytest
 from rippl_core import Rippl, ToolCall
 from rippl_core._runtime import driver
 from rippl_core._runtime.wire import Query
+from rippl_core.adapters import output_digest
 from rippl_core.capture import ids
 from rippl_core.capture import run as capture_run
 
@@ -26,7 +27,8 @@ CLOCKS = {"created_at", "at", "started_at", "last_active", "recorded_at", "valid
 
 def flow(rippl: Rippl) -> None:
     """Turns on own carriers, a read, a reading superseded, a retraction, a veto and a repeat,
-    another run of the scope, a text reply, an unaccounted message, a replay; executions plain,
+    another run of the scope, a text reply, tool results verified (one edited), an unaccounted
+    message, a replay; executions plain,
     retried, failed, and one whose claim exists already."""
     rippl.add_source("S", "a report")
     rippl.add_claim("C", "billing is idle", sources=["S"])
@@ -42,6 +44,10 @@ def flow(rippl: Rippl) -> None:
     run.wrote("reply-1", context=["h1", "a1"])
     run.decide("t3", [ToolCall(name="noop", args={}, id="n1")], context=["h1", "a1", "t2",
                                                                          "reply-1"])
+    run.decide("t3b", [ToolCall(name="noop", args={"b": 1}, id="n1b")], context=["h1", "a1"],
+               results={"h1": output_digest("healthy"), "a1": None})  # recorded results
+    run.decide("t3c", [ToolCall(name="noop", args={"c": 1}, id="n1c")], context=["h1"],
+               results={"h1": output_digest("healthy, honestly")})  # an edited result
     run.decide("t4", [ToolCall(name="deploy", args={"v": 1}, id="d1")], context=["memory-1"])
     rippl.retract("C", reason="false", by="test")
     run.decide("t5", [ToolCall(name="deploy", args={"v": 1}, id="d2")], context=["memory-1"])
@@ -94,7 +100,7 @@ def test_the_smaller_query_records_what_the_whole_one_does(
     flow(chosen)
     own_texts = {capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=root).text
                  for root in (False, True)}
-    assert sum(text in own_texts for text in sent) >= 4  # the common turns took the smaller query
+    assert sum(text in own_texts for text in sent) >= 5  # the common turns took the smaller query
     plain_text = capture_run.cypher.executed_plain("x", "a", {}, {}, 0, None).text
     assert sum(text == plain_text for text in sent) >= 2  # and plain executions the smaller one
     # every turn tried with the smaller query first (it must refuse those it does not cover)
