@@ -105,7 +105,11 @@ def backend(request: pytest.FixtureRequest) -> dict[str, object]:
         return {"path": request.getfixturevalue("embedded_db")}
     if request.param == "cluster":
         return {"url": request.getfixturevalue("falkordb_cluster").url}
-    return {"url": request.getfixturevalue("falkordb_server").url}
+    server = request.getfixturevalue("falkordb_server")
+    if not server.alive:  # say why every later test of this worker fails, once, with its log
+        pytest.fail(f"the session's FalkorDB server on port {server.port} exited "
+                    f"(code {server.process.returncode}); its log ends:\n{server.log_tail()}")
+    return {"url": server.url}
 
 
 @pytest.fixture

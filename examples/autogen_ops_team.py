@@ -13,10 +13,20 @@ the workbench each call and its result).
    the health observation ("served from a stale cache") and a human approves;
 4. the team is rebuilt from the saved state (the same run id continues the trace) and told to go
    ahead: the migration to shard 09 is vetoed before it runs, with the trail observation ->
-   decision -> action; the model reads why, checks shard 07 and migrates there instead (allowed:
-   it no longer rests on the retracted observation);
+   decision -> action; the model retries the very same call and it is vetoed again, naming the
+   original veto (a veto binds the action, not the message); it then checks shard 07 and migrates
+   there instead (allowed: it no longer rests on the retracted observation);
 5. `rippl.compensations()` lists the maintenance announcement: executed on a premise since
    retracted.
+
+**Hand-over** (scripted models only): the ops agent asks a researcher agent, used as a tool
+(`AgentTool`), whether shard 11 can take the ledger tables; the researcher reads shard 11's health
+("healthy", from the same stale replica) and reports. The reading is retracted; the ops agent's
+migration to shard 11 rests on the researcher's report, so it is vetoed with the trail across the
+two runs (reading -> "run INC-4472/researcher carried it" -> the ops agent's decision -> the call).
+The DBA checks shard 11 on its primary by hand; the agent proposes a one-call override, the DBA
+approves it, and exactly that call runs (listed with the override's receipt, not as a
+compensation).
 
 **Declared** (examples/incident.yaml): a planner and an operator (a RoundRobinGroupChat) work the
 billing migration whose plan was declared in advance:
@@ -31,13 +41,14 @@ The operator's RipplMemory injects what it currently believes before each model 
 retraction the shard-09 belief is gone from its context.
 
     uv run python examples/autogen_ops_team.py               # offline: scripted models, seconds
-    uv run python examples/autogen_ops_team.py --story captured
+    uv run python examples/autogen_ops_team.py --story captured   # or handover, declared
     GROQ_API_KEY=... uv run python examples/autogen_ops_team.py   # a Groq model (OpenAI-compatible)
 
 The live mode uses autogen-ext's OpenAIChatCompletionClient, which needs
 `pip install "autogen-ext[openai]"`. Options: --db PATH (embedded database file, default a
 temporary one), --url falkordb://host:port (a server), --offline (scripted even with a key),
---story captured|declared|both (default both).
+--story captured|handover|declared|all (default all; a live model plays the captured and the
+declared stories).
 """
 
 from __future__ import annotations
@@ -70,6 +81,7 @@ from autogen_agentchat.messages import (
     ToolCallRequestEvent,
 )
 from autogen_agentchat.teams import RoundRobinGroupChat
+from autogen_agentchat.tools import AgentTool
 from autogen_core import FunctionCall
 from autogen_core.memory import MemoryContent, MemoryMimeType
 from autogen_core.models import (
@@ -85,7 +97,7 @@ from autogen_core.tools import FunctionTool
 from autogen_ext.models.replay import ReplayChatCompletionClient
 from rippl_autogen import RipplMemory, register_rippl
 
-from rippl_core import AsyncRippl, Compensation, Kind
+from rippl_core import AsyncRippl, Compensation, Kind, Override, ToolCall
 
 INCIDENT = Path(__file__).with_name("incident.yaml")
 GROQ_BASE_URL = "https://api.groq.com/openai/v1"
@@ -230,6 +242,11 @@ def last_results(messages: Sequence[LLMMessage]) -> list[str]:
 def ops_model() -> ScriptedModel:
     """What a tool-calling model would do, turn by turn; after the pause it reads the results."""
 
+    def retry(messages: Sequence[LLMMessage]) -> str | CreateResult:
+        if any(r.startswith("VETOED by Rippl") for r in last_results(messages)):
+            return _calls("migrate_tables", table="billing", shard="09")  # the same call again
+        return "Billing migrated to shard 09. TERMINATE"
+
     def after_migrate(messages: Sequence[LLMMessage]) -> str | CreateResult:
         if any(r.startswith("VETOED by Rippl") for r in last_results(messages)):
             return _calls("get_shard_health", shard="07")  # re-plan: is the fallback healthy?
@@ -245,6 +262,7 @@ def ops_model() -> ScriptedModel:
         _calls("announce_window", shard="09", start="22:00Z", minutes=30),
         _calls("transfer_to_user"),  # the pause: a handoff to a human for approval
         _calls("migrate_tables", table="billing", shard="09"),
+        retry,
         after_migrate,
         after_fallback_check,
         "Rippl vetoed the move to shard 09 (its health reading came from a stale replica), so "
@@ -273,7 +291,8 @@ class CapturedOutcome:
                                                       "minutes": 30}),
                                  ("get_shard_health", {"shard": "07"}),
                                  ("migrate_tables", {"table": "billing", "shard": "07"})]
-                and len(self.vetoed) == 1 and f"  {self.observation} is Retracted" in self.vetoed[0]
+                and len(self.vetoed) == 2 and f"  {self.observation} is Retracted" in self.vetoed[0]
+                and "repeats the call vetoed at turn" in self.vetoed[1]
                 and [c.tool for c in self.compensations] == ["announce_window"]
                 and self.compensations[0].blockers[0].premise == self.observation)
 
@@ -412,6 +431,170 @@ async def _run_captured(team: RoundRobinGroupChat, task: str, outcome: CapturedO
     return stopped
 
 
+# ------------------------------------------------------------------------------ hand-over story
+
+HANDOVER_RUN = "INC-4472"
+HANDOVER_TASK = "INC-4472: the ledger tables must leave shard 03. Is shard 11 a safe target?"
+LEDGER_TO_11 = {"table": "ledger", "shard": "11"}
+HEALTH_11 = "shard 11: healthy, 0 I/O errors, replication lag 0 s (served by replica r3)"
+
+
+@dataclass
+class HandoverOutcome:
+    """What the hand-over story did, for callers and tests."""
+
+    ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    vetoed: list[str] = field(default_factory=list)
+    vetoed_calls: list[FunctionCall] = field(default_factory=list)
+    reading: str | None = None  # the researcher's health reading, retracted
+    override: Override | None = None
+    compensations: list[Compensation] = field(default_factory=list)
+
+    def as_expected(self) -> bool:
+        """The story held: the researcher read shard 11, the migration resting on its report was
+        vetoed naming both runs, and it ran once under the approved override, owing nothing."""
+        return (self.ran == [("get_shard_health", {"shard": "11"}),
+                             ("migrate_tables", LEDGER_TO_11)]
+                and len(self.vetoed) == 1 and self.reading is not None
+                and f"into run {HANDOVER_RUN}/ops from run {HANDOVER_RUN}/researcher"
+                in self.vetoed[0]
+                and self.override is not None and self.override.executed_at is not None
+                and self.override.approved_by == "priya.raman" and self.compensations == [])
+
+
+def handover_agents(rippl: AsyncRippl, outcome: HandoverOutcome) -> RoundRobinGroupChat:
+    """The ops agent, with a researcher agent as one of its tools (scripted models)."""
+    async def get_shard_health(shard: str) -> str:
+        """Read-only: the health panel of a shard."""
+        outcome.ran.append(("get_shard_health", {"shard": shard}))
+        return HEALTH_11 if shard == "11" else f"shard {shard}: unknown"
+
+    async def migrate_tables(table: str, shard: str) -> str:
+        """Copy a table group online (pglogical) onto a shard."""
+        outcome.ran.append(("migrate_tables", {"table": table, "shard": shard}))
+        return f"{table} copied to shard {shard}; cutover done"
+
+    researcher = AssistantAgent(
+        "researcher", description="Checks whether a shard can take a table group.",
+        model_client=ScriptedModel([_calls("get_shard_health", shard="11"),
+                                    "Shard 11 is healthy (0 I/O errors, no lag): a safe target "
+                                    "for the ledger tables."]),
+        tools=[FunctionTool(get_shard_health, description="Read a shard's health panel.")],
+        max_tool_iterations=2)
+
+    def after_go_ahead(messages: Sequence[LLMMessage]) -> str | CreateResult:
+        if any(r.startswith("VETOED by Rippl") for r in last_results(messages)):
+            return _calls("transfer_to_user")  # ask a human: the agent may not lift a veto
+        return "Ledger migrated to shard 11. TERMINATE"
+
+    ops = AssistantAgent(
+        "ops", system_message=OPS_PROMPT, max_tool_iterations=6,
+        model_client=ScriptedModel([
+            _calls("researcher", task="Can shard 11 take the ledger tables? Check its health."),
+            _calls("transfer_to_user"),  # asks for approval
+            _calls("migrate_tables", **LEDGER_TO_11),
+            after_go_ahead,
+            _calls("migrate_tables", **LEDGER_TO_11),  # under the approved override
+            "Ledger migrated to shard 11 under the DBA's one-call override. TERMINATE"]),
+        tools=[AgentTool(researcher), FunctionTool(migrate_tables, description="Copy tables.")],
+        handoffs=[Handoff(target="user", description="ask a human")])
+    # the researcher joins the run of the call that runs it (its scope: INC-4472)
+    register_rippl(researcher, rippl, memory=False)
+    team = RoundRobinGroupChat([ops], termination_condition=(
+        HandoffTermination("user") | TextMentionTermination("TERMINATE")
+        | MaxMessageTermination(20)))
+    register_rippl(team, rippl, run=HANDOVER_RUN, memory=False)
+    return team
+
+
+async def run_handover_demo(*, db: str | None = None, url: str | None = None, keep: bool = False,
+                            say: Callable[[str], None] = print) -> HandoverOutcome:
+    """Run the hand-over story once on a fresh, empty graph (scripted models)."""
+    outcome = HandoverOutcome()
+    graph = f"autogen-handover-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory(prefix="rippl-autogen-") as folder:
+        path = None if url else (db or str(Path(folder) / "rippl.db"))
+        rippl = await AsyncRippl.open(path, url=url, graph=graph)
+        try:
+            await _handover(rippl, outcome, say)
+            if not keep:
+                await rippl.drop()
+        finally:
+            await rippl.close()
+        if keep and (db or url):
+            say(f"\nThe graph is kept: rippl {'--url ' + url if url else '--db ' + str(db)} "
+                f"--graph {graph} compensations")
+    return outcome
+
+
+async def _handover(rippl: AsyncRippl, outcome: HandoverOutcome, say: Callable[[str], None]) -> None:
+    say(f"An empty graph ({rippl.graph}); Rippl records the runs {HANDOVER_RUN}/ops and "
+        f"{HANDOVER_RUN}/researcher.")
+    team = handover_agents(rippl, outcome)
+    say("\n== 1. The ops agent asks the researcher (an agent used as a tool) about shard 11 ==")
+    await _run_handover(team, HANDOVER_TASK, outcome, say)
+    outcome.reading = next((n.id for n in await rippl.nodes() if n.kind is Kind.CLAIM
+                            and n.text.startswith('get_shard_health({"shard":"11"}) returned')),
+                           None)
+    if outcome.reading is None:
+        say("(no shard-11 reading was recorded)")
+        return
+
+    say("\n== 2. A monitor finds replica r3 stale; a human approves the retraction ==")
+    review = await rippl.propose_retraction(outcome.reading, by="replica-monitor",
+                                            reason="served from a stale cache: replica r3 lagged")
+    await rippl.approve(review.id, by="priya.raman")
+    say(f"{outcome.reading} retracted ({review.id}, approved by priya.raman)")
+
+    say("\n== 3. Told to go ahead, the ops agent migrates on the researcher's report ==")
+    await _run_handover(team, "Approved: migrate ledger to shard 11.", outcome, say)
+    if not outcome.vetoed_calls:
+        return
+
+    say("\n== 4. The DBA checks shard 11 on its primary; a one-call override, approved ==")
+    vetoed = outcome.vetoed_calls[0]
+    proposal = await rippl.override(
+        ToolCall(name=vetoed.name, args=json.loads(vetoed.arguments), id=vetoed.id),
+        run=f"{HANDOVER_RUN}/ops", by="agent:ops",
+        reason="the DBA checked shard 11 on its primary: healthy")
+    await rippl.approve(proposal.id, by="priya.raman", note="checked on the primary myself")
+    say(f"{proposal.id}: proposed by agent:ops, approved by priya.raman")
+    await _run_handover(team, "Override approved: go ahead, once.", outcome, say)
+
+    taken = await rippl.overrides()
+    outcome.override = taken[0] if taken else None
+    outcome.compensations = await rippl.compensations()
+    if outcome.override is not None:
+        taken = outcome.override
+        say(f"\noverride {taken.id}: proposed by {taken.proposed_by}, approved by "
+            f"{taken.approved_by} (receipt {taken.receipt}); taken by {taken.used_by}; "
+            f"compensations owed: {len(outcome.compensations)}")
+
+
+async def _run_handover(team: RoundRobinGroupChat, task: str, outcome: HandoverOutcome,
+                        say: Callable[[str], None]) -> None:
+    requested: dict[str, FunctionCall] = {}
+    async for event in team.run_stream(task=task):
+        if isinstance(event, HandoffMessage):
+            say(f"{event.source} hands off to {event.target}: waiting for a human")
+        elif isinstance(event, ToolCallRequestEvent):
+            for call in event.content:
+                if not call.name.startswith("transfer_to_"):
+                    say(f"{event.source} -> {call.name}({call.arguments})")
+                    requested[call.id] = call
+        elif isinstance(event, ToolCallExecutionEvent):
+            for result in event.content:
+                if result.name.startswith("transfer_to_"):
+                    continue
+                if result.is_error and result.content.startswith("VETOED by Rippl"):
+                    outcome.vetoed.append(result.content)
+                    outcome.vetoed_calls.append(requested[result.call_id])
+                say(("   " if not result.is_error else "   ERROR ")
+                    + result.content.replace("\n", "\n   "))
+        elif isinstance(event, TextMessage) and event.source != "user":
+            say(f"{event.source}: {event.content}")
+
+
 # ------------------------------------------------------------------------------ declared story
 
 async def run_demo(*, db: str | None = None, url: str | None = None, live_key: str | None = None,
@@ -506,14 +689,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     place.add_argument("--db", help="embedded database file (default: a temporary one)")
     place.add_argument("--url", help="a FalkorDB server, e.g. falkordb://127.0.0.1:6379")
     parser.add_argument("--offline", action="store_true", help="scripted model even with a key")
-    parser.add_argument("--story", choices=("captured", "declared", "both"), default="both")
+    parser.add_argument("--story", choices=("captured", "handover", "declared", "all"),
+                        default="all")
     args = parser.parse_args(argv)
     key = None if args.offline else os.environ.get("GROQ_API_KEY") or None
     say(f"Model: {'Groq ' + os.environ.get('GROQ_MODEL', GROQ_MODEL) if key else 'scripted (offline)'}")
     logging.basicConfig(level=logging.ERROR)  # the story prints itself; keep library chatter out
     where = {"db": args.db, "url": args.url, "live_key": key, "keep": bool(args.db or args.url)}
     ok = True
-    if args.story in ("captured", "both"):
+    if args.story in ("captured", "all"):
         say("\n######## The captured story: nothing declared, Rippl records the run ########\n")
         captured = asyncio.run(run_capture_demo(**where))
         if key:
@@ -524,7 +708,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "shard 07; the announcement is listed for compensation." if ok else
                 f"\nUNEXPECTED: ran={captured.ran} vetoed={len(captured.vetoed)} "
                 f"compensations={[c.tool for c in captured.compensations]}")
-    if args.story in ("declared", "both"):
+    if args.story in ("handover", "all") and not key:
+        say("\n######## The hand-over story: an agent used as a tool, a human override ########\n")
+        handed = asyncio.run(run_handover_demo(db=args.db, url=args.url, keep=where["keep"]))
+        handover_ok = handed.as_expected()
+        ok = ok and handover_ok
+        say("\nOK: the migration resting on the researcher's report was vetoed across the two "
+            "runs; it ran once under the DBA's override, owing nothing." if handover_ok else
+            f"\nUNEXPECTED: ran={handed.ran} vetoed={len(handed.vetoed)} "
+            f"override={handed.override}")
+    if args.story in ("declared", "all"):
         say("\n######## The declared story: the incident graph's plan ########\n")
         outcome = asyncio.run(run_demo(**where))
         if key:  # a live model may take another path; report what it did

@@ -1,4 +1,4 @@
-"""A CrewAI ops crew guarded by Rippl: two stories.
+"""A CrewAI ops crew guarded by Rippl: three stories.
 
 **The captured story** (nothing declared in advance). Rippl records what each call of the crew
 rests on as it runs (provenance capture, the hooks' default):
@@ -12,6 +12,19 @@ rests on as it runs (provenance capture, the hooks' default):
    with the trail observation -> decision -> action; the engineer reads why, re-plans without the
    false observation (reads shard 07's health from the primary) and migrates to shard 07;
 5. `rippl.compensations()` lists the maintenance announcement: it ran on a premise since retracted.
+
+**The hand-over story** (nothing declared; two agents, two tasks, each task a run):
+
+1. a researcher reads shard 09's health ("healthy", from a stale replica) and reports "shard 09 is
+   a safe target"; when its task ends a monitor proposes retracting the reading and a human
+   approves;
+2. the operator's task takes the report as its context and migrates billing to shard 09: vetoed,
+   with the trail reading -> the researcher's report (a hand-over) -> the operator's call, naming
+   both runs: the report carried the reading into the operator's run;
+3. the operator retries the same call: vetoed again, naming the original veto (repeating a vetoed
+   call does not lift the veto);
+4. the on-call engineer checks the shard by hand; the agent proposes a one-call override and the
+   engineer approves it: exactly that call runs, once; it is not a compensation.
 
 **The declared story** (the incident graph). One database engineer works two tasks of
 examples/incident.yaml:
@@ -31,7 +44,7 @@ believed then.
     uv run python examples/crewai_ops_crew.py                # offline: a scripted model, seconds
     GROQ_API_KEY=... uv run python examples/crewai_ops_crew.py   # a Groq model
 
-Options: --story captured|declared|both (default both), --native (the scripted model uses native
+Options: --story captured|handover|declared|all (default all), --native (the scripted model uses native
 function calling instead of ReAct text), --db PATH (embedded database file, default a temporary
 one), --url falkordb://host:port (a server), --offline (scripted even with a key; the captured
 story is always scripted, its human too).
@@ -397,6 +410,121 @@ def run_captured_story(rippl: Rippl, *, native: bool = False,
                          found.get("run", ""))
 
 
+# ------------------------------------------------------------------- the hand-over story
+
+
+REPORT = "Shard 09 is healthy (0 replication lag, 61% disk free): a safe target for billing."
+
+
+class Researcher(OpsEngineer):
+    """A scripted model for the researcher: reads shard 09's health, then reports."""
+
+    def __call__(self, messages: list[dict[str, Any]]) -> Any:
+        if not observations(messages):
+            return self.call("get_shard_health", {"shard": "09"}, "Read shard 09's health.")
+        return self.final(REPORT)
+
+
+class Operator(OpsEngineer):
+    """A scripted model for the operator: migrates where the research (its task's context) says;
+    vetoed, it retries the same call; vetoed twice, it asks a human (`ask`), then tries once more."""
+
+    def __init__(self, native: bool, ask: Any) -> None:
+        super().__init__(native)
+        self.ask = ask
+
+    def __call__(self, messages: list[dict[str, Any]]) -> Any:
+        seen = observations(messages)
+        last = seen[-1] if seen else ""
+        vetoes = [text for text in seen if "VETOED by Rippl" in text]
+        if not seen:
+            return self.call("migrate_tables", TO_09, "The research says shard 09 is safe.")
+        if "VETOED by Rippl" in last and len(vetoes) == 1:
+            return self.call("migrate_tables", TO_09, "Maybe it failed transiently; retry.")
+        if "VETOED by Rippl" in last:
+            self.ask()
+            return self.call("migrate_tables", TO_09, "A human approved this call once; retry.")
+        return self.final(f"Billing migrated to shard 09 under a human's override ({last}).")
+
+
+@dataclass
+class HandoverStory:
+    """What happened in the hand-over story, for the printout and for the tests."""
+
+    ran: list[tuple[str, dict[str, Any]]]
+    verdicts: list[Verdict]
+    health_claim: str
+    research: str
+    operate: str
+    override: str
+    compensations: list[Compensation]
+    llm: ScriptedLLM
+
+
+def run_handover_story(rippl: Rippl, *, native: bool = False,
+                       say: Any = lambda *_: None) -> HandoverStory:
+    """Two tasks: the researcher's report hands its reading over to the operator's task; the
+    reading is retracted; the operator's migration is vetoed, its retry too; a human's
+    one-call override lets exactly that call run, once."""
+    ops = Ops()
+    found: dict[str, str] = {}
+
+    def retract_reading(_: Any) -> None:  # the research task's callback: monitor, then reviewer
+        [health] = [e for e in hooks.executions if e.tool == "get_shard_health"]
+        found["claim"] = health.claim
+        review = rippl.propose_retraction(
+            health.claim, reason="served from a stale cache: replica r3 lagged 40 minutes",
+            by="monitor:replica-lag")
+        rippl.approve(review.id, by="alice@oncall")
+        say(f"[research done] monitor: {health.claim} came from a stale replica; retraction "
+            "approved by alice@oncall")
+
+    def human_override() -> None:  # the on-call engineer checked shard 09 by hand
+        vetoed = next(v.target for v in hooks.verdicts if not v.allowed and v.target)
+        proposal = rippl.override(vetoed, reason="shard 09 checked by hand on the primary: healthy",
+                                  by="agent:operator")
+        rippl.approve(proposal.id, by="bob@oncall")
+        found["override"] = proposal.id
+        say(f"[override] the operator proposes {proposal.id} for {vetoed}; bob@oncall approves")
+
+    llm = ScriptedLLM([Operator(native, human_override)], native=native)
+    researcher = Agent(role="researcher", goal="Find a safe shard for billing",
+                       backstory="You read the fleet's dashboards.", max_iter=4,
+                       llm=ScriptedLLM([Researcher(native)], native=native),
+                       tools=[ShardHealthTool(ops=ops)], allow_delegation=False, verbose=False)
+    operator = Agent(role="operator", goal="Move billing where the research says",
+                     backstory="You run migrations.", llm=llm, max_iter=6,
+                     tools=[MigrateTablesTool(ops=ops)], allow_delegation=False, verbose=False)
+    with warnings.catch_warnings():  # a closure callback cannot be checkpointed; none is needed
+        warnings.filterwarnings("ignore", message="function callbacks cannot be serialized")
+        research = Task(description="Is shard 09 a safe target for the billing tables?",
+                        expected_output="a short report", agent=researcher,
+                        callback=retract_reading)
+    operate = Task(description="Move the billing tables to the shard the research found safe.",
+                   expected_output="where billing lives now", agent=operator, context=[research])
+    crew = Crew(agents=[researcher, operator], tasks=[research, operate], verbose=False)
+    with rippl_guard(rippl) as hooks:
+        crew.kickoff()
+    research_run, operate_run = (f"crewai/{crew._kickoff_event_id}/{t.id}" for t in crew.tasks)
+    return HandoverStory(ops.ran, list(hooks.verdicts), found.get("claim", ""), research_run,
+                         operate_run, found.get("override", ""), rippl.compensations(), llm)
+
+
+def print_handover(story: HandoverStory) -> None:
+    print(f"\nruns: research {story.research}\n      operate  {story.operate}")
+    print("\ncalls, in order (nothing was declared):")
+    for verdict in story.verdicts:
+        call = verdict.tool_call
+        label = f"{call.name}({call.args})" if call else str(verdict.target)
+        print(f"  {'ALLOW' if verdict.allowed else 'VETO '} {label}")
+        print("        " + verdict.explain().replace("\n", "\n        "))
+    print("\ntools that really ran:")
+    for name, call_args in story.ran:
+        print(f"  {name} {call_args}")
+    print(f"\nexecuted on a premise since retracted (rippl compensations): "
+          f"{len(story.compensations)} (the migration ran under override {story.override})")
+
+
 def print_captured(story: CapturedStory) -> None:
     print("\ncalls, in order (nothing was declared: each verdict rests on what the run observed):")
     for verdict in story.verdicts:
@@ -418,7 +546,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", help="embedded database file (default: a temporary one)")
     parser.add_argument("--url", help="a FalkorDB server, falkordb://host:port")
-    parser.add_argument("--story", choices=["captured", "declared", "both"], default="both")
+    parser.add_argument("--story", choices=["captured", "handover", "declared", "all"],
+                        default="all")
     parser.add_argument("--native", action="store_true", help="scripted native function calls")
     parser.add_argument("--offline", action="store_true", help="scripted even with a Groq key")
     args = parser.parse_args()
@@ -426,13 +555,16 @@ def main() -> None:
     event_listener.formatter.verbose = False  # this script prints its own story
 
     folder = tempfile.TemporaryDirectory(prefix="rippl-crewai-")
-    for name in (["captured", "declared"] if args.story == "both" else [args.story]):
+    stories = ["captured", "handover", "declared"] if args.story == "all" else [args.story]
+    for name in stories:
         graph = f"crewai-demo-{uuid.uuid4().hex[:6]}"
         print(f"\n===== the {name} story =====")
         with (Rippl.open(url=args.url, graph=graph) if args.url else
               Rippl.open(args.db or Path(folder.name) / "rippl.db", graph=graph)) as rippl:
             if name == "captured":
                 print_captured(run_captured_story(rippl, native=args.native, say=print))
+            elif name == "handover":
+                print_handover(run_handover_story(rippl, native=args.native, say=print))
             else:
                 print_declared(run_story(rippl, offline=args.offline, native=args.native,
                                          say=print))

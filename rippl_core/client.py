@@ -88,8 +88,9 @@ from rippl_core.models import (
 )
 from rippl_core.records.store import AsyncRecordStore, RecordStore
 from rippl_core.review import anchor as anchors
+from rippl_core.review import contradictions, gate, log, provenance
 from rippl_core.review import cypher as review_cypher
-from rippl_core.review import gate, log
+from rippl_core.review.contradictions import ContradictionDetector
 from rippl_core.review.events import AsyncEventStream, EventStream
 from rippl_core.review.receipts import SigningKey, export_lines
 
@@ -99,12 +100,16 @@ type PathLike = str | os.PathLike[str]
 # Everything a tenant's graph needs: the causal graph, beliefs, reviews and receipts, capture.
 # Version 4: capture's indexes.
 GRAPH_SCHEMA = dataclasses.replace(
-    causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA + capture_cypher.SCHEMA,
+    causal_cypher.SCHEMA + beliefs_cypher.SCHEMA + review_cypher.SCHEMA + capture_cypher.SCHEMA
+    + contradictions.SCHEMA,
     # 5: Claim.text_key, 6: own retraction records (:Retraction), 7: arguments re-canonicalised,
-    # 8: the receipt log's Merkle tree, 9: tool-result observations keep their output's digest
-    version="9", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
+    # 8: the receipt log's Merkle tree, 9: tool-result observations keep their output's digest,
+    # 10: sources found by provenance (tool, reading time, run, kind, uri, a reading's URL host;
+    # a run's agent, framework), readings given the host of their URL arguments; 11: claims'
+    # keys, proposals' pairs, claims' words (full text): contradictions
+    version="11", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
                             nodes.backfill_call_keys, log.backfill_tree,
-                            capture.backfill_result_digests))
+                            capture.backfill_result_digests, capture.backfill_reading_hosts))
 
 
 def _policy(base: Policy, at_risk: AtRiskPolicy | None, unknown: UnknownPolicy | None,
@@ -188,6 +193,14 @@ def _check(target: Target, policy: Policy, as_of: TimeLike | None,
     return lambda: preflight.check(target, policy)
 
 
+def _written(report: LoadReport) -> list[str]:
+    return [*report.created, *report.unchanged, *report.replaced]
+
+
+def _keyed(graph: GraphSpec) -> bool:
+    return any(claim.key is not None for claim in graph.claims)
+
+
 def _spec(spec: Mapping[str, Any] | GraphSpec | PathLike,
           progress: LoadProgress | None = None) -> GraphSpec:
     if progress is not None:
@@ -210,6 +223,7 @@ class Rippl:
     policy: Policy
     keys: Keys
     distinct_approver: bool
+    detector: ContradictionDetector | None = None  # the model detector of contradictions, if any
 
     def __init__(self, location: Location, graph: str, client: redis.Redis,
                  server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
@@ -223,14 +237,19 @@ class Rippl:
     @classmethod
     def open(cls, path: PathLike | None = None, *, url: str | None = None, graph: str = "rippl",
              policy: Policy | None = None, distinct_approver: bool = False,
-             create: bool = True) -> Rippl:
+             create: bool = True, detector: ContradictionDetector | None = None) -> Rippl:
         """Open a graph: embedded (path, RIPPL_DB, ./.rippl/) or on a server, replica set or
         cluster (url=falkordb://..., falkordb+sentinel://..., falkordb+cluster://...,
         RIPPL_FALKORDB_URL). Creates the database and the graph's schema on first use; with
-        `create=False`, a database or graph that does not exist raises NotFoundError instead."""
+        `create=False`, a database or graph that does not exist raises NotFoundError instead.
+        `detector` (e.g. `ChatModelDetector(chat_model)`) judges each claim added or ingested
+        against those it may contradict, and proposes retractions (see `detect_contradictions`)."""
         location, graph = locate(path, url), check_id(graph, what="graph")
+        chosen = contradictions.checked_detector(detector)
         server, client, location = _prepare(location, Keys(graph), create)
-        return cls(location, graph, client, server, policy or Policy(), distinct_approver)
+        handle = cls(location, graph, client, server, policy or Policy(), distinct_approver)
+        handle.detector = chosen
+        return handle
 
     @classmethod
     def list_graphs(cls, path: PathLike | None = None, *, url: str | None = None) -> list[str]:
@@ -273,11 +292,17 @@ class Rippl:
         return self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
     def add_claim(self, id: str | None, text: str, *, sources: SequenceNotStr[str] = (),
-                  derived_from: SequenceNotStr[str] = (), replace: bool = False) -> Node:
+                  derived_from: SequenceNotStr[str] = (), replace: bool = False,
+                  key: str | None = None, value: str | None = None) -> Node:
         """Add a claim. Each source is its own justification (any one suffices); `derived_from`
-        claims form one more justification (all needed)."""
-        spec = claim_spec(id, text, sources=sources, derived_from=derived_from)
-        return self._driver.run(lambda: write.add(spec, replace=replace), write=True)
+        claims form one more justification (all needed). `key` (a subject and a property,
+        "shard-09/health") and `value` ("degraded"; default: the text): every other live claim of
+        the key with another value is then proposed for retraction (see `detect_contradictions`)."""
+        spec = claim_spec(id, text, sources=sources, derived_from=derived_from, key=key, value=value)
+        node = self._driver.run(lambda: write.add(spec, replace=replace), write=True)
+        contradictions.drive(contradictions.after_claim(node.id, node.key is not None,
+                                                        self.detector), self._driver.run)
+        return node
 
     def add_decision(self, id: str | None, title: str, *, premises: SequenceNotStr[str] = (),
                      depends_on: SequenceNotStr[str] = (), replace: bool = False) -> Node:
@@ -303,8 +328,11 @@ class Rippl:
         """Load a whole graph (a dict, a GraphSpec, or a .yaml/.json file), all or nothing.
         `progress(stage, done, total)` follows a long load: "read", "check" (nodes), "write"."""
         graph = _spec(spec, progress)
-        return self._driver.run(lambda: write.load(graph, replace=replace, progress=progress),
-                                write=True)
+        report = self._driver.run(lambda: write.load(graph, replace=replace, progress=progress),
+                                  write=True)
+        contradictions.drive(contradictions.after_load(_written(report), _keyed(graph)),
+                             self._driver.run)
+        return report
 
     def retract(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None,
                 signing_key: SigningKey | None = None) -> Wave:
@@ -405,10 +433,29 @@ class Rippl:
 
     # -- the review gate and receipts --------------------------------------------------------
     def propose_retraction(self, claim_id: str, *, reason: str, by: str,
-                           evidence: str | None = None) -> ReviewItem:
-        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides."""
+                           evidence: str | None = None, monitor: str | None = None) -> ReviewItem:
+        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides
+        (`monitor`: the monitor proposing, recorded with the review and its event)."""
         return self._driver.run(lambda: gate.propose(claim_id, reason=reason, by=by,
-                                                     evidence=evidence, now=now_ms()), write=True)
+                                                     evidence=evidence, now=now_ms(),
+                                                     monitor=monitor), write=True)
+
+    def propose_retraction_where(
+            self, *, reason: str, by: str, tool: str | None = None,
+            args: Mapping[str, Any] | None = None, since: TimeLike | None = None,
+            until: TimeLike | None = None, run: str | None = None, agent: str | None = None,
+            framework: str | None = None, source_kind: str | None = None,
+            source_prefix: str | None = None, evidence: str | None = None,
+            monitor: str | None = None) -> ReviewItem:
+        """Flag every source a provenance query matches as false, in one review (a tool's
+        readings over an interval, what a run or an agent read, a poisoned page's readings): they
+        and what rests on them go AT_RISK until a human decides, as one wave. Every field given
+        must match (see `ProvenanceQuery`); `monitor` names the monitor proposing. A query that
+        matches nothing raises `NoMatchError` and proposes nothing."""
+        return self._driver.run(lambda: gate.propose_where(provenance.query_of(
+            tool=tool, args=args, since=since, until=until, run=run, agent=agent,
+            framework=framework, source_kind=source_kind, source_prefix=source_prefix),
+            reason=reason, by=by, evidence=evidence, monitor=monitor, now=now_ms()), write=True)
 
     def approve(self, review_id: str, *, by: str, note: str | None = None,
                 signing_key: SigningKey | None = None, signature: str | None = None) -> Receipt:
@@ -617,7 +664,10 @@ class Rippl:
         chosen = pipeline.default_extractor(extractor)
         steps = pipeline.ingest_steps(documents, chosen, dry_run=dry_run, on_conflict=on_conflict,
                                       errors=errors, progress=progress)
-        return pipeline.drive(steps, chosen, self._driver.run)
+        report = pipeline.drive(steps, chosen, self._driver.run)
+        contradictions.drive(contradictions.after_ingest(report.documents, self.detector, dry_run),
+                             self._driver.run)
+        return report
 
     def ingest_extraction(self, extraction: Extraction | dict[str, Any], *,
                           document: Document | str | None = None, extractor: str = "manual",
@@ -627,7 +677,19 @@ class Rippl:
         `document` (a Document, for spans and sections, or just a name) goes into provenance."""
         steps = pipeline.extraction_steps(extraction, document=document, extractor=extractor,
                                           model=model, dry_run=dry_run, on_conflict=on_conflict)
-        return pipeline.drive(steps, pipeline.default_extractor(None), self._driver.run)
+        report = pipeline.drive(steps, pipeline.default_extractor(None), self._driver.run)
+        contradictions.drive(contradictions.after_ingest([report], self.detector, dry_run),
+                             self._driver.run)
+        return report
+
+    def detect_contradictions(self, claim_ids: SequenceNotStr[str], *,
+                              detector: ContradictionDetector | None = None) -> list[ReviewItem]:
+        """Run the contradiction detectors over these claims now: the key detector, and the model
+        (`detector`, default the handle's). Returns the retractions proposed (each pair once:
+        what was proposed before is not proposed again). Nothing is ever approved."""
+        chosen = contradictions.checked_detector(detector) or self.detector
+        return contradictions.drive(contradictions.detection_steps(claim_ids, chosen),
+                                    self._driver.run)
 
 
 class AsyncRippl:
@@ -638,6 +700,7 @@ class AsyncRippl:
     policy: Policy
     keys: Keys
     distinct_approver: bool
+    detector: ContradictionDetector | None = None  # the model detector of contradictions, if any
 
     def __init__(self, location: Location, graph: str, client: redis.asyncio.Redis,
                  server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
@@ -651,13 +714,17 @@ class AsyncRippl:
     @classmethod
     async def open(cls, path: PathLike | None = None, *, url: str | None = None,
                    graph: str = "rippl", policy: Policy | None = None,
-                   distinct_approver: bool = False, create: bool = True) -> AsyncRippl:
+                   distinct_approver: bool = False, create: bool = True,
+                   detector: ContradictionDetector | None = None) -> AsyncRippl:
         """Open a graph (see `Rippl.open`)."""
         location, graph = locate(path, url), check_id(graph, what="graph")
+        chosen = contradictions.checked_detector(detector)
         server, sync, location = await asyncio.to_thread(_prepare, location, Keys(graph), create)
         sync.close()
         client = async_client(location, Keys(graph), server.socket_path if server else None)
-        return cls(location, graph, client, server, policy or Policy(), distinct_approver)
+        handle = cls(location, graph, client, server, policy or Policy(), distinct_approver)
+        handle.detector = chosen
+        return handle
 
     @classmethod
     async def list_graphs(cls, path: PathLike | None = None, *, url: str | None = None) -> list[str]:
@@ -701,11 +768,14 @@ class AsyncRippl:
         return await self._driver.run(lambda: write.add(spec, replace=replace), write=True)
 
     async def add_claim(self, id: str | None, text: str, *, sources: SequenceNotStr[str] = (),
-                        derived_from: SequenceNotStr[str] = (), replace: bool = False) -> Node:
-        """Add a claim. Each source is its own justification (any one suffices); `derived_from`
-        claims form one more justification (all needed)."""
-        spec = claim_spec(id, text, sources=sources, derived_from=derived_from)
-        return await self._driver.run(lambda: write.add(spec, replace=replace), write=True)
+                        derived_from: SequenceNotStr[str] = (), replace: bool = False,
+                        key: str | None = None, value: str | None = None) -> Node:
+        """Add a claim, with its `key` and `value` (see the sync twin)."""
+        spec = claim_spec(id, text, sources=sources, derived_from=derived_from, key=key, value=value)
+        node = await self._driver.run(lambda: write.add(spec, replace=replace), write=True)
+        await contradictions.adrive(contradictions.after_claim(node.id, node.key is not None,
+                                                               self.detector), self._driver.run)
+        return node
 
     async def add_decision(self, id: str | None, title: str, *, premises: SequenceNotStr[str] = (),
                            depends_on: SequenceNotStr[str] = (), replace: bool = False) -> Node:
@@ -731,8 +801,11 @@ class AsyncRippl:
                    progress: LoadProgress | None = None) -> LoadReport:
         """Load a whole graph (a dict, a GraphSpec, or a .yaml/.json file), all or nothing."""
         graph = await asyncio.to_thread(_spec, spec, progress)
-        return await self._driver.run(lambda: write.load(graph, replace=replace, progress=progress),
-                                      write=True)
+        report = await self._driver.run(lambda: write.load(graph, replace=replace,
+                                                           progress=progress), write=True)
+        await contradictions.adrive(contradictions.after_load(_written(report), _keyed(graph)),
+                                    self._driver.run)
+        return report
 
     async def retract(self, claim_id: str, *, reason: str, by: str, at: TimeLike | None = None,
                       signing_key: SigningKey | None = None) -> Wave:
@@ -835,10 +908,27 @@ class AsyncRippl:
 
     # -- the review gate and receipts --------------------------------------------------------
     async def propose_retraction(self, claim_id: str, *, reason: str, by: str,
-                                 evidence: str | None = None) -> ReviewItem:
-        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides."""
+                                 evidence: str | None = None,
+                                 monitor: str | None = None) -> ReviewItem:
+        """Flag a claim as false: it and what rests on it go AT_RISK until a human decides
+        (`monitor`: the monitor proposing, recorded with the review and its event)."""
         return await self._driver.run(lambda: gate.propose(
-            claim_id, reason=reason, by=by, evidence=evidence, now=now_ms()), write=True)
+            claim_id, reason=reason, by=by, evidence=evidence, now=now_ms(), monitor=monitor),
+            write=True)
+
+    async def propose_retraction_where(
+            self, *, reason: str, by: str, tool: str | None = None,
+            args: Mapping[str, Any] | None = None, since: TimeLike | None = None,
+            until: TimeLike | None = None, run: str | None = None, agent: str | None = None,
+            framework: str | None = None, source_kind: str | None = None,
+            source_prefix: str | None = None, evidence: str | None = None,
+            monitor: str | None = None) -> ReviewItem:
+        """Flag every source a provenance query matches as false, in one review (see
+        `Rippl.propose_retraction_where`)."""
+        return await self._driver.run(lambda: gate.propose_where(provenance.query_of(
+            tool=tool, args=args, since=since, until=until, run=run, agent=agent,
+            framework=framework, source_kind=source_kind, source_prefix=source_prefix),
+            reason=reason, by=by, evidence=evidence, monitor=monitor, now=now_ms()), write=True)
 
     async def approve(self, review_id: str, *, by: str, note: str | None = None,
                       signing_key: SigningKey | None = None,
@@ -1036,7 +1126,10 @@ class AsyncRippl:
         chosen = pipeline.default_extractor(extractor)
         steps = pipeline.ingest_steps(documents, chosen, dry_run=dry_run, on_conflict=on_conflict,
                                       errors=errors, progress=progress)
-        return await pipeline.adrive(steps, chosen, self._driver.run)
+        report = await pipeline.adrive(steps, chosen, self._driver.run)
+        await contradictions.adrive(contradictions.after_ingest(report.documents, self.detector,
+                                                                dry_run), self._driver.run)
+        return report
 
     async def ingest_extraction(self, extraction: Extraction | dict[str, Any], *,
                                 document: Document | str | None = None, extractor: str = "manual",
@@ -1046,4 +1139,15 @@ class AsyncRippl:
         `document` (a Document, for spans and sections, or just a name) goes into provenance."""
         steps = pipeline.extraction_steps(extraction, document=document, extractor=extractor,
                                           model=model, dry_run=dry_run, on_conflict=on_conflict)
-        return await pipeline.adrive(steps, pipeline.default_extractor(None), self._driver.run)
+        report = await pipeline.adrive(steps, pipeline.default_extractor(None), self._driver.run)
+        await contradictions.adrive(contradictions.after_ingest([report], self.detector,
+                                                                dry_run), self._driver.run)
+        return report
+
+    async def detect_contradictions(self, claim_ids: SequenceNotStr[str], *,
+                                    detector: ContradictionDetector | None = None
+                                    ) -> list[ReviewItem]:
+        """Run the contradiction detectors over these claims now (see the sync twin)."""
+        chosen = contradictions.checked_detector(detector) or self.detector
+        return await contradictions.adrive(contradictions.detection_steps(claim_ids, chosen),
+                                           self._driver.run)

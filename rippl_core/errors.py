@@ -31,6 +31,10 @@ class NotFoundError(RipplError, LookupError):
     """A referenced node, review or receipt does not exist; nothing was written."""
 
 
+class NoMatchError(NotFoundError):
+    """A provenance query matched no source that could be retracted; nothing was proposed."""
+
+
 class ConflictError(RipplError):
     """The write disagrees with what is stored (or lost a race too many times); nothing was written."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Literal
@@ -18,8 +19,9 @@ type OnErrorPolicy = Literal["deny", "allow"]
 """What it does when the graph cannot be read."""
 type ReviewStatus = Literal["pending", "approved", "rejected"]
 """Where a proposed retraction stands."""
-type ReviewKind = Literal["retraction", "override"]
-"""What a review decides: a retraction, or a one-call override of a veto."""
+type ReviewKind = Literal["retraction", "override", "provenance"]
+"""What a review decides: a retraction, a one-call override of a veto, or a retraction by
+provenance (every source a provenance query matched, as one item)."""
 type RepeatScope = Literal["args", "tool"]
 """What repeats a vetoed call: the same tool with the same canonical arguments ("args"), or any
 later call of the tool in the run ("tool")."""
@@ -49,6 +51,8 @@ class Node(_Model):
     created_at: datetime | None = None
     justifications: list[list[str]] = Field(default_factory=list)
     provenance: dict[str, Any] | None = None
+    key: str | None = None
+    value: str | None = None
 
     @property
     def status(self) -> str:
@@ -211,10 +215,73 @@ class Stats(_Model):
     edges: int
 
 
+class ProvenanceQuery(_Model):
+    """Which sources a retraction by provenance covers: each field given must match (None: any).
+
+    `tool` and `args` (a subset of the arguments, compared canonically) match tool readings;
+    `since`/`until` bound a reading's `observed_at` (`since` <= observed_at < `until`); `run`,
+    `agent` and `framework` name the run that read it; `source_kind` the source's kind
+    (`tool_result` for a reading; a run's own root source, kind `run`, is matched only when asked
+    for by kind); `source_prefix` matches a source whose id or uri starts with it, or a reading one
+    of whose string arguments does (a URL, a domain: `https://evil.example/`)."""
+
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True, extra="forbid")
+
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    run: str | None = None
+    agent: str | None = None
+    framework: str | None = None
+    source_kind: str | None = None
+    source_prefix: str | None = None
+
+    def given(self) -> dict[str, Any]:
+        """The fields given, as JSON values (times in ISO 8601)."""
+        return {k: v for k, v in self.model_dump(mode="json").items() if v is not None}
+
+    def describe(self) -> str:
+        """The query in words, e.g. `tool=fetch_url, source_prefix=https://evil.example/`."""
+        return ", ".join(f"{k}={v if isinstance(v, str) else _json(v)}"
+                         for k, v in self.given().items())
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class ClaimEvidence(_Model):
+    """One side of a contradiction: a claim as it stood when the proposal was made, with its
+    sources (id, title, uri when it has one)."""
+
+    id: str
+    text: str
+    key: str | None = None
+    value: str | None = None
+    sources: list[dict[str, str]] = Field(default_factory=list)
+
+
+class Contradiction(_Model):
+    """Why a detector proposed a retraction: the `old` claim (the one proposed for retraction) is
+    contradicted by the `new` one. `detector` is "key" (same key, another value) or "model" (a
+    chat model judged them contradictory; `model` names it, `reason` is what it said)."""
+
+    detector: Literal["key", "model"]
+    key: str | None = None
+    old: ClaimEvidence
+    new: ClaimEvidence
+    model: str | None = None
+    reason: str
+
+
 class ReviewItem(_Model):
     """A proposal awaiting (or past) human review: a retraction (of `claims`; `claim` is the
-    first), or a one-call override of a veto (`kind="override"`: the call it lets run once, in its
-    run, despite the retracted premises `claims`)."""
+    first), a one-call override of a veto (`kind="override"`: the call it lets run once, in its
+    run, despite the retracted premises `claims`), or a retraction by provenance
+    (`kind="provenance"`: `claims` are the sources its `query` matched, `matched` the claims they
+    support; `at_risk` is what would go OUT, `survives` the matched claims another source keeps
+    IN; `monitor` names the monitor that proposed it, if one did)."""
 
     id: str
     claim: str
@@ -232,6 +299,11 @@ class ReviewItem(_Model):
     action: str | None = None
     run: str | None = None
     call: ToolCall | None = None
+    query: ProvenanceQuery | None = None
+    matched: list[str] = Field(default_factory=list)
+    survives: list[str] = Field(default_factory=list)
+    monitor: str | None = None
+    contradiction: Contradiction | None = None
 
 
 class Receipt(_Model):
@@ -301,11 +373,14 @@ class ConsistencyProof(_Model):
 
 
 class Event(_Model):
-    """A status change, review or belief event, as published on the graph's channel.
+    """A status change, review or belief event, as published on the graph's channel. A review
+    event of a retraction by provenance names its `sources`, their `claims` and the `monitor`
+    that proposed it (None: a person or an agent did, `by`).
 
     Belief events (`belief_recorded`, `belief_retracted`, `belief_revised`) name the `agent`, the
     `topic`, the `claim` and the valid interval [`valid_from`, `valid_to`) the write recorded
-    (`valid_to` None: still open); `at` is when it was recorded."""
+    (`valid_to` None: still open); `at` is when it was recorded. A `review_proposed` event of a
+    proposal a contradiction detector made names it (`detector`: "key" or "model")."""
 
     type: Literal["node_at_risk", "node_invalidated", "node_restored", "review_proposed",
                   "review_approved", "review_rejected", "action_executed", "compensation_needed",
@@ -324,6 +399,12 @@ class Event(_Model):
     topic: str | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = None
+    # a retraction by provenance (`kind` "provenance"): the sources it covers, the claims they
+    # support, and the monitor that proposed it, if one did
+    sources: list[str] | None = None
+    claims: list[str] | None = None
+    monitor: str | None = None
+    detector: str | None = None
 
     @property
     def before_status(self) -> str | None:

@@ -72,6 +72,14 @@ class FalkorDBServer:
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines the process printed (its log file in its folder)."""
+        log = self.folder / f"process-{self.port}.log"
+        try:
+            return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError as exc:
+            return f"(no log: {exc})"
+
     def kill(self) -> None:
         """SIGKILL the process (a crash: nothing is flushed), keeping its folder."""
         if self.alive:

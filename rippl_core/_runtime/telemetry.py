@@ -498,6 +498,10 @@ def _propose_start(claim_id: str, *args: Any, **kwargs: Any) -> tuple[str, Attri
     return "rippl.review.propose", {CLAIM: str(claim_id), ACTOR: str(kwargs.get("by"))}
 
 
+def _propose_where_start(query: object, *args: Any, **kwargs: Any) -> tuple[str, Attributes]:
+    return "rippl.review.propose_where", {ACTOR: str(kwargs.get("by"))}
+
+
 def _decide_review_start(review_id: str, *args: Any, **kwargs: Any) -> tuple[str, Attributes]:
     name = "rippl.review.approve" if kwargs.get("approve") else "rippl.review.reject"
     return name, {REVIEW: str(review_id), ACTOR: str(kwargs.get("by"))}
@@ -533,5 +537,6 @@ DECIDE: Final[Spec[..., list[Verdict]]] = Spec(_decide_start, _verdicts)
 JUDGE: Final[Spec[..., Verdict]] = Spec(_judge_start, _one)
 EXECUTED: Final[Spec[..., str]] = Spec(_executed_start, _claim)
 PROPOSE: Final[Spec[..., ReviewItem]] = Spec(_propose_start, _review_item)
+PROPOSE_WHERE: Final[Spec[..., ReviewItem]] = Spec(_propose_where_start, _review_item)
 DECIDE_REVIEW: Final[Spec[..., Receipt]] = Spec(_decide_review_start, _receipt)
 RETRACTION: Final[Spec[..., Wave]] = Spec(_retraction_start, _wave_result)

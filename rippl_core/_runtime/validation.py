@@ -254,3 +254,34 @@ def semantic_id(kind: Kind, text: str) -> str:
     """A deterministic id from a node's kind and normalised text: same statement, same id."""
     digest = hashlib.sha256(f"{kind}\x1f{normalise_text(text)}".encode()).hexdigest()
     return f"{ID_PREFIX[kind]}-{digest[:12]}"
+
+
+MANY_HOSTS = "*"  # the host of a reading whose arguments name URLs of several hosts
+
+
+def url_host(text: str) -> str | None:
+    """The lower-cased authority (host, and port if given) of an http(s) URL, None for anything
+    else. Every string that starts with `https://evil.example/` has the host `evil.example`."""
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        return None
+    host = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    return host.lower() or None
+
+
+def arguments_host(args_json: str | None) -> str | None:
+    """What a reading's source records as its `host` (an indexed lookup for a URL prefix): the host
+    of the http(s) URLs among its top-level string arguments, `MANY_HOSTS` when they name several,
+    None when none is a URL."""
+    if not args_json or "://" not in args_json:
+        return None
+    try:
+        parsed = json.loads(args_json)
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    hosts = {h for v in parsed.values() if isinstance(v, str) and (h := url_host(v)) is not None}
+    if not hosts:
+        return None
+    return hosts.pop() if len(hosts) == 1 else MANY_HOSTS

@@ -23,7 +23,9 @@ once, when Rippl first sees it:
 
 A turn rests on what the messages in its input carry (`refs`; None when the adapter cannot tell:
 everything the run has carried), less every node named by a veto the model read (`told`: the call
-ids of veto messages in its input; a veto message itself carries nothing).
+ids of veto messages in its input; a veto message itself carries nothing), wherever it came from (a
+claim handed over from another run is that claim here; the graph keeps it as a hand-over claim,
+which leaves with it).
 
 **A veto binds the action.** A call that repeats a call vetoed in its run (the same repeat key:
 tool and canonical arguments, or the tool alone under `repeat_scope="tool"`) is also driven by the

@@ -65,9 +65,9 @@ def captured(run: str, refs: Sequence[str]) -> Query:
                  "WITH a, d, collect(CASE WHEN rb IS NULL THEN NULL ELSE [rb.turn, rb.id] END) AS repeats "
                  f"OPTIONAL MATCH (ov:{OVERRIDE}) WHERE ov.vkey = a.rkey "
                  "AND (ov.used_by IS NULL OR ov.used_by = a.id) "
-                 "WITH a, d, repeats, ov " + _each("a.reads", "cid")
-                 + "OPTIONAL MATCH (rc:Claim {id: cid}) "
-                 f"WITH a, d, repeats, ov, collect(DISTINCT {causal_cypher.READ_PAIR}) AS reads "
+                 "WITH a, d, repeats, ov UNWIND CASE WHEN size(coalesce(a.reads, [])) = 0 "
+                 "THEN [NULL] ELSE a.reads END AS rid OPTIONAL MATCH (rc:Claim {id: rid}) "
+                 f"WITH a, d, repeats, ov, collect({causal_cypher.READ_PAIR}) AS reads "
                  "RETURN a.call_id, a.id, a.args, a.kind, a.state, a.executed_at, d.id, d.state, "
                  "repeats, ov.id, ov.premises, reads ORDER BY a.created_at DESC",
                  {"keys": [call_ref(run, r) for r in refs]}, read_only=True)
@@ -114,8 +114,9 @@ _ACTIONS = (
     "OPTIONAL MATCH (v2:Action {vtool: act.rtool}) "
     "WITH d, act, created, collect(v1.binds) AS l1, collect(v2.binds) AS l2 "
     "WITH d, act, created, reduce(acc = [], l IN l1 + l2 | acc + coalesce(l, [])) AS binds "
-    "WITH d, act, created, binds " + _each("binds", "bid")
-    + "OPTIONAL MATCH (b:Node {id: bid}) WHERE b.id <> act.id "
+    # each bound node by its id (an IN over a list built in the query would scan every node)
+    "UNWIND CASE WHEN size(binds) = 0 THEN [NULL] ELSE binds END AS bid "
+    "OPTIONAL MATCH (b:Node {id: bid}) WHERE b.id <> act.id "
     "WITH d, act, created, collect(DISTINCT b) AS bs "
     "MERGE (x:Node:Action {id: act.id}) ON CREATE SET x += act, x.reads = d.reads, "
     "x.state = " + _STATE.format(states="[d.state] + [b IN bs | b.state]") + " "
@@ -128,9 +129,9 @@ _ACTIONS = (
     "AND (ov.used_by IS NULL OR ov.used_by = x.id) "
     "OPTIONAL MATCH (rb)-[rr:DRIVES|TRIGGERS]->(x) WHERE rr.repeat = true "
     "WITH d, x, created, ov, collect(CASE WHEN rb IS NULL THEN NULL ELSE [rb.turn, rb.id] END) AS repeats "
-    "WITH d, x, created, ov, repeats " + _each("x.reads", "cid")
-    + "OPTIONAL MATCH (rc:Claim {id: cid}) "
-    f"WITH d, x, created, ov, repeats, collect(DISTINCT {causal_cypher.READ_PAIR}) AS reads "
+    "UNWIND CASE WHEN size(coalesce(x.reads, [])) = 0 THEN [NULL] ELSE x.reads END AS rid "
+    "OPTIONAL MATCH (rc:Claim {id: rid}) "
+    f"WITH d, x, created, ov, repeats, collect({causal_cypher.READ_PAIR}) AS reads "
     "RETURN x.id, x.state, x.executed_at, created, d.state, repeats, ov.id, ov.premises, reads"
 )
 
@@ -166,21 +167,31 @@ def _context(carry: str) -> str:
     everything the run has carried, and is recorded so (as observation `oid`). Ends with `carry`
     (the variables to keep) and `ctx`: the context set's claims, distinct."""
     return (
-        f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys "
+        # the run's own messages, then those of the scope's other runs (each its own pass: one
+        # aggregate over a long input's carried claims costs a quarter of a mixed one)
+        f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys AND o.run = $run.id "
         f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
-        f"WITH {carry}, known, collect(DISTINCT o.key) AS okeys, "
-        "collect(DISTINCT CASE WHEN o.run = $run.id THEN c END) AS oc, "
-        "collect(DISTINCT CASE WHEN o.run <> $run.id AND c IS NOT NULL "
+        f"WITH {carry}, known, collect(DISTINCT o.key) AS ok1, collect(DISTINCT c) AS oc "
+        f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys AND o.run <> $run.id "
+        f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
+        f"WITH {carry}, known, ok1, oc, collect(DISTINCT o.key) AS ok2, "
+        "collect(DISTINCT CASE WHEN c IS NOT NULL "
         "THEN {carrier: o.id, run: o.run, ref: o.ref, claim: c} END) AS of "
-        "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys "
+        "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys AND m.run = $run.id "
         "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
-        f"WITH {carry}, known, okeys, oc, of, collect(DISTINCT m.key) AS mkeys, "
-        "collect(DISTINCT CASE WHEN m.run = $run.id THEN mc END) AS mcs, "
-        "collect(DISTINCT CASE WHEN m.run <> $run.id AND mc IS NOT NULL "
+        f"WITH {carry}, known, ok1, oc, ok2, of, collect(DISTINCT m.key) AS mk1, "
+        "collect(DISTINCT mc) AS mcs "
+        "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys AND m.run <> $run.id "
+        "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
+        f"WITH {carry}, known, ok1, oc, ok2, of, mk1, mcs, collect(DISTINCT m.key) AS mk2, "
+        "collect(DISTINCT CASE WHEN mc IS NOT NULL "
         "THEN {carrier: m.id, run: m.run, ref: m.turn, claim: mc} END) AS mf "
-        f"WITH {carry}, known, oc + mcs AS own, of + mf AS foreign, "
-        "[r IN $refs WHERE NOT r.key IN (okeys + mkeys)] AS missing, "
-        "[r IN $refs | r.key IN (okeys + mkeys)] AS knowns "
+        f"WITH {carry}, known, oc + mcs AS own, of + mf AS foreign, ok1 + ok2 + mk1 + mk2 AS found "
+        f"WITH {carry}, known, own, foreign, found, "
+        "[r IN $refs WHERE NOT r.key IN found] AS missing "
+        # where each message stands among the known ones: read only when one is unaccounted
+        f"WITH {carry}, known, own, foreign, missing, CASE WHEN size(missing) = 0 THEN [] "
+        "ELSE [r IN $refs | r.key IN found] END AS knowns "
         + _handed(f"{carry}, known, own, missing, knowns", "foreign")
         + f"WITH {carry}, known, own + hs AS carried, missing, knowns, "
         "(size(missing) > 0 OR $every) AS wide "
@@ -220,7 +231,9 @@ def _context(carry: str) -> str:
         f"FOREACH (c IN CASE WHEN j.fresh THEN [] ELSE everything END | MERGE (u)-[:{SAW}]->(c))) "
         f"WITH {carry}, known, CASE WHEN $every OR any(j IN judged WHERE NOT j.fresh) "
         "THEN carried + everything ELSE carried END AS all "
-        f"UNWIND [c IN all WHERE NOT c.id IN known] + [NULL] AS a "
+        # what a veto named leaves, and so does a hand-over of it (the same claim, another path)
+        f"UNWIND [c IN all WHERE NOT c.id IN known AND NOT coalesce(c.origin, c.id) IN known] "
+        "+ [NULL] AS a "
         f"WITH {carry}, collect(DISTINCT a) AS ctx "
     )
 
@@ -353,7 +366,7 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
         + _CREATED.format(id="act.id", kind="'Action'", after="x.state") + " "
         "WITH d, x " + _each("x.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
-        f"WITH d, x, collect(DISTINCT {causal_cypher.READ_PAIR}) AS reads "
+        f"WITH d, x, collect({causal_cypher.READ_PAIR}) AS reads "
         "RETURN x.id, x.state, x.executed_at, true AS created, d.state, [] AS repeats, "
         "NULL AS ov, NULL AS overridden, reads",
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
@@ -413,6 +426,16 @@ def hand_overs(ids: Sequence[str]) -> Query:
 BACKFILL_RESULT_DIGESTS = Query(
     f"MATCH (o:{OBSERVATION}) WHERE o.kind = 'tool_result' AND o.output IS NULL "
     "MATCH (a:Action {call_ref: o.run + $sep + o.ref}) SET o.output = a.output", {"sep": "\x1f"})
+
+
+# Readings whose arguments may name a URL and that have no host recorded (schema 10's backfill).
+READINGS_WITH_URLS = Query("MATCH (s:Source) WHERE s.source_type = 'tool_result' AND s.host IS NULL "
+                           "AND s.args CONTAINS '://' RETURN s.id, s.args", read_only=True)
+
+
+def set_hosts(rows: list[dict[str, str]]) -> Query:
+    return Query("UNWIND $rows AS r MATCH (s:Source {id: r.id}) SET s.host = r.host",
+                 {"rows": rows})
 
 
 def is_read(tool: str) -> Query:
@@ -572,11 +595,14 @@ def stale_runs(before: int, include_open: bool) -> Query:
 
 def prune(runs: Sequence[str]) -> Query:
     """Delete the capture of these runs: their observations, decisions, actions, result sources,
-    root and run node, and the history of those nodes. Claims are left to `prune_claims`."""
+    root and run node, and the history of those nodes. Claims are left to `prune_claims`. A source
+    or claim retracted or under review is kept (a pending review, one by provenance included, must
+    still find what it covers)."""
     return Query(
         f"UNWIND $runs AS rid MATCH (r:{RUN} {{id: rid}}) "
         f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.run = rid DETACH DELETE o "
         "WITH DISTINCT r, rid OPTIONAL MATCH (n:Node) WHERE n.run = rid "
+        "AND NOT coalesce(n.retracted, false) AND coalesce(n.pending, 0) = 0 "
         "WITH r, rid, collect(n) AS doomed "
         "WITH r, rid, doomed, [n IN doomed | n.id] AS ids "
         "FOREACH (n IN doomed | DETACH DELETE n) "

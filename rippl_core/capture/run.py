@@ -24,6 +24,7 @@ from rippl_core._runtime.op import Batch, Commit, Op
 from rippl_core._runtime.timeutil import TimeLike, from_ms, iso, now_ms, read_times, to_ms
 from rippl_core._runtime.validation import (
     SequenceNotStr,
+    arguments_host,
     call_key,
     check_id,
     check_ids,
@@ -529,7 +530,8 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
                "fresh_for": fresh_ms}
     result: dict[str, Any] = {"status": "ok" if ok else "error", "digest": digest,
               "source": {**_captured_props(source, run.id, now, tool=named.tool, call_id=named.ref,
-                                           output=digest, **reading), "args": named.args},
+                                           output=digest, host=arguments_host(named.args),
+                                           **reading), "args": named.args},
               "claim": {**claim.validated().props(now), "captured": True}}
     read = None if not settings.is_read or not ok else {
         "key": call_key(named.tool, named.args), "tool": named.tool, "until": reading["expires_at"],
@@ -591,6 +593,16 @@ def mark_executed(action_id: str, *, at: TimeLike | None, output: Any | None) ->
     if found[0][1] != Kind.ACTION.value:
         raise InvalidInputError(f"{action_id} is a {found[0][1]}; only actions are executed")
     yield Commit([cypher.mark_executed(action_id, when, digest)], blind=True)
+
+
+def backfill_reading_hosts() -> Op[None]:
+    """Give the readings recorded before they kept their URL arguments' host that host (a schema
+    upgrade), so a retraction by provenance finds them by a URL prefix's host."""
+    rows = yield cypher.READINGS_WITH_URLS
+    found = [{"id": sid, "host": host} for sid, args in rows
+             if (host := arguments_host(args)) is not None]
+    for start in range(0, len(found), 5000):
+        yield Commit([cypher.set_hosts(found[start:start + 5000])], blind=True)
 
 
 def backfill_result_digests() -> Op[None]:

@@ -79,6 +79,7 @@ def node_model(props: dict[str, Any], justs: list[list[str]] | None = None) -> N
         reason=props.get("reason"), executed_at=from_ms(props.get("executed_at")),
         created_at=from_ms(props.get("created_at")), justifications=justs or [],
         provenance=json.loads(props["provenance"]) if props.get("provenance") else None,
+        key=props.get("key"), value=props.get("value"),
     )
 
 

@@ -3,7 +3,7 @@ that `load` takes: a dict, or a JSON or YAML file.
 
 ```yaml
 sources:   [{id, title, kind?, uri?}]
-claims:    [{id, text, sources?: [ids], derived_from?: [claim ids]}]
+claims:    [{id, text, sources?: [ids], derived_from?: [claim ids], key?, value?}]
 decisions: [{id, title, premises?: [claim or decision ids], depends_on?: [decision ids]}]
 actions:   [{id, title, decisions?: [ids], tool?, args?: {...}, triggers?: [action ids]}]
 justifications: [{node, antecedents: [ids]}]   # alternative justifications of nodes above
@@ -57,6 +57,8 @@ class NodeSpec:
     justifications: list[list[str]] = field(default_factory=list)
     provenance: Mapping[str, Any] | None = None
     sources: list[str] = field(default_factory=list)  # antecedents that must be Source nodes
+    key: str | None = None  # a claim's subject and property ("shard-09/health"), normalised
+    value: str | None = None  # what it says of them ("healthy"), normalised; None: its text
 
     def validated(self) -> NodeSpec:
         """A checked copy with its id filled in (derived from the content when not given)."""
@@ -73,8 +75,15 @@ class NodeSpec:
         canonical_args(self.args)
         if self.provenance is not None:
             canonical_json(self.provenance, what="provenance", limit=MAX_ARGS_BYTES)
+        fact_key, fact_value = claim_key(self.key), claim_value(self.value)
+        if self.kind is not Kind.CLAIM and (fact_key is not None or fact_value is not None):
+            raise InvalidInputError(f"only claims carry a key and a value, not a {self.kind}")
+        if fact_value is not None and fact_key is None:
+            raise InvalidInputError(f"{node_id} has a value but no key; give the key it is the "
+                                    "value of (a subject and a property, e.g. 'shard-09/health')")
         return NodeSpec(self.kind, text, node_id, self.uri, self.source_type, self.tool,
-                        self.args, unique, self.provenance, check_ids(self.sources, what="sources"))
+                        self.args, unique, self.provenance, check_ids(self.sources, what="sources"),
+                        fact_key, fact_value)
 
     def _checked_copy(self) -> NodeSpec:
         """`validated()` of a spec whose every field already passed the checks (see
@@ -82,7 +91,8 @@ class NodeSpec:
         justs = [list(dict.fromkeys(j)) for j in self.justifications]
         unique = list({frozenset(j): j for j in justs if j}.values())
         return NodeSpec(self.kind, self.text, self.id, self.uri, self.source_type, self.tool,
-                        self.args, unique, self.provenance, list(dict.fromkeys(self.sources)))
+                        self.args, unique, self.provenance, list(dict.fromkeys(self.sources)),
+                        self.key, self.value)
 
     def props(self, now: int) -> dict[str, Any]:
         """The properties to store (None left out), with the content digest."""
@@ -107,6 +117,10 @@ class NodeSpec:
                                   tool, uri)
         if self.kind is Kind.CLAIM:  # found by what it states, whatever its id
             props["text_key"] = semantic_id(Kind.CLAIM, self.text)
+        if self.key is not None:  # not part of the digest: a key may be given to a claim later
+            props["key"] = self.key
+            if self.value is not None:
+                props["value"] = self.value
         return props
 
 
@@ -116,7 +130,8 @@ _VALUE = {kind: kind.value for kind in Kind}
 def validated_all(specs: Sequence[NodeSpec]) -> list[NodeSpec]:
     """`[spec.validated() for spec in specs]`: each kind of field is checked for the whole batch at
     once, and only a batch that fails is checked spec by spec, to raise the same error."""
-    if not all(type(spec) is NodeSpec and spec.id is not None for spec in specs):
+    if not all(type(spec) is NodeSpec and spec.id is not None and spec.key is None
+               and spec.value is None for spec in specs):
         return [spec.validated() for spec in specs]
     justifications = [j for spec in specs for j in spec.justifications]
     optional_ids = [spec.tool for spec in specs if spec.tool is not None]
@@ -196,6 +211,8 @@ class ClaimEntry(_Entry):
     text: str
     sources: list[str] = Field(default_factory=list)
     derived_from: list[str] = Field(default_factory=list)
+    key: str | None = None
+    value: str | None = None
 
 
 class DecisionEntry(_Entry):
@@ -237,7 +254,7 @@ def node_specs(graph: GraphSpec) -> list[NodeSpec]:
     specs = [source_spec(e.id, e.title, uri=e.uri, kind=e.kind, provenance=e.provenance)
              for e in graph.sources]
     specs += [claim_spec(e.id, e.text, sources=e.sources, derived_from=e.derived_from,
-                         provenance=e.provenance) for e in graph.claims]
+                         provenance=e.provenance, key=e.key, value=e.value) for e in graph.claims]
     specs += [decision_spec(e.id, e.title, premises=e.premises, depends_on=e.depends_on,
                             provenance=e.provenance) for e in graph.decisions]
     specs += [action_spec(e.id, e.title, decisions=e.decisions, tool=e.tool, args=e.args,
@@ -260,15 +277,34 @@ def source_spec(id: str | None, title: str, *, uri: str | None = None, kind: str
 
 
 def claim_spec(id: str | None, text: str, *, sources: Any = (), derived_from: Any = (),
-               provenance: Mapping[str, Any] | None = None) -> NodeSpec:
+               provenance: Mapping[str, Any] | None = None, key: str | None = None,
+               value: str | None = None) -> NodeSpec:
     """Each source is its own justification (any one suffices); derived_from is one more (all
-    needed)."""
+    needed). `key` (a subject and a property) and `value` say what the claim is about."""
     source_ids = _ids(sources, "sources")
     justs = [[s] for s in source_ids]
     if derived_from:
         justs.append(_ids(derived_from, "derived_from"))
     return NodeSpec(Kind.CLAIM, text, id, justifications=justs, provenance=provenance,
-                    sources=source_ids)
+                    sources=source_ids, key=key, value=value)
+
+
+def claim_key(key: object) -> str | None:
+    """A claim's key, normalised: a subject and a property joined by '/' ("shard-09/health"),
+    case-folded and single-spaced, so "Shard-09 / Health" is the same key. None stays None."""
+    if key is None:
+        return None
+    text = check_text(key, what="key")
+    subject, slash, prop = text.rpartition("/")
+    if not slash or not subject.strip() or not prop.strip():
+        raise InvalidInputError(f"key {text!r} is not a subject and a property; write it as "
+                                "SUBJECT/PROPERTY, e.g. 'shard-09/health'")
+    return f"{normalise_text(subject).strip()}/{normalise_text(prop).strip()}"
+
+
+def claim_value(value: object) -> str | None:
+    """A claim's value, normalised as texts are for ids (case, spacing, a final period)."""
+    return None if value is None else normalise_text(check_text(value, what="value"))
 
 
 def decision_spec(id: str | None, title: str, *, premises: Any = (), depends_on: Any = (),

@@ -117,11 +117,15 @@ def _plan_node(change: Change, spec: NodeSpec, old: Mapping[str, Any] | None,
         return "created"
     have = {frozenset(j) for j in old_justs}
     missing = [j for j in spec.justifications if frozenset(j) not in have]
-    same_content = old.get("digest") == props["digest"]
-    if same_content and not missing:
+    keyed = _key_change(spec, old)
+    same_content = old.get("digest") == props["digest"] and keyed is not None
+    if same_content and not missing and not keyed:
         return "unchanged"
-    if same_content and _only_new_sources(spec, missing, change.kinds):
-        change.new_justifications[node] = missing
+    if same_content and (not missing or _only_new_sources(spec, missing, change.kinds)):
+        if missing:
+            change.new_justifications[node] = missing
+        if keyed:
+            change.set_props[node] = keyed
         return "replaced"
     if not replace:
         differs = f"{node} already exists with different content or support"
@@ -138,6 +142,17 @@ def _plan_node(change: Change, spec: NodeSpec, old: Mapping[str, Any] | None,
     change.replace_support.add(node)
     change.new_justifications[node] = spec.justifications
     return "replaced"
+
+
+def _key_change(spec: NodeSpec, old: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What writing `spec` changes of a stored claim's key and value: {} nothing (no key given, or
+    the same), the key and value to set (the claim had none), or None (another key or value: a
+    change of content, which needs `replace`)."""
+    if spec.key is None or (old.get("key"), old.get("value")) == (spec.key, spec.value):
+        return {}
+    if old.get("key") is None:
+        return {"key": spec.key, "value": spec.value}
+    return None
 
 
 _KEPT_ON_REPLACE = ("retracted", "pending", "reason", "retracted_by", "retracted_at", "created_at",

@@ -70,7 +70,7 @@ def show_cmd(ctx: typer.Context, node_id: str, format: OutputFormat = Output.tab
     console.print(styled(f"[bold]{{}}[/bold] {{}}: [{STATE_STYLE[node.state]}]{{}}[/]",
                          node.id, node.kind, node.status))
     console.print(f"  {node.text}")
-    for field in ("uri", "source_type", "tool", "reason"):
+    for field in ("uri", "source_type", "tool", "key", "value", "reason"):
         if getattr(node, field):
             console.print(f"  {field}: {getattr(node, field)}")
     if node.args is not None:

@@ -59,6 +59,9 @@ def ingest_cmd(
         help="What to print: table (summary; with --dry-run the nodes too), mermaid (the would-be "
              "graph), markdown (the extraction in the structured format) or json.")
     ] = IngestOutput.table,
+    detector: Annotated[str | None, typer.Option(
+        help="A model that compares each claim ingested with those it may contradict and proposes "
+             "retractions: langchain:<package.module:name>.")] = None,
     on_conflict: Annotated[OnConflictChoice, typer.Option(
         help="When a decision or action already in the graph is stated with other support: "
              "justify (add it as an alternative justification) or reject the document.")
@@ -71,11 +74,13 @@ def ingest_cmd(
     merges instead of duplicating. Exit code 1 when any document was rejected."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from rippl_core.cli.review import model_detector
     from rippl_core.ingest.extractors import get_extractor
     from rippl_core.ingest.writer import as_dict
 
     documents = expand(paths)
     chosen = get_extractor(extractor, model=model)
+    judge = model_detector(detector, model)
     # The summary goes to stdout for the table; with another format stdout carries only that.
     summary = console if format is IngestOutput.table else errors
     with connection(ctx).open(create=True) as rippl, Progress(
@@ -90,6 +95,7 @@ def ingest_cmd(
             else:
                 progress.advance(task)
 
+        rippl.detector = judge
         report = rippl.ingest(documents, extractor=chosen, dry_run=dry_run,
                               on_conflict=on_conflict.value, errors="report",
                               progress=advance)

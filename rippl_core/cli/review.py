@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.text import Text
 
 from rippl_core.cli.app import (
     EXIT_ERROR,
@@ -18,17 +19,26 @@ from rippl_core.cli.app import (
     command,
     connection,
     console,
+    errors,
     print_json,
     public_keys_file,
     signing_key_file,
     styled,
+    time_option,
 )
 from rippl_core.cli.render import STATE_STYLE
 from rippl_core.errors import InvalidInputError
 from rippl_core.vocabulary import State
 
 if TYPE_CHECKING:
-    from rippl_core.models import Receipt, ReceiptCheck, ReviewItem, ReviewStatus, TreeHead
+    from rippl_core.models import (
+        Contradiction,
+        Receipt,
+        ReceiptCheck,
+        ReviewItem,
+        ReviewStatus,
+        TreeHead,
+    )
 
 review_app = typer.Typer(help="The human review queue: proposed retractions and overrides.",
                          no_args_is_help=True)
@@ -50,17 +60,44 @@ def print_review(item: ReviewItem) -> None:
                              "{} (one call) — {}", item.id, item.status, shown, item.run or "?",
                              item.reason))
         console.print(f"  despite the retracted premises: {', '.join(item.claims)}")
+    elif item.kind == "provenance":
+        query = item.query.describe() if item.query is not None else "?"
+        console.print(styled(f"[bold]{{}}[/bold] [{colour}]{{}}[/]: retract by provenance ({{}}) — {{}}",
+                             item.id, item.status, query, item.reason))
+        console.print(f"  {_count(item.claims, 'source')}: {', '.join(item.claims)}")
+        console.print(f"  {_count(item.matched, 'claim')} they support: {', '.join(item.matched) or '-'}")
     else:
         console.print(styled(f"[bold]{{}}[/bold] [{colour}]{{}}[/]: retract {{}} — {{}}",
                              item.id, item.status, item.claim, item.reason))
-    console.print(f"  proposed by {item.proposed_by} at {item.proposed_at:%Y-%m-%d %H:%M:%S} UTC")
-    if item.evidence:
+    monitor = f" (monitor {item.monitor})" if item.monitor else ""
+    console.print(f"  proposed by {item.proposed_by}{monitor} at "
+                  f"{item.proposed_at:%Y-%m-%d %H:%M:%S} UTC")
+    if item.contradiction is not None:
+        for line in contradiction_lines(item.contradiction):
+            console.print(line)
+    elif item.evidence:
         console.print(f"  evidence: {item.evidence}")
-    if item.kind == "retraction":
+    if item.kind != "override":
         console.print(f"  would invalidate {len(item.at_risk)} nodes: {', '.join(item.at_risk) or '-'}")
+    if item.kind == "provenance":
+        console.print(f"  survive through another source: {', '.join(item.survives) or '-'}")
     if item.decided_by and item.decided_at:
         console.print(f"  {item.status} by {item.decided_by} at {item.decided_at:%Y-%m-%d %H:%M:%S} UTC"
                       + (f": {item.note}" if item.note else ""))
+
+
+def contradiction_lines(found: Contradiction) -> list[Text]:
+    """The evidence of a contradiction: who found it, both claims with their sources."""
+    by = f"the model {found.model}" if found.detector == "model" and found.model else \
+        f"the {found.detector} detector"
+    lines = [Text(f"  contradiction found by {by}" + (f" on key {found.key}" if found.key else ""))]
+    for label, side in (("old (proposed for retraction)", found.old), ("new", found.new)):
+        value = f" [{side.key} = {side.value}]" if side.value is not None else ""
+        lines.append(Text(f"    {label}: {side.id} {side.text!r}{value}"))
+        sources = "; ".join(f"{s['id']} {s.get('title', '')}".strip()
+                            + (f" <{s['uri']}>" if s.get("uri") else "") for s in side.sources)
+        lines.append(Text(f"      sources: {sources or 'none'}"))
+    return lines
 
 
 def print_receipt(receipt: Receipt) -> None:
@@ -70,14 +107,85 @@ def print_receipt(receipt: Receipt) -> None:
                          len(receipt.body.get("affected", [])), signed, receipt.hash[:16]))
 
 
+def _count(items: list[str], noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+
+
+def _args_json(value: str | None) -> dict[str, object] | None:
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(f"not JSON ({exc.msg}); give an object such as "
+                                 "'{\"url\": \"https://evil.example/a\"}'") from None
+    if not isinstance(parsed, dict):
+        raise typer.BadParameter("give a JSON object of argument names to values (a subset of "
+                                 "the call's arguments)")
+    return parsed
+
+
+def _query(help: str, *names: str, callback: Any = None) -> Any:
+    """An option of `rippl propose`'s provenance query."""
+    return typer.Option(None, *names, show_default=False, callback=callback,
+                        help=f"Provenance: {help}")
+
+
 @command("propose")
-def propose_cmd(ctx: typer.Context, claim_id: str,
-                reason: str = typer.Option(..., help="Why the claim is believed false."),
-                by: str = typer.Option(..., help="Who (or which monitor) proposes it."),
-                evidence: str | None = typer.Option(None, help="A pointer to the evidence.")) -> None:
-    """Propose retracting a claim: it and what rests on it go at risk until a human decides."""
+def propose_cmd(
+        ctx: typer.Context,
+        claim_id: Annotated[str | None, typer.Argument(
+            help="The claim to retract; or none, and a provenance query with the options below.",
+            show_default=False)] = None,
+        reason: str = typer.Option(..., help="Why the claim (or what the query matches) is "
+                                             "believed false."),
+        by: str = typer.Option(..., help="Who (or which monitor) proposes it."),
+        evidence: str | None = typer.Option(None, help="A pointer to the evidence."),
+        tool: str | None = _query("readings of this tool."),
+        args_json: str | None = _query("readings whose arguments include these (a JSON object).",
+                                       "--args-json"),
+        since: str | None = _query("read at or after this time (ISO 8601 with an offset).",
+                                   callback=time_option),
+        until: str | None = _query("read before this time.", callback=time_option),
+        run: str | None = _query("read by this run."),
+        agent: str | None = _query("read by a run of this agent."),
+        framework: str | None = _query("read by a run of this framework."),
+        source_kind: str | None = _query("sources of this kind (tool_result for readings; run for "
+                                         "a run's own root)."),
+        source_prefix: str | None = _query("sources whose id or uri, or a reading one of whose "
+                                           "arguments, starts with this (https://evil.example/)."),
+        monitor: str | None = typer.Option(None, show_default=False, help="The monitor proposing "
+                                           "(recorded with the review and its events)."),
+        format: OutputFormat = Output.table) -> None:
+    """Propose retracting a claim, or every source a provenance query matches (one review): it and
+    what rests on it go at risk until a human decides."""
+    args = _args_json(args_json)
+    query = {"tool": tool, "args": args, "since": since, "until": until, "run": run,
+             "agent": agent, "framework": framework, "source_kind": source_kind,
+             "source_prefix": source_prefix}
+    given = sorted(k for k, v in query.items() if v is not None)
+    if claim_id is not None and given:
+        raise InvalidInputError("give a claim id or a provenance query, not both",
+                                cli="give a CLAIM_ID or provenance options (--tool, --since...), "
+                                    "not both")
+    if claim_id is None and not given:
+        raise InvalidInputError("give a claim id or a provenance query",
+                                cli="give the CLAIM_ID to retract, or a provenance query (--tool, "
+                                    "--args-json, --since, --until, --run, --agent, --framework, "
+                                    "--source-kind, --source-prefix)")
     with connection(ctx).open() as rippl:
-        item = rippl.propose_retraction(claim_id, reason=reason, by=by, evidence=evidence)
+        if claim_id is not None:
+            item = rippl.propose_retraction(claim_id, reason=reason, by=by, evidence=evidence)
+        else:
+            if format is Output.table:
+                errors.print(f"matching sources ({', '.join(given)})…")
+            item = rippl.propose_retraction_where(
+                reason=reason, by=by, evidence=evidence, monitor=monitor, tool=tool, args=args,
+                since=since, until=until, run=run, agent=agent, framework=framework,
+                source_kind=source_kind, source_prefix=source_prefix)
+    if format is Output.json:
+        print_json(item.model_dump(mode="json"))
+        return
     print_review(item)
     console.print(f"approve with: rippl review approve {item.id} --by NAME")
 
@@ -145,9 +253,61 @@ def review_list(ctx: typer.Context,
         return
     table = Table("review", "kind", "status", "claims", "reason", "proposed by", "at risk")
     for item in items:
-        table.add_row(item.id, item.kind, item.status, ", ".join(item.claims), item.reason,
-                      item.proposed_by, str(len(item.at_risk)) if item.kind == "retraction" else "-")
+        claims = _count(item.claims, "source") if item.kind == "provenance" else ", ".join(item.claims)
+        reason = item.reason if item.contradiction is None else _evidence(item)
+        table.add_row(item.id, _kind(item), item.status, claims, reason,
+                      item.proposed_by, str(len(item.at_risk)) if item.kind != "override" else "-")
     console.print(table)
+
+
+def _kind(item: ReviewItem) -> str:
+    found = item.contradiction
+    return item.kind if found is None else f"{item.kind} ({found.detector} contradiction)"
+
+
+def _evidence(item: ReviewItem) -> str:
+    """A contradiction's reason and evidence in one cell: both claims with their sources."""
+    found = item.contradiction
+    assert found is not None
+
+    def side(label: str, c: Any) -> str:
+        sources = ", ".join(s.get("title") or s["id"] for s in c.sources) or "no source"
+        return f"{label} {c.id} {c.text!r} ({sources})"
+
+    return f"{item.reason}\n{side('old:', found.old)}\n{side('new:', found.new)}"
+
+
+@command("contradictions")
+def contradictions_cmd(
+        ctx: typer.Context,
+        claim_ids: Annotated[list[str], typer.Argument(help="Claims to check now.")],
+        detector: Annotated[str | None, typer.Option(
+            help="Also ask a model: langchain:<package.module:name> (a LangChain chat model, its "
+                 "class or a factory).")] = None,
+        model: Annotated[str | None, typer.Option(help="Model name for the detector.")] = None
+) -> None:
+    """Run the contradiction detectors over claims now (the key detector; with --detector, a
+    model too) and list the retractions proposed. Nothing is approved: review them."""
+    chosen = model_detector(detector, model)
+    with connection(ctx).open() as rippl:
+        made = rippl.detect_contradictions(claim_ids, detector=chosen)
+    for item in made:
+        print_review(item)
+    console.print(f"{len(made)} retraction{'s' if len(made) != 1 else ''} proposed"
+                  + (": review them with `rippl review list`" if made else ""))
+
+
+def model_detector(spec: str | None, model: str | None) -> Any:
+    """A `ChatModelDetector` from `langchain:<package.module:name>` (None: none)."""
+    if spec is None:
+        return None
+    from rippl_core.ingest.extractors.langchain_extractor import load_chat_model
+    from rippl_core.review.detectors import ChatModelDetector
+
+    kind, _, path = spec.partition(":")
+    if kind != "langchain" or not path:
+        raise InvalidInputError(f"--detector {spec}: write it as langchain:<package.module:name>")
+    return ChatModelDetector(load_chat_model(path, model=model), model=model)
 
 
 @command("show", on=review_app)
@@ -392,7 +552,8 @@ def watch_cmd(ctx: typer.Context,
                     change = (f"{event.before_status} -> {event.after_status}" if event.before
                               else (event.claim or ""))
                     at = f"{event.at:%H:%M:%S}" if event.at else "--:--:--"
-                    console.print(f"{at} {event.type:<19} {what} {change}")
+                    found = f" (found by the {event.detector} detector)" if event.detector else ""
+                    console.print(f"{at} {event.type:<19} {what} {change}{found}")
                 seen += 1
                 if count is not None and seen >= count:
                     break

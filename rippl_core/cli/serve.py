@@ -27,7 +27,8 @@ def run_console(conn: Connection, *, host: str, port: int, reviewers: Path | Non
                 reviewer: str | None, allow_remote: bool, allowed_host: list[str],
                 distinct_approver: bool, log_level: str, anchor: str | None = None,
                 anchor_interval: float = 300.0, anchor_key: Path | None = None,
-                anchor_by: str | None = None) -> None:
+                anchor_by: str | None = None, proposers: Path | None = None,
+                alert_rules: Path | None = None) -> None:
     from rippl_core.console import serve  # FastAPI and uvicorn only when serving
 
     key = signing_key_file(anchor_key)
@@ -40,7 +41,8 @@ def run_console(conn: Connection, *, host: str, port: int, reviewers: Path | Non
           announce=lambda url, known: announce(url, known.names, conn.graph,
                                                one_off=reviewer is not None),
           anchor=anchor, anchor_interval=anchor_interval, anchor_key=key, anchor_by=anchor_by,
-          report=lambda line: errors.print(line, highlight=False, soft_wrap=True))
+          report=lambda line: errors.print(line, highlight=False, soft_wrap=True),
+          proposers_file=proposers, alert_rules=alert_rules)
 
 
 @command("serve")
@@ -70,10 +72,17 @@ def serve_cmd(
     anchor_key: Annotated[Path | None, typer.Option(
         help="Sign the anchored heads with this key file (hex).")] = None,
     anchor_by: Annotated[str | None, typer.Option(help="With --anchor-key: who signs.")] = None,
+    proposers: Annotated[Path | None, typer.Option(
+        help="File of proposers (monitors), one 'name: token' per line; also RIPPL_PROPOSERS. "
+             "They may propose retractions with their bearer token, never decide.")] = None,
+    alert_rules: Annotated[Path | None, typer.Option(
+        help="Rules (YAML) mapping Alertmanager alert labels to provenance queries: serves the "
+             "webhook POST /api/alertmanager (see docs/monitors.md).")] = None,
 ) -> None:
     """Serve the review console: the review queue, the live graph explorer, receipts and beliefs,
     on http://127.0.0.1:8765/. Needs FastAPI and uvicorn (the console extra of rippl-core)."""
     run_console(connection(ctx), host=host, port=port, reviewers=reviewers, reviewer=reviewer,
                 allow_remote=allow_remote, allowed_host=allowed_host,
                 distinct_approver=distinct_approver, log_level=log_level, anchor=anchor,
-                anchor_interval=anchor_interval, anchor_key=anchor_key, anchor_by=anchor_by)
+                anchor_interval=anchor_interval, anchor_key=anchor_key, anchor_by=anchor_by,
+                proposers=proposers, alert_rules=alert_rules)

@@ -5,7 +5,7 @@ reviewer, whose name is the only identity a receipt or a proposal ever records).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -13,8 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
 from rippl_core.causal.explain import Explanation
-from rippl_core.console import views
-from rippl_core.console.auth import Decision, Session, authorize_read, authorize_write
+from rippl_core.console import monitors, views
+from rippl_core.console.auth import (
+    Decision,
+    Session,
+    authorize_propose,
+    authorize_read,
+    authorize_write,
+)
+from rippl_core.errors import InvalidInputError
 from rippl_core.models import (
     Compensation,
     ConsistencyProof,
@@ -70,13 +77,30 @@ def reader(request: Request) -> str | None:
 def reviewer(request: Request) -> str:
     state = console(request)
     name = _enforce(authorize_write(state.reviewers, _session(request), _bearer(request),
-                                    request.headers.get(CSRF_HEADER)))
+                                    request.headers.get(CSRF_HEADER), state.proposers))
     assert name is not None
     return name
 
 
+class Proposer(BaseModel):
+    """Who proposes: a reviewer, or a proposer (a monitor, which never decides)."""
+
+    name: str
+    monitor: bool
+
+
+def proposer(request: Request) -> Proposer:
+    state = console(request)
+    decision = authorize_propose(state.reviewers, state.proposers, _session(request),
+                                 _bearer(request), request.headers.get(CSRF_HEADER))
+    name = _enforce(decision)
+    assert name is not None
+    return Proposer(name=name, monitor=decision.proposer)
+
+
 Read = Depends(reader)
 Reviewer = Annotated[str, Depends(reviewer)]
+Proposing = Annotated[Proposer, Depends(proposer)]
 
 
 class _Body(BaseModel):
@@ -91,6 +115,22 @@ class Proposal(_Body):
     claim: str = Field(description="The claim (or source) found false.")
     reason: str = Field(description="Why it is false, for the reviewer who decides.")
     evidence: str | None = None
+
+
+class ProvenanceProposal(_Body):
+    reason: str = Field(description="Why what the query matches is false, for the reviewer.")
+    evidence: str | None = None
+    tool: str | None = Field(default=None, description="Readings of this tool.")
+    args: dict[str, Any] | None = Field(default=None, description="Readings whose arguments "
+                                                                  "include these.")
+    since: str | None = Field(default=None, description="Read at or after (ISO 8601, offset).")
+    until: str | None = Field(default=None, description="Read before (ISO 8601, offset).")
+    run: str | None = None
+    agent: str | None = None
+    framework: str | None = None
+    source_kind: str | None = None
+    source_prefix: str | None = Field(default=None, description="Sources whose id or uri, or "
+                                      "readings one of whose arguments, start with this.")
 
 
 class Ruling(_Body):
@@ -249,10 +289,39 @@ async def reviews(request: Request, status: Literal["pending", "approved", "reje
 
 
 @router.post("/reviews", response_model=ReviewItem, status_code=201, tags=["reviews"])
-async def propose(request: Request, body: Proposal, who: Reviewer) -> ReviewItem:
-    """Propose retracting a claim, as the signed-in reviewer."""
-    return await console(request).rippl.propose_retraction(body.claim, reason=body.reason, by=who,
-                                                           evidence=body.evidence)
+async def propose(request: Request, body: Proposal, who: Proposing) -> ReviewItem:
+    """Propose retracting a claim, as the signed-in reviewer or a proposer (a monitor's token)."""
+    return await console(request).rippl.propose_retraction(
+        body.claim, reason=body.reason, by=who.name, evidence=body.evidence,
+        monitor=who.name if who.monitor else None)
+
+
+@router.post("/reviews/where", response_model=ReviewItem, status_code=201, tags=["reviews"])
+async def propose_where(request: Request, body: ProvenanceProposal, who: Proposing) -> ReviewItem:
+    """Propose retracting every source a provenance query matches, as one review (a reviewer, or a
+    proposer's token). Nothing matched: 404 (NoMatchError), nothing proposed."""
+    query = body.model_dump(exclude={"reason", "evidence"}, exclude_none=True)
+    return await console(request).rippl.propose_retraction_where(
+        reason=body.reason, by=who.name, evidence=body.evidence,
+        monitor=who.name if who.monitor else None, **query)
+
+
+@router.post("/alertmanager", response_model=monitors.Handled, tags=["monitors"])
+async def alertmanager(request: Request, who: Proposing) -> monitors.Handled:
+    """Alertmanager's webhook (payload version 4), with a proposer's token as its bearer
+    credentials: each firing alert that a rule of the console's rules file matches becomes one
+    pending retraction by provenance; a resolved alert changes nothing. A payload that is not the
+    documented format is refused (422) before anything is proposed."""
+    rules = console(request).alert_rules
+    if rules is None:
+        raise HTTPException(404, "this console has no alert rules: start it with --alert-rules FILE")
+    try:
+        body = await request.json()
+    except ValueError:
+        raise InvalidInputError("the body is not JSON; send Alertmanager's webhook payload "
+                                "(version 4); nothing was proposed") from None
+    notification = monitors.parse_notification(body)
+    return await monitors.handle(console(request).rippl, notification, rules, who.name)
 
 
 @router.get("/reviews/{review_id}", response_model=ReviewItem, dependencies=[Read], tags=["reviews"])

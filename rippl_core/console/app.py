@@ -27,6 +27,7 @@ from rippl_core.console.auth import (
     host_allowed,
     origin_allowed,
 )
+from rippl_core.console.monitors import AlertRules
 from rippl_core.console.stream import KEEPALIVE, EventHub
 from rippl_core.errors import (
     ConflictError,
@@ -60,6 +61,8 @@ class ConsoleState:
     hub: EventHub
     read_open: bool = True
     sessions: Sessions = field(default_factory=Sessions)
+    proposers: Reviewers = field(default_factory=Reviewers)  # monitors: propose, never decide
+    alert_rules: AlertRules | None = None  # the Alertmanager webhook's rules (None: no webhook)
 
 
 class RequestChecks:
@@ -103,15 +106,18 @@ class RequestChecks:
 
 def create_app(rippl: AsyncRippl, *, reviewers: Reviewers | None = None, read_open: bool = True,
                allowed_hosts: frozenset[str] = LOOPBACK_NAMES,
-               keepalive: float = KEEPALIVE) -> FastAPI:
+               keepalive: float = KEEPALIVE, proposers: Reviewers | None = None,
+               alert_rules: AlertRules | None = None) -> FastAPI:
     """The review console over an open `AsyncRippl` handle (which the caller closes).
 
     `reviewers` may approve and reject (none: the console is read-only); `read_open=False` makes
     reads need a reviewer too (for a console reachable beyond this machine); the Host header must
-    name one of `allowed_hosts`. The live stream subscribes on its first client and stops with
+    name one of `allowed_hosts`. `proposers` (monitors) may propose retractions with their
+    bearer token, never decide; `alert_rules` serve Alertmanager's webhook (POST
+    /api/alertmanager) with a proposer's token. The live stream subscribes on its first client and stops with
     the app's lifespan (when mounted in another app, `await app.state.console.hub.close()`)."""
     state = ConsoleState(rippl, reviewers or Reviewers(), EventHub(rippl, keepalive=keepalive),
-                         read_open)
+                         read_open, proposers=proposers or Reviewers(), alert_rules=alert_rules)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

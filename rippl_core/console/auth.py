@@ -6,8 +6,13 @@ Every allow/deny decision of the console is one function here, so each can be pi
   rebinding and cross-site requests), like the MCP server's HTTP transport.
 - `authorize_write`: a state-changing request needs an authenticated reviewer, by a bearer token
   or by a session cookie plus its CSRF token; the identity it returns is what receipts name.
+- `authorize_propose`: a proposal needs a reviewer (as for a change) or a proposer: a monitor's
+  bearer token, which can propose and never approve, reject or change anything else.
 - `authorize_read`: reads are open on loopback, else need a reviewer.
 - `check_bind`: a non-loopback address needs an explicit flag and reviewers.
+
+Proposers (monitors: an alerting webhook, a script) come from their own file or RIPPL_PROPOSERS,
+in the same format; a name or token may not be both a reviewer's and a proposer's.
 
 Reviewers come from a file or an environment variable, one `name: token` per line (or per comma
 in the variable); a token may be given as `sha256:<hex>` of itself, so the file need not hold it.
@@ -35,6 +40,7 @@ LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 MIN_TOKEN_LENGTH = 16
 SESSION_TTL = 12 * 3600.0
 ENV_VAR = "RIPPL_REVIEWERS"
+PROPOSERS_ENV_VAR = "RIPPL_PROPOSERS"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
 _HASHED = re.compile(r"^sha256:[0-9a-f]{64}$")
 _PUBLIC_KEY = re.compile(r"^ed25519:[0-9a-f]{64}$")
@@ -122,20 +128,35 @@ def parse_reviewers(entries: Iterable[str], *, where: str) -> Reviewers:
     return Reviewers(by_digest, keys)
 
 
-def load_reviewers(file: Path | None = None, env_value: str | None = None) -> Reviewers:
+def load_reviewers(file: Path | None = None, env_value: str | None = None, *,
+                   role: str = "reviewers", env_var: str = ENV_VAR) -> Reviewers:
     """Reviewers from a file (one `name: token` per line) and from the value of RIPPL_REVIEWERS
-    (entries separated by commas or newlines)."""
+    (entries separated by commas or newlines); proposers the same way (`role`, `env_var`)."""
     reviewers = Reviewers()
     if file is not None:
         try:
             text = file.read_text(encoding="utf-8")
         except OSError as exc:
-            raise AuthConfigError(f"cannot read the reviewers file {file}: {exc}") from None
+            raise AuthConfigError(f"cannot read the {role} file {file}: {exc}") from None
         reviewers = parse_reviewers(text.splitlines(), where=str(file))
     if env_value:
         entries = env_value.replace(",", "\n").splitlines()
-        reviewers = reviewers.merged(parse_reviewers(entries, where=ENV_VAR))
+        reviewers = reviewers.merged(parse_reviewers(entries, where=env_var))
     return reviewers
+
+
+def load_proposers(file: Path | None, env_value: str | None, reviewers: Reviewers) -> Reviewers:
+    """Proposers (monitors) from a file and RIPPL_PROPOSERS; none may share a reviewer's name or
+    token (a proposer never approves, so it must never be mistaken for a reviewer)."""
+    proposers = load_reviewers(file, env_value, role="proposers", env_var=PROPOSERS_ENV_VAR)
+    if proposers.keys:
+        raise AuthConfigError("a proposer has no reviewer key: it never decides, so nothing it "
+                              "does is signed; remove the ed25519:... after its token")
+    clash = set(proposers.names) & set(reviewers.names)
+    if clash or set(proposers.by_digest) & set(reviewers.by_digest):
+        raise AuthConfigError(f"{', '.join(sorted(clash)) or 'a token'} is both a reviewer and a "
+                              "proposer; give each monitor its own name and token")
+    return proposers
 
 
 # ------------------------------------------------------------------------------------ sessions
@@ -217,12 +238,18 @@ def content_type_allowed(method: str, content_type: str | None) -> bool:
 
 @dataclass(frozen=True)
 class Decision:
-    """Allowed (with the reviewer, None for an anonymous read) or refused with a status and why."""
+    """Allowed (with the reviewer, None for an anonymous read) or refused with a status and why.
+    `proposer`: the identity is a proposer's (a monitor), not a reviewer's."""
 
     allowed: bool
     reviewer: str | None = None
     status: int = 200
     reason: str = ""
+    proposer: bool = False
+
+
+NOT_A_REVIEWER = ("this is a proposer's token (a monitor): it can propose retractions, never "
+                  "approve, reject or change anything else; a reviewer decides")
 
 
 def _refuse(status: int, reason: str) -> Decision:
@@ -242,8 +269,11 @@ def _reviewer(reviewers: Reviewers, session: Session | None, bearer: str | None)
 
 
 def authorize_write(reviewers: Reviewers, session: Session | None, bearer: str | None,
-                    csrf: str | None) -> Decision:
-    """A state-changing request: a reviewer by bearer token, or by session with its CSRF token."""
+                    csrf: str | None, proposers: Reviewers | None = None) -> Decision:
+    """A state-changing request: a reviewer by bearer token, or by session with its CSRF token.
+    A proposer's token is refused (403), whatever the reviewers."""
+    if bearer is not None and proposers and proposers.identify(bearer) is not None:
+        return _refuse(403, NOT_A_REVIEWER)
     decision = _reviewer(reviewers, session, bearer)
     if not decision.allowed or bearer is not None:
         return decision
@@ -251,6 +281,20 @@ def authorize_write(reviewers: Reviewers, session: Session | None, bearer: str |
     if not csrf or not hmac.compare_digest(csrf, session.csrf):
         return _refuse(403, "missing or wrong X-CSRF-Token header; reload the page")
     return decision
+
+
+def authorize_propose(reviewers: Reviewers, proposers: Reviewers, session: Session | None,
+                      bearer: str | None, csrf: str | None) -> Decision:
+    """A proposal: by a proposer's bearer token (a monitor), or as any change is (a reviewer)."""
+    if bearer is not None and proposers:
+        name = proposers.identify(bearer)
+        if name is not None:
+            return Decision(True, name, proposer=True)
+    if not reviewers and proposers and bearer is None:
+        return _refuse(401, "send a proposer's token (Authorization: Bearer TOKEN)")
+    if not reviewers and proposers:
+        return _refuse(401, "unknown proposer token")
+    return authorize_write(reviewers, session, bearer, csrf)
 
 
 def authorize_read(read_open: bool, reviewers: Reviewers, session: Session | None,

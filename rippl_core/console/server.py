@@ -16,14 +16,17 @@ from rippl_core.client import AsyncRippl
 from rippl_core.console.app import create_app
 from rippl_core.console.auth import (
     ENV_VAR,
+    PROPOSERS_ENV_VAR,
     AuthConfigError,
     Reviewers,
     check_bind,
     is_loopback,
+    load_proposers,
     load_reviewers,
     new_token,
     parse_reviewers,
 )
+from rippl_core.console.monitors import load_rules
 from rippl_core.errors import RipplError
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
@@ -73,24 +76,30 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
                       env: Mapping[str, str] | None = None, anchor: str | None = None,
                       anchor_interval: float = 300.0, anchor_key: bytes | None = None,
                       anchor_by: str | None = None,
-                      report: Callable[[str], None] = lambda _: None) -> None:
+                      report: Callable[[str], None] = lambda _: None,
+                      proposers_file: Path | None = None, alert_rules: Path | None = None) -> None:
     """Serve until stopped. Refuses (AuthConfigError) a non-loopback `host` without
     `allow_remote` and reviewers. `announce(url, reviewers)` is called once listening; with a
     one-off `reviewer`, the URL carries its token (in the fragment, which is never sent). With
     `anchor` (a witness), the log's head is anchored there every `anchor_interval` seconds when
-    it grew (signed by `anchor_by` with `anchor_key` if given); `report` hears how it went."""
+    it grew (signed by `anchor_by` with `anchor_key` if given); `report` hears how it went.
+    `proposers_file` (and RIPPL_PROPOSERS): monitors that may propose, never decide;
+    `alert_rules`: the rules file of the Alertmanager webhook (POST /api/alertmanager)."""
     if log_level.lower() not in LOG_LEVELS:
         raise AuthConfigError(f"log level must be one of {', '.join(LOG_LEVELS)}")
     if anchor is not None and not anchor_interval > 0:
         raise AuthConfigError("the anchoring interval must be a positive number of seconds")
-    reviewers, token = reviewers_for(reviewers_file, reviewer, os.environ if env is None else env)
+    environ = os.environ if env is None else env
+    reviewers, token = reviewers_for(reviewers_file, reviewer, environ)
+    proposers = load_proposers(proposers_file, environ.get(PROPOSERS_ENV_VAR), reviewers)
+    rules = load_rules(alert_rules) if alert_rules is not None else None
     allowed = check_bind(host, allow_remote=allow_remote, reviewers=reviewers,
                          extra_hosts=allowed_hosts)
     rippl = await AsyncRippl.open(Path(db) if db is not None else None, url=url, graph=graph,
                                   distinct_approver=distinct_approver)
     try:
         app = create_app(rippl, reviewers=reviewers, read_open=is_loopback(host),
-                         allowed_hosts=allowed)
+                         allowed_hosts=allowed, proposers=proposers, alert_rules=rules)
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower(),
                                 lifespan="on", server_header=False, timeout_graceful_shutdown=2)
         server = uvicorn.Server(config)

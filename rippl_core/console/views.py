@@ -93,7 +93,10 @@ class Survivor(_Model):
 
 class Preview(_Model):
     """What approving a pending review would do: `out` would go OUT (the claim included);
-    `survives` rest on the claim but keep another justification."""
+    `survives` rest on the claim but keep another justification. For a retraction by provenance,
+    `out` starts with the sources it covers and `survives` are the claims they support that
+    another source keeps IN (the union is the whole preview). Approving an override changes no
+    state: `overridden` lists the retracted premises its call runs despite, once."""
 
     review: ReviewItem
     downstream: int
@@ -101,6 +104,9 @@ class Preview(_Model):
     survives_count: int
     out: list[NodeBrief]
     survives: list[Survivor]
+    overridden: list[NodeBrief] = Field(
+        default_factory=list,
+        description="An override: the retracted premises the call would run despite, once.")
 
 
 def _holding(node: Node, gone: set[str], states: dict[str, State]) -> list[str]:
@@ -118,16 +124,27 @@ async def preview(rippl: AsyncRippl, review_id: str) -> Preview:
     item = await rippl.review(review_id)
     if item.status != "pending":
         raise ReviewError(f"{review_id} was already {item.status}; its receipt says what it changed")
-    what = await rippl.what_if_retracted([item.claim])
-    gone = {t.id for t in what.transitions if t.after is State.OUT} | {item.claim}
-    downstream = await rippl.blast_radius(item.claim)
-    out = [item.claim, *sorted(gone - {item.claim})]
-    kept = [r.id for r in downstream if r.id not in gone and r.state is not State.OUT]
+    if item.kind == "override":  # nothing changes state: one call runs despite its premises
+        premises = await _briefs(rippl, item.claims or [item.claim])
+        return Preview(review=item, downstream=0, out_count=0, survives_count=0, out=[],
+                       survives=[], overridden=[NodeBrief.of(n) for n in premises])
+    roots = item.claims if item.kind == "provenance" else [item.claim]
+    what = await rippl.what_if_retracted(roots)
+    gone = {t.id for t in what.transitions if t.after is State.OUT} | set(roots)
+    if item.kind == "provenance":  # the sources, then what they take OUT; the matched claims kept
+        out = [*roots, *sorted(gone - set(roots))]
+        kept = [c for c in item.matched if c not in gone]
+        below = len(gone - set(roots)) + len(kept)
+    else:
+        downstream = await rippl.blast_radius(item.claim)
+        out = [item.claim, *sorted(gone - {item.claim})]
+        kept = [r.id for r in downstream if r.id not in gone and r.state is not State.OUT]
+        below = len(downstream)
     kept_nodes = await _briefs(rippl, kept)
     antecedents = {a for n in kept_nodes for just in n.justifications for a in just}
     states = {n.id: n.state for n in await rippl.nodes(sorted(antecedents))}
     return Preview(
-        review=item, downstream=len(downstream), out_count=len(out), survives_count=len(kept),
+        review=item, downstream=below, out_count=len(out), survives_count=len(kept),
         out=[NodeBrief.of(n) for n in await _briefs(rippl, out)],
         survives=[Survivor(node=NodeBrief.of(n), through=_holding(n, gone, states))
                   for n in kept_nodes])

@@ -63,6 +63,11 @@ class ClaimItem(_Item):
     alternatives: list[list[str]] = Field(
         default_factory=list,
         description="Other independent sets of claim refs, each enough on its own to support it.")
+    key: str | None = Field(default=None, description="What the claim is about, as SUBJECT/PROPERTY "
+                                                      "(e.g. 'shard-09/health'), if it states the "
+                                                      "value of one property of one thing.")
+    value: str | None = Field(default=None, description="The value it states for that key (e.g. "
+                                                        "'degraded'), with `key` only.")
 
 
 class DecisionItem(_Item):

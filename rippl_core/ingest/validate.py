@@ -26,6 +26,8 @@ from rippl_core.causal.spec import (
     JustificationEntry,
     NodeSpec,
     SourceEntry,
+    claim_key,
+    claim_value,
 )
 from rippl_core.errors import InvalidInputError
 from rippl_core.ingest.document import Document
@@ -82,12 +84,15 @@ class PlannedNode:
     args: dict[str, Any] | None = None
     justifications: list[list[str]] = field(default_factory=list)
     mention: dict[str, Any] = field(default_factory=dict)
+    key: str | None = None  # a claim's key and value, normalised (the first ref's, when several)
+    value: str | None = None
 
     def spec(self, provenance: Mapping[str, Any] | None = None) -> NodeSpec:
         return NodeSpec(self.kind, self.text, self.id, uri=self.uri, source_type=self.source_type,
                         tool=self.tool, args=self.args,
                         justifications=[list(j) for j in self.justifications],
-                        provenance=self.mention if provenance is None else provenance)
+                        provenance=self.mention if provenance is None else provenance,
+                        key=self.key, value=self.value)
 
     def details(self) -> dict[str, Any]:
         return {"uri": self.uri, "source_type": self.source_type, "tool": self.tool,
@@ -126,7 +131,8 @@ class Plan:
                 single = [j for j in justs if len(j) == 1 and known.get(j[0]) is Kind.SOURCE]
                 rest = [j for j in justs if j not in single]
                 spec.claims.append(ClaimEntry(id=node.id, text=node.text,
-                                              sources=[j[0] for j in single], provenance=prov))
+                                              sources=[j[0] for j in single], provenance=prov,
+                                              key=node.key, value=node.value))
             else:
                 first, rest = (justs[0], justs[1:]) if justs else ([], [])
                 if node.kind is Kind.DECISION:
@@ -212,7 +218,8 @@ def plan(extraction: Extraction, document: Document | None = None, *, extractor:
             id=node_id, kind=kind, text=_text(item), refs=[ref],
             uri=getattr(item, "uri", None), source_type=getattr(item, "kind", None),
             tool=getattr(item, "tool", None), args=getattr(item, "args", None),
-            mention=mention(document, item, extractor=extractor, model=model, at=at))
+            mention=mention(document, item, extractor=extractor, model=model, at=at),
+            key=claim_key(getattr(item, "key", None)), value=claim_value(getattr(item, "value", None)))
         if node_id not in nodes:
             nodes[node_id] = planned
             continue
@@ -321,6 +328,14 @@ def _bad_values(item: Item, kind: Kind) -> list[str]:
                 check_text(value, what=f"{label}.{name}")
             except InvalidInputError as exc:
                 bad.append(str(exc))
+    if isinstance(item, ClaimItem) and (item.key is not None or item.value is not None):
+        try:
+            if claim_key(item.key) is None:
+                raise InvalidInputError(f"{label} has a value but no key; give the key it is the "
+                                        "value of (SUBJECT/PROPERTY)")
+            claim_value(item.value)
+        except InvalidInputError as exc:
+            bad.append(f"{label}: {exc}")
     if isinstance(item, ActionItem):
         if item.tool is not None:
             try:

@@ -177,6 +177,9 @@ def write_plan(p: Plan, *, extractor: str, model: str | None, now: int, dry_run:
         provenance = merged_provenance(stored[node_id].get("provenance"), p.nodes[node_id].mention)
         if provenance is not None:
             change.set_props[node_id] = {"provenance": json.dumps(provenance, sort_keys=True)}
+        planned = p.nodes[node_id]
+        if planned.key is not None and stored[node_id].get("key") is None:  # the first key stands
+            change.set_props.setdefault(node_id, {}).update(key=planned.key, value=planned.value)
     for node_id, details in resolution.fill.items():
         change.set_props.setdefault(node_id, {}).update(details)
 

@@ -100,6 +100,8 @@ class NodeInfo(_Out):
     justifications: list[list[str]] = Field(
         default_factory=list,
         description="Each inner list is one way the node is supported; all of its ids are needed.")
+    key: str | None = Field(default=None, description="A claim's subject and property, if given.")
+    value: str | None = Field(default=None, description="The value the claim states for its key.")
 
     @classmethod
     def of(cls, node: Node) -> NodeInfo:

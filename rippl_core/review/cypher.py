@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from rippl_core._runtime.schema import Index, Schema
+from rippl_core._runtime.validation import MANY_HOSTS
 from rippl_core._runtime.wire import Query
 
 # Review items and receipts have unique ids; the queue is read by status, the chain by sequence.
 # The log's Merkle tree keeps each perfect subtree as a :MerkleNode (id "<level>:<index>", hash h);
 # each reviewer's current key is a :ReviewerKey (id: the reviewer).
+# A retraction by provenance finds sources by what read them: the tool, the reading's time, the
+# run (and the run's agent and framework), the source's kind and uri.
 SCHEMA = Schema("3", unique_ids=("ReviewItem", "Receipt", "MerkleNode", "ReviewerKey"),
-                indexes=(Index("ReviewItem", "status"), Index("Receipt", "seq")))
+                indexes=(Index("ReviewItem", "status"), Index("Receipt", "seq"),
+                         Index("Source", "tool"), Index("Source", "observed_at"),
+                         Index("Source", "run"), Index("Source", "source_type"),
+                         Index("Source", "uri"), Index("Source", "host"), Index("Run", "agent"),
+                         Index("Run", "framework")))
 
 
 def create_review(props: Mapping[str, Any]) -> Query:
@@ -121,3 +129,57 @@ CHAIN = Query("OPTIONAL MATCH (h:ReceiptHead) WITH h.seq AS seq, h.hash AS hash 
 
 def list_receipts() -> Query:
     return Query("MATCH (r:Receipt) RETURN properties(r) ORDER BY r.seq", read_only=True)
+
+
+# What a retraction by provenance reads of each candidate source (and the stored state a wave
+# plans from), with its run's agent and framework and the claims it supports.
+_SOURCE_FIELDS = ("id", "kind", "state", "source_type", "tool", "args", "uri", "run", "observed_at",
+                  "retracted", "pending", "blockers", "reason", "host")
+RUN_LABEL = "Run"  # capture's run node (capture sits beside review; the label is all we share)
+
+
+def provenance_sources(*, tool: str | None, since: int | None, until: int | None,
+                       run: str | None, agent: str | None, framework: str | None,
+                       kind: str | None, prefix: str | None, with_run_sources: bool,
+                       fragments: Sequence[str] = (),
+                       prefix_on: Literal["all", "names", "host"] = "all") -> Query:
+    """Candidate sources of a provenance query: every indexed condition given is tested here
+    (the arguments and an argument's prefix are confirmed by the caller, on the `args` text
+    returned; `fragments`, texts the canonical arguments must contain, narrow the rows first).
+    A `prefix` is looked for in the source's id, uri and argument text (`prefix_on="all"`: a
+    scan), in its id and uri only ("names"), or by the indexed `host` of a reading's URL
+    arguments ("host": `prefix` is then the host; a reading naming several hosts is a candidate).
+    Rows: (source fields, run's agent, run's framework, [claims it supports])."""
+    where: list[str] = [f"s.args CONTAINS $frag{i}" for i in range(len(fragments))]
+    params: dict[str, Any] = {f"frag{i}": f for i, f in enumerate(fragments)}
+    runs = ""
+    if agent is not None or framework is not None:
+        cond = " AND ".join(c for c, v in (("r.agent = $agent", agent),
+                                           ("r.framework = $framework", framework)) if v is not None)
+        runs = f"MATCH (r:{RUN_LABEL}) WHERE {cond} WITH collect(r.id) AS runs "
+        where.append("s.run IN runs")
+        params |= {"agent": agent, "framework": framework}
+    for cond, name, value in (("s.tool = $tool", "tool", tool), ("s.observed_at >= $since", "since", since),
+                              ("s.observed_at < $until", "until", until), ("s.run = $run", "run", run),
+                              ("s.source_type = $kind", "kind", kind)):
+        if value is not None:
+            where.append(cond)
+            params[name] = value
+    if not with_run_sources and kind is None:
+        where.append("(s.source_type IS NULL OR s.source_type <> 'run')")
+    if prefix is not None and prefix_on == "host":
+        where.append("s.host IN $hosts")
+        params["hosts"] = [prefix, MANY_HOSTS]
+    elif prefix is not None and prefix_on == "names":
+        where.append("(s.id STARTS WITH $prefix OR s.uri STARTS WITH $prefix)")
+        params["prefix"] = prefix
+    elif prefix is not None:  # an argument's value is confirmed by the caller on the parsed args
+        where.append("(s.id STARTS WITH $prefix OR s.uri STARTS WITH $prefix "
+                     "OR s.args CONTAINS $escaped)")
+        params |= {"prefix": prefix, "escaped": json.dumps(prefix, ensure_ascii=False)[1:-1]}
+    fields = ", ".join(f"{f}: s.{f}" for f in _SOURCE_FIELDS)
+    return Query(f"{runs}MATCH (s:Source) WHERE {' AND '.join(where) or 'true'} "
+                 f"OPTIONAL MATCH (sr:{RUN_LABEL} {{id: s.run}}) "
+                 "OPTIONAL MATCH (s)-[:SUPPORTS]->(c:Claim) "
+                 f"RETURN {{{fields}}}, sr.agent, sr.framework, collect(c.id)",
+                 params, read_only=True)

@@ -19,10 +19,11 @@ from rippl_core._runtime.validation import canonical_args, check_actor, check_id
 from rippl_core.causal.nodes import require_nodes
 from rippl_core.causal.preflight import find_blockers
 from rippl_core.causal.relabel import Change, commit_labels, plan_change, read_region, would_invalidate
-from rippl_core.causal.tms import label
-from rippl_core.errors import InvalidInputError, NotFoundError, ReviewError
+from rippl_core.causal.tms import Premise, Region, label
+from rippl_core.errors import InvalidInputError, NoMatchError, NotFoundError, ReviewError
 from rippl_core.models import (
     Override,
+    ProvenanceQuery,
     Receipt,
     ReceiptCheck,
     ReviewItem,
@@ -31,7 +32,7 @@ from rippl_core.models import (
     TreeHead,
     Wave,
 )
-from rippl_core.review import cypher, log
+from rippl_core.review import cypher, log, provenance
 from rippl_core.review.heads import anchored_problems
 from rippl_core.review.keys import REGISTERED, REVOKED, decision_statement, public_hex, registration_statement
 from rippl_core.review.receipts import SigningKey, leaf_hash, private_key, receipt_model, verify_chain
@@ -50,12 +51,18 @@ def _retractable(claim_id: str) -> Op[tuple[str, dict[str, Any]]]:
     return claim_id, props
 
 
+def _transitions(commit: Commit) -> list[dict[str, Any]]:
+    """The state changes a commit announces, once per node (an executed action that goes OUT is
+    also announced as `compensation_needed`, with the same transition: not a second change)."""
+    return [e for e in commit.events if "before" in e and e.get("type") != "compensation_needed"]
+
+
 def wave_of(root: str, commit: Commit, at: int) -> Wave:
     """The transitions a commit applies, read back from its events."""
     transitions = [
         Transition(id=e["node"], kind=Kind(e["kind"]), before=State(e["before"]),
                    after=State(e["after"]))
-        for e in commit.events if "before" in e
+        for e in _transitions(commit)
     ]
     return Wave(root=root, transitions=transitions, at=from_ms(at))
 
@@ -66,7 +73,7 @@ def _append_receipt(commit: Commit, *, kind: str, claim: str, actor: str, at: in
                     signature: str | None = None) -> Op[Receipt]:
     """Add the next receipt of the log to `commit`, covering the transitions it applies."""
     affected = sorted(({"id": e["node"], "before": e["before"], "after": e["after"]}
-                       for e in commit.events if "before" in e), key=lambda a: a["id"])
+                       for e in _transitions(commit)), key=lambda a: a["id"])
     body = {"kind": kind, "review": review, "claim": claim, "actor": actor,
             "at": from_ms(at).isoformat(), "affected": affected,
             **{k: v for k, v in details.items() if v is not None}}
@@ -97,12 +104,19 @@ def set_retracted(claim_id: str, *, retracted: bool, reason: str, by: str, at: i
 
 
 @telemetry.traced(telemetry.PROPOSE)
-def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: int) -> Op[ReviewItem]:
-    """Put a claim and everything that would lose support AT_RISK until a human decides."""
+def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: int,
+            monitor: str | None = None, extra: Mapping[str, Any] | None = None,
+            detector: str | None = None) -> Op[ReviewItem]:
+    """Put a claim and everything that would lose support AT_RISK until a human decides
+    (`monitor`: the monitor proposing, recorded with the item and its event). `extra`
+    review properties and the `detector` that proposed it (named by the event) are what a
+    contradiction detector adds (`rippl_core.review.contradictions`)."""
     claim_id, props = yield from _retractable(claim_id)
     reason, by = check_text(reason, what="reason"), check_actor(by)
     if evidence is not None:
         check_text(evidence, what="evidence")
+    if monitor is not None:
+        check_id(monitor, what="monitor")
     if props.get("retracted"):
         raise ReviewError(f"{claim_id} is already retracted; reinstate it before proposing again")
     pending = int(props.get("pending") or 0) + 1
@@ -113,11 +127,73 @@ def propose(claim_id: str, *, reason: str, by: str, evidence: str | None, now: i
     commit = commit_labels(change, region, label(region), old, cause="propose", at=now, now=now,
                            review=review_id)
     item = {"id": review_id, "claim": claim_id, "status": "pending", "reason": reason,
-            "evidence": evidence, "proposed_by": by, "proposed_at": now, "at_risk": at_risk}
+            "evidence": evidence, "proposed_by": by, "proposed_at": now, "at_risk": at_risk,
+            "monitor": monitor, **(extra or {})}
     commit.queries.append(cypher.create_review({k: v for k, v in item.items() if v is not None}))
-    commit.events.append(_review_event("review_proposed", review_id, claim_id, by, now))
+    event = _review_event("review_proposed", review_id, claim_id, by, now)
+    if monitor is not None:
+        event |= {"monitor": monitor}
+    commit.events.append(event if detector is None else event | {"detector": detector})
     yield commit
     return review_model(item)
+
+
+@telemetry.traced(telemetry.PROPOSE_WHERE)
+def propose_where(query: ProvenanceQuery, *, reason: str, by: str, evidence: str | None,
+                  monitor: str | None, now: int) -> Op[ReviewItem]:
+    """One review of every source `query` matches (a retraction by provenance): they and what
+    would lose support go AT_RISK together until a human decides. The item's preview names what
+    would go OUT and which matched claims another source keeps IN."""
+    reason, by = check_text(reason, what="reason"), check_actor(by)
+    if evidence is not None:
+        check_text(evidence, what="evidence")
+    if monitor is not None:
+        check_id(monitor, what="monitor")
+    found = yield from provenance.match(query)
+    if not found.sources:
+        retracted = (f" ({found.already_retracted} matching source"
+                     f"{' was' if found.already_retracted == 1 else 's were'} already retracted)"
+                     if found.already_retracted else "")
+        raise NoMatchError(f"no source matches the provenance query {query.describe()}"
+                           f"{retracted}; nothing was proposed. Check the tool name, the arguments "
+                           "and the time window")
+    if len(found.sources) > provenance.MAX_SOURCES:
+        raise InvalidInputError(
+            f"the provenance query {query.describe()} matches {len(found.sources)} sources; one "
+            f"review covers at most {provenance.MAX_SOURCES}. Narrow it (a tool, a time window, a "
+            "run) and propose in parts")
+    sources = list(found.sources)
+    change = Change.over(found.sources, set_props={
+        node: {"pending": int(props.get("pending") or 0) + 1}
+        for node, props in found.sources.items()})
+    region, old = yield from read_region(change)
+    out, survives = _preview(region, old, sources, found.claims)
+    review_id = f"REV-{uuid.uuid4().hex[:12]}"
+    commit = commit_labels(change, region, label(region), old, cause="propose", at=now, now=now,
+                           review=review_id)
+    item = {"id": review_id, "kind": "provenance", "claim": sources[0], "claims": sources,
+            "matched": found.claims, "survives": survives, "status": "pending", "reason": reason,
+            "evidence": evidence, "proposed_by": by, "proposed_at": now, "at_risk": out,
+            "query": json.dumps(query.given(), sort_keys=True), "monitor": monitor}
+    commit.queries.append(cypher.create_reviews_of({k: v for k, v in item.items() if v is not None},
+                                                   sources))
+    commit.events.append(_review_event("review_proposed", review_id, sources[0], by, now)
+                         | {"kind": "provenance", "sources": sources, "claims": found.claims,
+                            "query": query.given(), "monitor": monitor})
+    yield commit
+    return review_model(item)
+
+
+def _preview(region: Region, old: Mapping[str, State], sources: Sequence[str],
+             claims: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(what would go OUT, the matched claims that would stay IN) if every source were retracted."""
+    hypothetical = Region({**region.nodes, **{s: Premise(retracted=True) for s in sources}},
+                          region.justifications, region.outside)
+    labels = label(hypothetical)
+    chosen = set(sources)
+    out = sorted(n for n, state in labels.items()
+                 if state is State.OUT and old.get(n) is not State.OUT and n not in chosen)
+    return out, [c for c in claims if labels.get(c, old.get(c)) is not State.OUT]
 
 
 @telemetry.traced(telemetry.DECIDE_REVIEW)
@@ -142,24 +218,38 @@ def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int
         receipt = yield from _decide_override(item, approve=approve, by=by, note=note, now=now,
                                               signing_key=signing_key, signature=signature)
         return receipt
-    claim_id, props = yield from _retractable(item.claim)
-    flags: dict[str, Any] = {"pending": max(int(props.get("pending") or 0) - 1, 0)}
-    if approve and not props.get("retracted"):  # a direct retraction meanwhile keeps its record
-        flags |= {"retracted": True, "reason": item.reason, "retracted_by": by, "retracted_at": now}
-    change = Change.over({claim_id: props}, set_props={claim_id: flags})
+    if item.kind == "provenance":  # every source it covers, decided as one wave
+        found = yield from require_nodes(item.claims, what="source")
+        claim_id = item.claim
+    else:
+        claim_id, props = yield from _retractable(item.claim)
+        found = {claim_id: props}
+    flags: dict[str, dict[str, Any]] = {}
+    for node, props in found.items():
+        flags[node] = {"pending": max(int(props.get("pending") or 0) - 1, 0)}
+        if approve and not props.get("retracted"):  # a direct retraction meanwhile keeps its record
+            flags[node] |= {"retracted": True, "reason": item.reason, "retracted_by": by,
+                            "retracted_at": now}
+    change = Change.over(found, set_props=flags)
     cause = "approve" if approve else "reject"
     commit = yield from plan_change(change, cause=cause, at=now, now=now, review=review_id)
     status = "approved" if approve else "rejected"
     commit.queries.append(cypher.decide_review(review_id, {"status": status, "decided_by": by,
                                                        "decided_at": now, "note": note}))
-    commit.events.append(_review_event(f"review_{status}", review_id, claim_id, by, now))
+    event = _review_event(f"review_{status}", review_id, claim_id, by, now)
+    details: dict[str, Any] = {"reason": item.reason, "note": note, "proposed_by": item.proposed_by}
+    if item.kind == "provenance":  # the receipt names every source and every claim it covers
+        event |= {"kind": "provenance", "sources": item.claims, "claims": item.matched}
+        details |= {"sources": item.claims, "claims": item.matched, "monitor": item.monitor,
+                    "query": item.query.given() if item.query is not None else None}
+    commit.events.append(event)
     statement = decision_statement(kind=f"retraction_{status}", reviewer=by, review=review_id,
                                    claim=claim_id, proposed_by=item.proposed_by, note=note)
     signed = signing_key is not None or signature is not None
     receipt = yield from _append_receipt(
         commit, kind=f"retraction_{status}", claim=claim_id, actor=by, at=now, review=review_id,
-        details={"reason": item.reason, "note": note, "proposed_by": item.proposed_by},
-        signing_key=signing_key, statement=statement if signed else None, signature=signature)
+        details=details, signing_key=signing_key, statement=statement if signed else None,
+        signature=signature)
     yield commit
     return receipt
 
@@ -272,6 +362,10 @@ def review_model(props: Mapping[str, Any]) -> ReviewItem:
         note=props.get("note"), kind=props.get("kind") or "retraction",
         claims=list(props.get("claims") or [props["claim"]]), action=props.get("action"),
         run=props.get("run"), call=call,
+        query=ProvenanceQuery(**json.loads(props["query"])) if props.get("query") else None,
+        matched=list(props.get("matched") or []), survives=list(props.get("survives") or []),
+        monitor=props.get("monitor"),
+        contradiction=json.loads(props["contradiction"]) if props.get("contradiction") else None,
     )
 
 

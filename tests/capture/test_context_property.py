@@ -133,7 +133,8 @@ class Reference:
             carried = set() if users else everything
             self.carry(run, ref, ids.carrier(run, ref), carried)
             nodes |= carried
-        return nodes - known
+        # what a veto named leaves the context, and so does a hand-over of it
+        return {n for n in nodes if n not in known and origin(n) not in known}
 
 
 def origin(node: str) -> str:

@@ -165,8 +165,19 @@ def test_memory_reads_are_observations_of_the_run(rippl: Rippl) -> None:
     assert "CLM-IOPS" in premises_of(rippl, held.target)  # type: ignore[arg-type]
     with pytest.raises(NotFoundError):
         run.observe(["CLM-NOPE"])
-    with pytest.raises(InvalidInputError, match="not a claim"):
+    with pytest.raises(InvalidInputError, match=r"^SRC-DASH is not a claim; a run observes claims$"):
         run.observe(["SRC-DASH"])
+    rippl.add_source("SRC-LOGS", "shard logs")
+    with pytest.raises(InvalidInputError, match=r"^SRC-DASH, SRC-LOGS are not a claim"):
+        run.observe(["SRC-DASH", "CLM-IOPS", "SRC-LOGS"])
+
+
+def test_judging_a_call_at_execution_needs_its_call_id(rippl: Rippl) -> None:
+    """A call with no id cannot be matched to its turn: refused with what to do, nothing judged."""
+    story(rippl)
+    run = rippl.run("thread-1")
+    with pytest.raises(InvalidInputError, match="needs its call id; decide its turn"):
+        run.judge(MIGRATE.model_copy(update={"id": None}))
 
 
 def test_an_edited_call_is_a_new_action_of_the_same_decision(rippl: Rippl) -> None:

@@ -29,7 +29,11 @@ def test_rippl_demo_tells_the_story(tmp_path: Path) -> None:
              "now Premise Retracted",
              "resize_replicas(shard=09, replicas=5) -> allowed", "-> STALE: not run",
              "read 12 min ago", "shard 09: degraded", "-> SUPERSEDED: not run",
-             "New reviews: 0; new compensations: 0"]
+             "New reviews: 0; new compensations: 0",
+             "open_ticket(queue=capacity) -> allowed", "covers 3 sources in 3 runs",
+             "3 sources, 12 changes", "open_ticket(queue=capacity) -> VETOED",
+             "to compensate: post_summary in run notices/researcher",
+             "to compensate: send_email in run notices/writer"]
     at, missing = 0, []
     for line in story:  # each line after the one before it: the story is told in order
         found = out.find(line, at)

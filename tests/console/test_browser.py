@@ -3,11 +3,13 @@ browser) against `rippl serve` on a loopback port and a real FalkorDB server.
 
 A reviewer opens the queue and sees a proposal arrive live; an unauthenticated approve is refused;
 the reviewer approves, and a second page's explorer recolours with the cascade without a reload;
-a rejection restores it. Screenshots go to a temporary folder, or to docs/img/ (which the README
-shows) when RIPPL_SCREENSHOTS=docs/img is set: a test run leaves the tree as it was."""
+a rejection restores it; a contradiction shows both claims and their sources. Screenshots go to a
+temporary folder, or to docs/img/ (which the README shows) when RIPPL_SCREENSHOTS=docs/img is set:
+a test run leaves the tree as it was."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -301,3 +303,117 @@ def test_a_reviewer_signs_in_the_browser_with_their_own_key(
     finally:
         handle.drop()
         handle.close()
+
+
+@contextlib.contextmanager
+def serving(url: str, graph: str, reviewers: Path, *extra: str) -> Iterator[str]:
+    """`rippl --url URL --graph G serve --port P --reviewers FILE [extra]`, stopped afterwards."""
+    port = free_port()
+    log = reviewers.parent / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rippl_core.cli", "--url", url, "--graph", graph, "serve",
+             "--port", str(port), "--reviewers", str(reviewers), *extra],
+            stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        try:
+            wait_for_port(port, process, log)
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def test_an_override_in_the_queue_is_shown_as_one_call_and_approved_signed(
+        browser: Any, falkordb_server: FalkorDBServer, tmp_path: Path) -> None:
+    """An agent's one-call override waits in the queue as what it is: the call, its run and the
+    retracted premises it would run despite (nothing goes OUT). Its proposer cannot approve it;
+    alice approves it with her key, the receipt carries her signed `override_approved` statement,
+    and exactly that call runs once."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from rippl_core import ToolCall
+    from rippl_core.review.keys import public_hex, signature_valid
+
+    handle = Rippl.open(url=falkordb_server.url, graph=f"browser-override-{uuid.uuid4().hex[:8]}")
+    key = Ed25519PrivateKey.generate()
+    reviewers = tmp_path / "reviewers"
+    reviewers.write_text(f"alice: {ALICE} ed25519:{public_hex(key)}\n", encoding="utf-8")
+    try:
+        agent = handle.run("thread-1", agent="ops")
+        health = ToolCall(name="get_health", args={"shard": "09"}, id="c1")
+        agent.decide("t1", [health], context=[])
+        claim = agent.executed(health, "shard 09: healthy")
+        handle.retract(claim, reason="stale cache", by="monitor")
+        migrate = ToolCall(name="migrate", args={"shard": "09"}, id="c2")
+        [veto] = agent.decide("t2", [migrate], context=["c1"])
+        assert not veto.allowed
+        item = handle.override(veto.target, run="thread-1", reason="checked by hand", by="bob")
+        with serving(falkordb_server.url, handle.graph, reviewers, "--distinct-approver") as url:
+            page = Page(browser, url + "#queue")
+            page.page.wait_for_selector(f"[data-review='{item.id}']", timeout=15_000)
+            card = page.page.inner_text(f"[data-review='{item.id}']")
+            assert 'Override: let migrate({"shard":"09"}) run once' in card and "run thread-1" in card
+            page.page.wait_for_selector("#preview-overridden li", timeout=15_000)
+            assert claim in page.page.inner_text("#preview-overridden")
+            assert page.page.inner_text("#override-call") == 'migrate({"shard":"09"})'
+            assert page.page.query_selector("#preview-out") is None  # nothing goes OUT
+            page.page.click("#sign-in")
+            page.page.fill("#token", ALICE)
+            page.page.fill("#reviewer-key", key.private_bytes_raw().hex())
+            page.page.click("#sign-in-form button[type=submit]")
+            page.page.wait_for_selector("#decide label:has-text('signed with your key')",
+                                        timeout=15_000)
+            assert page.page.inner_text("#approve") == "Approve override"
+            page.page.fill("#decision-note", "shard checked by hand")
+            page.page.click("#approve")
+            page.page.wait_for_selector("#toast:has-text('signed with their key')", timeout=15_000)
+            assert page.errors == []
+        approval = handle.receipts()[-1]
+        assert (approval.kind, approval.actor, approval.review) == ("override_approved", "alice",
+                                                                    item.id)
+        statement = approval.body["statement"]
+        assert statement == {"kind": "override_approved", "reviewer": "alice", "review": item.id,
+                             "claim": claim, "proposed_by": "bob", "note": "shard checked by hand"}
+        assert signature_valid(statement, approval.body["statement_signature"], public_hex(key))
+        [once] = agent.decide("t3", [migrate.model_copy(update={"id": "c3"})], context=["c2"],
+                              told=["c2"])
+        [twice] = agent.decide("t4", [migrate.model_copy(update={"id": "c4"})], context=["c2"],
+                               told=["c2"])
+        assert once.allowed and not twice.allowed
+        check = handle.verify_receipts()
+        assert check.ok, check.problems
+    finally:
+        handle.drop()
+        handle.close()
+
+
+def test_a_contradiction_shows_both_sides_in_the_queue(browser: Any, console_url: str,
+                                                        graph: Rippl) -> None:
+    reviewer = Page(browser, console_url + "#queue")
+    reviewer.page.click("#sign-in")
+    reviewer.page.fill("#token", ALICE)
+    reviewer.page.click("#sign-in-form button[type=submit]")
+    reviewer.page.wait_for_selector("#who:has-text('reviewer: alice')")
+    graph.add_source("SRC-k-grafana", "Grafana: shard-12 health, 09:00 UTC")
+    graph.add_source("SRC-k-pager", "PagerDuty: shard-12 degraded, 09:12 UTC")
+    graph.add_claim("CLM-k-healthy", "Shard 12 is healthy", sources=["SRC-k-grafana"],
+                    key="shard-12/health", value="healthy")
+    graph.add_claim("CLM-k-degraded", "Shard 12 is degraded", sources=["SRC-k-pager"],
+                    key="shard-12/health", value="degraded")
+    [item] = [r for r in graph.reviews() if r.claim == "CLM-k-healthy"]
+    reviewer.page.wait_for_selector(f"[data-review='{item.id}']", timeout=15_000)
+    assert "contradicted by CLM-k-degraded" in reviewer.page.inner_text(f"[data-review='{item.id}']")
+    reviewer.page.click(f"[data-review='{item.id}']")
+    reviewer.page.wait_for_selector("#contradiction", timeout=15_000)
+    shown = reviewer.page.inner_text("#contradiction")
+    assert "found by the key detector on key shard-12/health" in shown
+    assert "Shard 12 is healthy [shard-12/health = healthy]" in shown
+    assert "Shard 12 is degraded [shard-12/health = degraded]" in shown
+    assert "Grafana: shard-12 health" in shown and "PagerDuty: shard-12 degraded" in shown
+    assert reviewer.page.inner_text("#proposer") == "rippl:key-detector"
+    assert reviewer.errors == []
+    graph.reject(item.id, by="alice")

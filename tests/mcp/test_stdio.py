@@ -36,6 +36,7 @@ TOOLS = {"check_premises", "blast_radius", "explain", "propose_retraction", "lis
          "verify_receipts", "add_source", "add_claim", "add_decision", "add_action", "record_belief",
          "retract_belief", "ask_belief", "timeline", "why_changed", "what_if", "history",
          "start_run", "record_execution", "cite_claims", "list_compensations", "propose_override",
+         "propose_retraction_where",
          "log_head", "prove_receipt", "log_consistency"}
 
 
@@ -237,6 +238,25 @@ async def test_review_gate_end_to_end_propose_via_mcp_approve_via_cli(client: Cl
     assert mine["decided_by"] == "alice" and mine["note"] == "confirmed by the DBA"
     assert direct.receipts()[-1].actor == "alice"
     assert (await client.call("verify_receipts"))["ok"] is True
+
+
+async def test_a_keyed_claim_over_mcp_proposes_the_contradicted_one(client: Client,
+                                                                   direct: Rippl) -> None:
+    """An agent records a claim of a key another claim holds with another value: the older one is
+    proposed for retraction (never applied), and list_reviews carries both sides as evidence."""
+    subject = uid("shard")
+    old = await client.call("add_claim", text=f"{subject} is healthy", key=f"{subject}/health",
+                            value="healthy")
+    new = await client.call("add_claim", text=f"{subject} is degraded", key=f"{subject}/health",
+                            value="degraded")
+    assert (old["key"], new["value"]) == (f"{subject}/health", "degraded")
+    pending = await client.call("list_reviews", status="pending")
+    [mine] = [r for r in pending["reviews"] if r["claim"] == old["id"]]
+    assert mine["proposed_by"] == "rippl:key-detector"
+    assert mine["contradiction"]["new"]["text"] == f"{subject} is degraded"
+    assert mine["contradiction"]["old"]["value"] == "healthy"
+    assert not direct.get(old["id"]).retracted
+    direct.reject(mine["id"], by="alice")
 
 
 async def test_the_proposer_is_always_the_mcp_client_and_non_claims_are_refused(

@@ -43,6 +43,10 @@ WRITES: dict[str, Write] = {
                                                 recorded_at=t),
     "mark_executed at": lambda r, t: r.mark_executed("A1", at=t),
     "prune_runs older_than": lambda r, t: r.prune_runs(older_than=t),
+    "propose_retraction_where since": lambda r, t: r.propose_retraction_where(
+        since=t, reason="r", by="x"),
+    "propose_retraction_where until": lambda r, t: r.propose_retraction_where(
+        until=t, reason="r", by="x"),
     "records delete older_than": lambda r, t: r.records("s").delete(older_than=t),
 }
 

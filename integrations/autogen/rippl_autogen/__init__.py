@@ -11,7 +11,10 @@ believe, when, and why.
 - `RipplMemory(rippl, agent=...)`: an `autogen_core.memory.Memory` over the belief graph; what it
   injects is an observation of the run.
 - `register_rippl(agent_or_team, rippl, run=...)`: all of the above on existing agents, in one line.
-- `RunScope`: how a run is named (`rippl_autogen.runs`).
+- `RunScope`: how a run is named, and which runs share a scope (a team, its nested teams, the
+  agents a guarded call runs as a tool): what one hands another carries its premises with it.
+- `tool_settings=` (every hook): per tool `ToolSettings` (`repeat_scope`, `fresh_for`, `reads`),
+  also read from a tool object's `metadata` under "rippl".
 """
 
 from importlib import metadata as _metadata

@@ -30,7 +30,9 @@ from autogen_core.tool_agent import ToolException
 
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import Guard, Judged, Resolver, shared_guard, veto_text
+from rippl_autogen.runs import Resolved
 from rippl_core import CollectionNotStr, Policy, Verdict
+from rippl_core.adapters import ToolSettingsMap
 
 
 @dataclass
@@ -48,7 +50,7 @@ class RipplInterventionHandler(DefaultInterventionHandler):
 
     Args:
         rippl: an `AsyncRippl` handle, a sync `Rippl`, `RipplConnection` options, or a `Guard`.
-        resolver, policy, unguarded, capture: as for `RipplWorkbench`.
+        resolver, policy, unguarded, capture, tool_settings: as for `RipplWorkbench`.
         tool_agent_types: only check calls sent to agents of these types (default: every
             FunctionCall sent through the runtime).
     """
@@ -57,9 +59,10 @@ class RipplInterventionHandler(DefaultInterventionHandler):
 
     def __init__(self, rippl: Target | Link | Guard, *, resolver: Resolver | None = None,
                  policy: Policy | None = None, unguarded: CollectionNotStr[str] = (),
-                 capture: bool = True, tool_agent_types: CollectionNotStr[str] | None = None) -> None:
+                 capture: bool = True, tool_agent_types: CollectionNotStr[str] | None = None,
+                 tool_settings: ToolSettingsMap | None = None) -> None:
         self._guard = shared_guard(rippl, resolver=resolver, policy=policy, unguarded=unguarded,
-                                   capture=capture)
+                                   capture=capture, tool_settings=tool_settings)
         self._types = None if tool_agent_types is None else frozenset(tool_agent_types)
         self.recent_vetoes: deque[ToolVetoedException] = deque(maxlen=256)
         self._running: OrderedDict[tuple[AgentId, str], Judged] = OrderedDict()
@@ -76,8 +79,8 @@ class RipplInterventionHandler(DefaultInterventionHandler):
             return message
         # the arguments are JSON text: the guard decodes them, and judges text that is no JSON
         # object like any call it cannot map (policy.unknown)
-        judged = await self._guard.before_in(recipient.key, self._caller(message_context),
-                                             message.name, message.arguments, message.id)
+        who = Resolved(recipient.key, self._caller(message_context), recipient.key)
+        judged = await self._guard.before_in(who, message.name, message.arguments, message.id)
         verdict = judged.verdict
         if verdict is not None and not verdict.allowed:
             vetoed = ToolVetoedException(call_id=message.id, content=veto_text(message.name, verdict),

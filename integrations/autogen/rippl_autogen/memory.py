@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_autogen.connection import Link, RipplConnection, Target
 from rippl_autogen.runs import (
+    Resolved,
     RunScope,
     current_turn,
     handler_agent,
@@ -144,15 +145,15 @@ class RipplMemory(Memory, Component[RipplMemoryConfig]):
             raise InvalidInputError("bind a RunScope that names its agent (RunScope('ops', ...))")
         self._runs[scope.agent] = scope
 
-    def current_run(self, *, in_turn: bool = False) -> tuple[str, str] | None:
-        """(run id, agent name) a read belongs to now, or None when no run is known. `in_turn`:
-        a model turn running a tool counts (for reads made by tools)."""
+    def current_run(self, *, in_turn: bool = False) -> Resolved | None:
+        """The run (id, agent name, scope) a read belongs to now, or None when no run is known.
+        `in_turn`: a model turn running a tool counts (for reads made by tools)."""
         handler = handler_agent()
         if handler is not None:
             return (self._runs.get(handler[0]) or RunScope(handler[0])).resolve()
         turn = current_turn.get() if in_turn else None
         if turn is not None:
-            return turn.run, turn.agent
+            return turn.who
         if len(self._runs) == 1:
             return next(iter(self._runs.values())).resolve()
         return None
@@ -188,7 +189,7 @@ class RipplMemory(Memory, Component[RipplMemoryConfig]):
         memory_messages.carried(ref, claims)
         running = self.current_run()
         if running is not None:
-            await record_memory(await self._link.handle(), *running, ref, claims)
+            await record_memory(await self._link.handle(), running, ref, claims)
         await model_context.add_message(SystemMessage(content=text))
         return UpdateContextResult(memories=MemoryQueryResult(results=[_content(b) for b in beliefs]))
 
@@ -212,7 +213,7 @@ class RipplMemory(Memory, Component[RipplMemoryConfig]):
         found = beliefs[:kwargs.get("limit")]
         running = self.current_run(in_turn=True)
         if found and running is not None:
-            await observe(await self._link.handle(), *running, [b.claim for b in found], None)
+            await observe(await self._link.handle(), running, [b.claim for b in found], None)
         return MemoryQueryResult(results=[_content(b) for b in found])
 
     # -- writing ----------------------------------------------------------------------------

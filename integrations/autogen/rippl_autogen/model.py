@@ -5,13 +5,31 @@ emits tool calls as a decision of the agent's run, before any of its calls runs.
     agent = AssistantAgent("ops", model_client=RipplModelClient(client, rippl, run="conv-42"), ...)
 
 `create(messages)` gets exactly what the model gets (system messages, the model context after any
-trimming, the memory's system messages), so the turn rests on exactly what is in it:
+trimming, the memory's system messages), so the turn rests on exactly what is in it. Premises flow
+with the text that carries them: each message of the input is a carrier, by its ref:
 
-- context: the call id of every tool result present (`FunctionExecutionResult.call_id`), and the
-  handle of every system message (a digest of its text; a `RipplMemory` message is an observation
-  under that handle, recorded here for this run if the memory could not record it itself);
-- told: the call ids of veto results present (the model read why those calls were denied, so it no
-  longer rests on what the vetoes named).
+- a tool result by its call id (`FunctionExecutionResult.call_id`): its result claim;
+- the model's own messages: a turn with tool calls by its turn id (what the turn rested on), a
+  text reply by a digest of its text (what its input carried: this wrapper records each text reply
+  the model writes, from its input);
+- another agent's message (a `UserMessage` from a team mate, the output of an agent used as a
+  tool) by a digest of its text: what it carried in the run that wrote it (a hand-over); in an
+  agent used as a tool, the task the calling model wrote (one of the call's string arguments) by
+  the calling turn's id: what that turn rested on;
+- a system message by a digest of its text (a `RipplMemory` message is an observation under that
+  handle, recorded here for this run if the memory could not record it itself).
+
+So a tool result trimmed away by the model context (`BufferedChatCompletionContext`,
+`HeadAndTailChatCompletionContext`, whose "Skipped N messages." note carries nothing) leaves only
+once every message that read it is gone too. A message Rippl cannot account for carries everything
+the run and its scope carried (fail closed), except the user's new input: a system message or a
+`UserMessage` from "user" at the new tail of the conversation (memory messages, which the memory
+adds after it, are taken first). Told: the call ids of veto results present (the model read why
+those calls were denied, so what the vetoes named leaves its later turns; a call that repeats a
+vetoed one stays vetoed). Results: each successful result of a tool this guard runs, with the
+digest of its text, so a result Rippl never recorded for the run (a forged or edited saved state)
+makes the turn rest on a retracted claim that it is genuine. A result whose hand-over could not
+be recorded (`Guard.unaccounted`) is a message Rippl cannot account for.
 
 The turn's id is a content hash of the run and its call ids: the same turn seen again records
 nothing new. Each call's verdict is left for the tool hooks (`rippl_autogen.runs.current_turn`),
@@ -22,11 +40,13 @@ final `CreateResult`. The inner client is otherwise untouched: usage, token coun
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping, Sequence
+import re
+from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from typing import Any, ClassVar, Literal, Self
 
 from autogen_core import CancellationToken, Component, ComponentModel, ComponentType, FunctionCall
 from autogen_core.models import (
+    AssistantMessage,
     ChatCompletionClient,
     CreateResult,
     FunctionExecutionResultMessage,
@@ -35,15 +55,25 @@ from autogen_core.models import (
     ModelInfo,
     RequestUsage,
     SystemMessage,
+    UserMessage,
 )
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import VETO_PREFIX, Guard, GuardConfig, Resolver, shared_guard
-from rippl_autogen.runs import Turn, current_turn, memory_messages, memory_ref, record_memory, turn_id
+from rippl_autogen.runs import (
+    Handing,
+    Turn,
+    current_turn,
+    handing,
+    memory_messages,
+    memory_ref,
+    record_memory,
+    turn_id,
+)
 from rippl_core import CollectionNotStr, InvalidInputError, Policy, Verdict
-from rippl_core.adapters import FrameworkCall, check_id
+from rippl_core.adapters import ToolSettingsMap, check_id, output_digest, text_ref
 
 
 class RipplModelClientConfig(BaseModel):
@@ -54,31 +84,67 @@ class RipplModelClientConfig(BaseModel):
 
 
 class Seen(BaseModel):
-    """What a model turn's input holds, for capture."""
+    """What a model turn's input holds, for capture (see the module docstring)."""
 
-    context: list[str]  # tool-result call ids and system-message handles
+    context: list[str]  # the ref of each message, in order (memory messages first)
     told: list[str]  # call ids of veto results
+    inputs: list[str]  # refs of the messages that may be the user's
+    results: dict[str, str]  # call id -> digest of each result of a tool this guard runs
     memory: list[str]  # handles of RipplMemory messages
 
 
-def seen(messages: Sequence[LLMMessage]) -> Seen:
-    """The references in a model's input (see the module docstring)."""
+SKIPPED = re.compile(r"Skipped \d+ messages\.")  # HeadAndTailChatCompletionContext's note
+
+
+def seen(messages: Sequence[LLMMessage], run: str, guard: Guard | None = None,
+         calling: Handing | None = None) -> Seen:
+    """The references in a model's input (see the module docstring); `run` names its turns,
+    `guard` knows the tools whose results were recorded, `calling` is the call running this
+    model's agent (an agent used as a tool), whose arguments are the calling model's text."""
+    executes: Collection[str] = guard.executes if guard is not None else ()
     context: dict[str, None] = {}
     told: dict[str, None] = {}
+    inputs: dict[str, None] = {}
+    results: dict[str, str] = {}
     memory: dict[str, None] = {}
     for message in messages:
         if isinstance(message, FunctionExecutionResultMessage):
             for result in message.content:
                 if _usable(result.call_id):
+                    if guard is not None and not guard.accounted(result.call_id):
+                        context[f"unaccounted:{result.call_id}"] = None  # carries everything
+                        continue
                     context[result.call_id] = None
                     if result.is_error and VETO_PREFIX in result.content:
                         told[result.call_id] = None
+                    elif not result.is_error and result.name in executes:
+                        results[result.call_id] = output_digest(result.content)
+        elif isinstance(message, AssistantMessage):
+            if isinstance(message.content, str):
+                context[text_ref(message.content)] = None
+            else:
+                context[turn_id(run, [c.id for c in message.content])] = None
         elif isinstance(message, SystemMessage):
             ref = memory_ref(message.content)
-            context[ref] = None
             if memory_messages.claims(ref) is not None:
                 memory[ref] = None
-    return Seen(context=list(context), told=list(told), memory=list(memory))
+            else:
+                context[ref] = inputs[ref] = None
+        elif isinstance(message, UserMessage):
+            text = message.content if isinstance(message.content, str) else \
+                "\n".join(part for part in message.content if isinstance(part, str))
+            if message.source == "System" and SKIPPED.fullmatch(text):
+                continue  # the model context's own note of what it trimmed: it carries nothing
+            if message.source == "user" and calling is not None and text in calling.said:
+                context[calling.said[text]] = None  # the calling model's text: its turn
+                continue
+            ref = text_ref(text)
+            context[ref] = None
+            if message.source == "user":
+                inputs[ref] = None
+    ordered = [*memory, *(ref for ref in context if ref not in memory)]
+    return Seen(context=ordered, told=list(told), inputs=list(inputs), results=results,
+                memory=list(memory))
 
 
 def _usable(call_id: object) -> bool:
@@ -96,7 +162,7 @@ class RipplModelClient(ChatCompletionClient, Component[RipplModelClientConfig]):
         inner: the agent's model client (any ChatCompletionClient).
         rippl: an `AsyncRippl` or `Rippl` handle, `RipplConnection` options, or the `Guard` the
             agent's workbench uses (`register_rippl` shares one).
-        resolver, policy, unguarded, agent, run: as for `RipplWorkbench`.
+        resolver, policy, unguarded, agent, run, tool_settings: as for `RipplWorkbench`.
         capture: False makes this a plain pass-through.
     """
 
@@ -107,13 +173,14 @@ class RipplModelClient(ChatCompletionClient, Component[RipplModelClientConfig]):
     def __init__(self, inner: ChatCompletionClient, rippl: Target | Link | Guard, *,
                  resolver: Resolver | None = None, policy: Policy | None = None,
                  unguarded: CollectionNotStr[str] = (), capture: bool = True, agent: str | None = None,
-                 run: str | None = None) -> None:
+                 run: str | None = None, tool_settings: ToolSettingsMap | None = None) -> None:
         if not isinstance(inner, ChatCompletionClient):
             raise InvalidInputError(f"inner must be an autogen ChatCompletionClient, got "
                                     f"{type(inner).__name__}")
         self._inner = inner
         self._guard = shared_guard(rippl, resolver=resolver, policy=policy, unguarded=unguarded,
-                                   capture=capture, agent=agent, run=run)
+                                   capture=capture, agent=agent, run=run,
+                                   tool_settings=tool_settings)
 
     @property
     def inner(self) -> ChatCompletionClient:
@@ -156,29 +223,46 @@ class RipplModelClient(ChatCompletionClient, Component[RipplModelClientConfig]):
             await stream.aclose()
 
     async def decide(self, messages: Sequence[LLMMessage], result: CreateResult) -> Turn | None:
-        """Record the turn `result` answers to `messages` (if it calls tools) in the agent's run,
-        and leave it for the tool hooks. Returns the turn (None: no tool call, or no capture)."""
-        if not self._guard.capturing or not isinstance(result.content, list):
+        """Record the turn `result` answers to `messages` in the agent's run (a text reply: as a
+        message the model wrote from them), and leave a turn with tool calls for the tool hooks.
+        Returns the turn (None: no tool call, or no capture)."""
+        if not self._guard.capturing:
             return None
-        calls = [c for c in result.content if isinstance(c, FunctionCall)]
-        if not calls:
+        calls = [c for c in result.content if isinstance(c, FunctionCall)] \
+            if isinstance(result.content, list) else []
+        if not calls and not isinstance(result.content, str):
             return None
-        run, agent = self._guard.scope.resolve()
-        found = seen(messages)
-        framework_calls: list[FrameworkCall] = [(c.name, c.arguments, c.id) for c in calls]
+        who = self._guard.scope.resolve()
+        calling = handing.get()
+        found = seen(messages, who.run, self._guard, calling)
+        capture = self._guard.capture(who)
         verdicts: Sequence[Verdict | None]
         try:
             if found.memory:
                 handle = await self._guard.ahandle()
                 for ref in found.memory:
-                    await record_memory(handle, run, agent, ref, memory_messages.claims(ref) or ())
+                    await record_memory(handle, who, ref, memory_messages.claims(ref) or ())
         except Exception as exc:
-            verdicts = [_unrecorded(run, exc) for _ in calls]
+            if not calls:
+                return None  # the reply is then a message Rippl cannot account for: fail closed
+            verdicts = [_unrecorded(who.run, exc) for _ in calls]
         else:
-            verdicts = await self._guard.capture(run, agent).adecide(
-                turn_id(run, [c.id for c in calls]), framework_calls, context=found.context,
-                told=found.told)
-        turn = Turn(run, agent, self._guard, {c.id: v for c, v in zip(calls, verdicts, strict=True)})
+            if not calls:
+                assert isinstance(result.content, str)
+                ref = text_ref(result.content)
+                await capture.awrote(ref, context=found.context, told=found.told,
+                                     inputs=found.inputs)
+                if calling is not None:
+                    calling.note(capture, [*found.context, ref], found.told)
+                return None
+            verdicts = await capture.adecide(
+                turn_id(who.run, [c.id for c in calls]), [(c.name, c.arguments, c.id) for c in calls],
+                context=found.context, told=found.told, inputs=found.inputs, results=found.results)
+        made = turn_id(who.run, [c.id for c in calls])
+        turn = Turn(who.run, who.agent, self._guard,
+                    {c.id: v for c, v in zip(calls, verdicts, strict=True)}, who.scope, made)
+        if calling is not None:
+            calling.note(capture, [*found.context, made], found.told)
         current_turn.set(turn)
         return turn
 

@@ -31,6 +31,7 @@ from rippl_autogen.memory import RipplMemory
 from rippl_autogen.model import RipplModelClient
 from rippl_autogen.workbench import RipplWorkbench
 from rippl_core import CollectionNotStr, InvalidInputError, Policy
+from rippl_core.adapters import ToolSettingsMap
 
 
 def assistant_agents(target: Any) -> list[AssistantAgent]:
@@ -59,7 +60,8 @@ def register_rippl(target: Any, rippl: Target | Link | RipplMemory, *,
                    memory: bool | Memory = True, guard: bool = True, capture: bool = True,
                    run: str | None = None, resolver: Resolver | None = None,
                    policy: Policy | None = None, unguarded: CollectionNotStr[str] = (),
-                   as_of: datetime | str | None = None) -> list[AssistantAgent]:
+                   as_of: datetime | str | None = None,
+                   tool_settings: ToolSettingsMap | None = None) -> list[AssistantAgent]:
     """Guard and capture every tool call and add belief memory on an AssistantAgent or every
     AssistantAgent of a team. Returns the agents it changed.
 
@@ -76,7 +78,9 @@ def register_rippl(target: Any, rippl: Target | Link | RipplMemory, *,
         run: the application's conversation id; each agent's run is `<run>/<agent name>`. Without
             it the team's id (or, outside a team, an id per agent) is used, which does not survive
             `save_state`/`load_state` into new objects: give `run=` to continue a trace there.
-        resolver, policy, unguarded: as for `RipplWorkbench`.
+            The agents of a nested team (a team participant, a SocietyOfMindAgent's team) share
+            the outermost team's id, so what they hand to the others is traced.
+        resolver, policy, unguarded, tool_settings: as for `RipplWorkbench`.
         as_of: the `as_of` of the per-agent memories.
     """
     shared: bool | Memory
@@ -88,9 +92,10 @@ def register_rippl(target: Any, rippl: Target | Link | RipplMemory, *,
     if not agents:
         raise InvalidInputError(f"no AssistantAgent found in {type(target).__name__}; pass an "
                                 "AssistantAgent or a team of them")
+    within = target._team_id if isinstance(target, BaseGroupChat) else None
     for agent in agents:
         hooks = Guard(link, resolver=resolver, policy=policy, unguarded=unguarded, capture=capture,
-                      agent=agent.name, run=run)
+                      agent=agent.name, run=run, tool_settings=tool_settings, within=within)
         if capture and not isinstance(agent._model_client, RipplModelClient):
             agent._model_client = RipplModelClient(agent._model_client, hooks)
         if guard:

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import Guard, GuardConfig, Judged, Resolver, shared_guard, veto_text
 from rippl_core import CollectionNotStr, InvalidInputError, Policy, PremiseRetractedError, Verdict
+from rippl_core.adapters import ToolSettingsMap
 
 
 class ToolVetoedError(PremiseRetractedError):
@@ -53,7 +54,8 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
         resolver: `{tool name: action id}` or a function `(name, args) -> action id | ToolCall |
             None`; by default the call resolves by tool name and canonical args.
         policy: the pre-flight policy (see `RipplWorkbench`).
-        capture, agent, run: as for `RipplWorkbench`.
+        capture, agent, run, tool_settings: as for `RipplWorkbench`. A `metadata` mapping on
+            `inner` may carry its settings under "rippl" (`tool_settings` wins).
     """
 
     component_type: ClassVar[ComponentType] = "tool"
@@ -68,13 +70,15 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
 
     def __init__(self, inner: BaseTool[Any, Any], rippl: Target | Link | Guard, *,
                  resolver: Resolver | None = None, policy: Policy | None = None,
-                 capture: bool = True, agent: str | None = None, run: str | None = None) -> None:
+                 capture: bool = True, agent: str | None = None, run: str | None = None,
+                 tool_settings: ToolSettingsMap | None = None) -> None:
         if not isinstance(inner, BaseTool):
             raise InvalidInputError(f"inner must be an autogen BaseTool, got {type(inner).__name__}; "
                                     "wrap a function with FunctionTool(fn, description=...) first")
         self._inner = inner
         self._guard = shared_guard(rippl, resolver=resolver, policy=policy, capture=capture,
-                                   agent=agent, run=run)
+                                   agent=agent, run=run, tool_settings=tool_settings)
+        self._guard.runs_tools([inner])
         super().__init__(inner.args_type(), inner.return_type(), inner.name, inner.description)
 
     @property
@@ -110,7 +114,8 @@ class GuardedTool(BaseTool[BaseModel, Any], Component[GuardedToolConfig]):
                        execute: Callable[[], Awaitable[Any]]) -> Any:
         judged = await self._require(args, call_id)
         try:
-            value = await execute()
+            with self._guard.running(judged):
+                value = await execute()
         except Exception as exc:
             await self._guard.after(judged, f"{type(exc).__name__}: {exc}", ok=False)
             raise
@@ -169,9 +174,10 @@ class GuardedStreamTool(GuardedTool, BaseStreamTool[BaseModel, Any, Any]):
             judged = await self._require(args, call_id)
             last: Any = None
             try:
-                async for event in inner:
-                    last = event
-                    yield event
+                with self._guard.running(judged):
+                    async for event in inner:
+                        last = event
+                        yield event
             except Exception as exc:
                 await self._guard.after(judged, f"{type(exc).__name__}: {exc}", ok=False)
                 raise
@@ -187,15 +193,17 @@ type ToolLike = BaseTool[Any, Any] | Callable[..., Any]
 def guard_tools(tools: Sequence[ToolLike], rippl: Target | Link | Guard, *,
                 resolver: Resolver | None = None, policy: Policy | None = None,
                 unguarded: CollectionNotStr[str] = (), capture: bool = True, agent: str | None = None,
-                run: str | None = None) -> list[BaseTool[Any, Any]]:
+                run: str | None = None,
+                tool_settings: ToolSettingsMap | None = None) -> list[BaseTool[Any, Any]]:
     """Guard each tool (plain functions become FunctionTools, as AssistantAgent would make them).
     One guard is shared by all (so one run, when no model turn names it). Tools named in
     `unguarded` are never vetoed: without capture they are returned as they are; under capture
-    they are wrapped too, so their results are recorded as observations of the run."""
+    they are wrapped too, so their results are recorded as observations of the run.
+    `tool_settings`: as for `RipplWorkbench` (a tool's `metadata` under "rippl" is read too)."""
     if isinstance(unguarded, str):
         raise InvalidInputError("unguarded must be a list of tool names, not a single string")
     guard = shared_guard(rippl, resolver=resolver, policy=policy, unguarded=unguarded,
-                         capture=capture, agent=agent, run=run)
+                         capture=capture, agent=agent, run=run, tool_settings=tool_settings)
     guarded: list[BaseTool[Any, Any]] = []
     for tool in tools:
         if not isinstance(tool, BaseTool):

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Protocol, Self, TypeGuard
 from autogen_core import CancellationToken, Component, ComponentModel, ComponentType
 from autogen_core.tools import (
     StaticStreamWorkbench,
+    StaticWorkbench,
     TextResultContent,
     ToolResult,
     ToolSchema,
@@ -34,6 +35,7 @@ from pydantic import BaseModel
 from rippl_autogen.connection import Link, Target
 from rippl_autogen.guard import Guard, GuardConfig, Judged, Resolver, shared_guard, veto_text
 from rippl_core import CollectionNotStr, InvalidInputError, Policy, Verdict
+from rippl_core.adapters import ToolSettingsMap
 
 
 class RipplWorkbenchConfig(BaseModel):
@@ -78,6 +80,10 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
             only (then a call that maps to no action is denied unless `policy.unknown == "allow"`).
         agent, run: the run's agent name and the application's conversation id (see
             `rippl_autogen.runs`).
+        tool_settings: per tool name, how Rippl treats its calls: `ToolSettings(repeat_scope=,
+            fresh_for=, reads=)` or a dict of them, e.g. `{"migrate": {"repeat_scope": "tool"},
+            "get_health": {"fresh_for": 300}}`. A tool of an inner `StaticWorkbench` may carry
+            them in a `metadata` mapping under "rippl"; what is given here wins.
     """
 
     component_type: ClassVar[ComponentType] = "workbench"
@@ -93,12 +99,15 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
     def __init__(self, inner: Workbench, rippl: Target | Link | Guard, *,
                  resolver: Resolver | None = None, policy: Policy | None = None,
                  unguarded: CollectionNotStr[str] = (), capture: bool = True, agent: str | None = None,
-                 run: str | None = None) -> None:
+                 run: str | None = None, tool_settings: ToolSettingsMap | None = None) -> None:
         if not isinstance(inner, Workbench):
             raise InvalidInputError(f"inner must be an autogen Workbench, got {type(inner).__name__}")
         self._inner = inner
         self._guard = shared_guard(rippl, resolver=resolver, policy=policy, unguarded=unguarded,
-                                   capture=capture, agent=agent, run=run)
+                                   capture=capture, agent=agent, run=run,
+                                   tool_settings=tool_settings)
+        if isinstance(inner, StaticWorkbench):  # its tool objects (their metadata) are at hand
+            self._guard.runs_tools(inner._tools)
 
     @property
     def inner(self) -> Workbench:
@@ -114,7 +123,9 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
         return await self._guard.acheck(name, arguments)
 
     async def list_tools(self) -> list[ToolSchema]:
-        return await self._inner.list_tools()
+        tools = await self._inner.list_tools()
+        self._guard.runs_tools(tools)
+        return tools
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
                         cancellation_token: CancellationToken | None = None,
@@ -138,11 +149,12 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
         stream = self._inner.call_tool_stream(name, arguments, cancellation_token, call_id)
         recorded = False
         try:
-            async for event in stream:
-                if isinstance(event, ToolResult) and not recorded:
-                    recorded = True
-                    await self._guard.after(judged, event.to_text(), ok=not event.is_error)
-                yield event
+            with self._guard.running(judged):
+                async for event in stream:
+                    if isinstance(event, ToolResult) and not recorded:
+                        recorded = True
+                        await self._guard.after(judged, event.to_text(), ok=not event.is_error)
+                    yield event
         except Exception as exc:
             if not recorded:
                 await self._guard.after(judged, f"{type(exc).__name__}: {exc}", ok=False)
@@ -153,7 +165,8 @@ class RipplWorkbench(Workbench, Component[RipplWorkbenchConfig]):
                           call_id: str | None) -> ToolResult:
         """Run an allowed call on the inner workbench and record its execution."""
         try:
-            result = await self._inner.call_tool(name, arguments, cancellation_token, call_id)
+            with self._guard.running(judged):
+                result = await self._inner.call_tool(name, arguments, cancellation_token, call_id)
         except Exception as exc:
             await self._guard.after(judged, f"{type(exc).__name__}: {exc}", ok=False)
             raise

@@ -151,7 +151,9 @@ async def test_a_retraction_approved_during_a_pause_vetoes_on_resume(
 async def test_run_survives_a_rebuilt_team_only_with_an_app_run_id(rippl: Rippl, arippl: AsyncRippl,
                                                                    ops: Ops) -> None:
     """The default run (the team's id) does not survive save_state/load_state into a new team:
-    the resumed agent's turns rest on nothing it observed before. `run=` does."""
+    the history the rebuilt team resumes with is not on record for its new run, so its tool
+    results are held as never recorded (denied until a person accepts them), not as the old
+    reading. `run=` continues the run: the veto names the retracted reading."""
     outcomes = {}
     for run in (None, "conv-7"):
         health, rollback = call("shard_health", shard="09"), call("rollback_deploy", service="b",
@@ -170,8 +172,10 @@ async def test_run_survives_a_rebuilt_team_only_with_an_app_run_id(rippl: Rippl,
         [outcome, *_] = results_of((await rebuilt.run(task="go ahead")).messages)
         outcomes[run] = outcome
         rippl.reinstate(result_of(health, "shard 09: ok"), reason="next round", by="monitor")
-    assert not outcomes[None].is_error  # a new run: the old reading is not one of its premises
+    assert outcomes[None].is_error and "never recorded" in outcomes[None].content
+    assert "stale cache" not in outcomes[None].content  # a new run: not the old reading
     assert outcomes["conv-7"].is_error and "VETOED by Rippl" in outcomes["conv-7"].content
+    assert "stale cache" in outcomes["conv-7"].content
 
 
 # --------------------------------------------------------------------- replays and trimming
@@ -192,17 +196,20 @@ async def test_a_replayed_turn_records_nothing_twice(rippl: Rippl, arippl: Async
     assert rippl.get(action_of("conv-r/ops", migrate)).tool == "migrate_tables"
 
 
-async def test_trimmed_history_leaves_observations_out(rippl: Rippl, arippl: AsyncRippl,
-                                                       ops: Ops) -> None:
+async def test_trimmed_history_keeps_what_the_models_own_turn_carries(rippl: Rippl,
+                                                                       arippl: AsyncRippl,
+                                                                       ops: Ops) -> None:
     first, second = call("shard_health", shard="09"), call("shard_health", shard="07")
     migrate = call("migrate_tables", **TO_07)
     agent = ops_agent(replay(calls(first), calls(second), calls(migrate), "done"), ops,
                       model_context=BufferedChatCompletionContext(buffer_size=2))
     register_rippl(agent, arippl, run="conv-t", memory=False)
     await agent.run(task="check, then move")
-    # the model saw only the last two messages: the 07 reading, not the 09 one
+    # the model saw only the last two messages: its turn that read 07 and the 07 reading; the 09
+    # reading was trimmed, but that turn was made from it, so it carries it (premises flow with
+    # the text that carries them; test_autogen_veto_holds has one whose every carrier is gone)
     assert premises_of(rippl, action_of("conv-t/ops", migrate)) == {
-        result_of(second, "shard 07: ok"), run_claim("conv-t/ops")}
+        result_of(first, "shard 09: ok"), result_of(second, "shard 07: ok"), run_claim("conv-t/ops")}
 
 
 # ------------------------------------------------------------------------------ fail closed
@@ -303,8 +310,13 @@ async def test_memory_reads_are_observations_of_the_reading_agents_run(
     team = team_of(planner, ops_agent_)
     register_rippl(team, arippl, run="conv-mem")  # a RipplMemory per agent, bound to its run
     await team.run(task="plan and move billing")
-    assert premises_of(rippl, action_of("conv-mem/ops", migrate)) == {
-        "CLM-OPS", run_claim("conv-mem/ops")}  # its own memory, never the planner's
+    # its own memory read, and the planner's only through the planner's message, which was
+    # written from it (a hand-over from the planner's run, never an observation of ops' run)
+    premises = premises_of(rippl, action_of("conv-mem/ops", migrate))
+    [handed] = [p for p in premises if p.startswith("HND-")]
+    assert premises == {"CLM-OPS", run_claim("conv-mem/ops"), handed}
+    assert rippl.get(handed).text.startswith("run conv-mem/planner carried it")
+    assert rippl.get(handed).text.endswith("Billing moves this week")
 
     rippl.retract("CLM-OPS", reason="shard 09 is full", by="capacity-monitor")
     assert rippl.compensations()[0].action == action_of("conv-mem/ops", migrate)
@@ -320,7 +332,7 @@ async def test_a_memory_no_hook_was_bound_to_is_recorded_by_the_model_wrapper(
         replay(calls(migrate), "done"), arippl, agent="ops"),
         workbench=RipplWorkbench(StaticWorkbench(ops.tools()), arippl, agent="ops"))
     await agent.run(task="move billing")
-    run = agent._model_client.guard.scope.resolve()[0]  # type: ignore[attr-defined]
+    run = agent._model_client.guard.scope.resolve().run  # type: ignore[attr-defined]
     # the call ran in the wrapper's run (the workbench found the turn), resting on the memory
     assert premises_of(rippl, action_of(run, migrate)) == {"CLM-ROOM", run_claim(run)}
     assert rippl.get(action_of(run, migrate)).executed_at is not None

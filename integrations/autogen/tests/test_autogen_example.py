@@ -49,10 +49,12 @@ async def test_captured_story_on_each_backend(backend: dict[str, object]) -> Non
     # the pause was a handoff; the rebuilt team continued the same run
     assert outcome.paused and "ops hands off to user" in log
     # the veto names the trail observation -> decision -> action, and the model read it
-    [veto] = outcome.vetoed
+    veto = outcome.vetoed[0]
     trail = next(line for line in veto.splitlines() if "->" in line).split(": ")[-1].split(" -> ")
     assert trail[0] == outcome.observation and trail[1].startswith("DEC-") \
         and trail[2].startswith("ACT-")
+    # the model retried the vetoed call: vetoed again, naming the original veto
+    assert "repeats the call vetoed at turn" in outcome.vetoed[1]
     # the re-plan: the fallback checked and migrated, never shard 09
     assert ("migrate_tables", {"table": "billing", "shard": "09"}) not in outcome.ran
     assert outcome.ran[-2:] == [("get_shard_health", {"shard": "07"}),
@@ -64,6 +66,27 @@ async def test_captured_story_on_each_backend(backend: dict[str, object]) -> Non
     assert "served from a stale cache" in owed.explain()
 
 
+@pytest.mark.asyncio(loop_scope="session")
+async def test_handover_story_on_each_backend(backend: dict[str, object]) -> None:
+    example = load_example()
+    lines: list[str] = []
+    where = {"url": backend["url"]} if "url" in backend else {"db": str(backend["path"])}
+    outcome = await example.run_handover_demo(**where, say=lines.append)
+    log = "\n".join(lines)
+    assert outcome.as_expected(), log
+    # the veto's trail runs across the two runs: the researcher's reading, its hand-over, the
+    # ops agent's decision and call
+    [veto] = outcome.vetoed
+    trail = next(line for line in veto.splitlines() if "->" in line).split(": ")[-1].split(" -> ")
+    assert trail[0] == outcome.reading and trail[1].startswith("HND-") \
+        and trail[2].startswith("DEC-") and trail[3].startswith("ACT-")
+    assert "into run INC-4472/ops from run INC-4472/researcher" in veto
+    # exactly the overridden call ran, once, and is owed nothing
+    assert outcome.ran.count(("migrate_tables", {"table": "ledger", "shard": "11"})) == 1
+    assert outcome.override.proposed_by == "agent:ops" and outcome.override.used_by is not None
+    assert outcome.compensations == []
+
+
 def test_runs_offline_as_a_script() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("GROQ_API_KEY", "RIPPL_FALKORDB_URL",
                                                             "RIPPL_DB")}
@@ -71,7 +94,12 @@ def test_runs_offline_as_a_script() -> None:
                           env=env, timeout=240, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     captured, declared = done.stdout.split("######## The declared story")
+    captured, handover = captured.split("######## The hand-over story")
     assert "VETOED by Rippl: the call to migrate_tables did not run." in captured
+    assert "repeats the call vetoed at turn" in captured
+    assert "handed over into run INC-4472/ops from run INC-4472/researcher" in handover
+    assert "approved by priya.raman" in handover and "compensations owed: 0" in handover
+    assert "OK: the migration resting on the researcher's report was vetoed" in handover
     assert "executed" in captured and "on a premise since retracted" in captured
     assert "OK: the migration resting on the stale reading was vetoed" in captured
     assert "VETOED by Rippl: the call to migrate_tables did not run." in declared

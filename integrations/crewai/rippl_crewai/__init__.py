@@ -2,9 +2,12 @@
 whose premises were retracted, and keep a crew's memory in the claim graph.
 
 - `register_rippl_hooks(rippl)` / `with rippl_guard(rippl): crew.kickoff()`: each task of a
-  kickoff is a run; each model turn with tool calls a decision resting on what the model had read,
-  each call an action, each execution and its output recorded (`capture=False`: declared actions
-  only); a fail-closed `PRE_TOOL_CALL` guard, with the veto's reason and trail shown to the agent.
+  kickoff is a run (the kickoff their scope: a task's output quoted by a later task hands its
+  premises over); each model turn with tool calls a decision resting on what the messages of the
+  model's input carry, each call an action, each execution and its output recorded
+  (`capture=False`: declared actions only); a fail-closed `PRE_TOOL_CALL` guard, with the veto's
+  reason and trail shown to the agent; a repeat of a vetoed call stays vetoed; `tool_settings=`
+  (repeat scope, freshness, reads) per tool.
 - `GuardedTool` / `guard_tools(tools, rippl)`: the same check inside the tool's own run, for the
   paths that bypass hooks (direct `tool.run()`, flow tool actions).
 - `CheckPremisesTool(rippl)`: a tool the agent calls to ask whether an action is still safe.

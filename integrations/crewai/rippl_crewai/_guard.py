@@ -15,10 +15,10 @@ from typing import Any
 from crewai.utilities.string_utils import sanitize_tool_name
 
 from rippl_core import InvalidInputError, Policy, Rippl, Verdict
-from rippl_core.adapters import VETO_PREFIX, Guard, Resolver, veto_text
+from rippl_core.adapters import METADATA_KEY, VETO_PREFIX, Guard, Resolver, ToolSettingsMap, veto_text
 
-__all__ = ["VETO_PREFIX", "Guard", "Resolver", "check_call", "check_memory", "make_guard",
-           "tool_name", "tool_names", "veto_text"]
+__all__ = ["VETO_PREFIX", "Guard", "Resolver", "check_call", "check_memory", "learn_tools",
+           "make_guard", "tool_name", "tool_names", "veto_text"]
 
 
 def tool_name(tool: object) -> str:
@@ -47,15 +47,31 @@ def check_memory(memory: object) -> Rippl:
 
 def make_guard(memory: object, *, policy: Policy | None = None, resolver: Resolver | None = None,
                tools: Iterable[object] | None = None, unguarded: Iterable[object] = (),
-               action_id: str | None = None) -> Guard:
-    """The core kit's `Guard` on `memory`, speaking CrewAI's (sanitised) tool names."""
+               action_id: str | None = None,
+               tool_settings: ToolSettingsMap | None = None) -> Guard:
+    """The core kit's `Guard` on `memory`, speaking CrewAI's (sanitised) tool names;
+    `tool_settings` gives per tool name how Rippl treats its calls (`ToolSettings`)."""
     if action_id is not None:
         resolver = lambda _name, _args: action_id  # noqa: E731 - one pinned action
     elif isinstance(resolver, Mapping):  # keyed by the names CrewAI reports
         resolver = {tool_name(name): action for name, action in resolver.items()}
+    if tool_settings is not None and not isinstance(tool_settings, Mapping):
+        raise InvalidInputError("tool_settings must map tool names to ToolSettings (or dicts of "
+                                "them), e.g. {'migrate_tables': {'repeat_scope': 'tool'}}")
     return Guard(check_memory(memory), policy=policy, resolver=resolver,
                  unguarded=tool_names(unguarded, what="unguarded") or (),
-                 only=tool_names(tools, what="tools"))
+                 only=tool_names(tools, what="tools"),
+                 tools={tool_name(name): value for name, value in (tool_settings or {}).items()})
+
+
+def learn_tools(guard: Guard, tools: Iterable[object]) -> None:
+    """Take each tool's own settings from its `metadata` mapping (key "rippl"), where a tool
+    carries one (a CrewAI tool class that declares a `metadata` field); settings given to the
+    guard win. Raises InvalidInputError for metadata that does not describe ToolSettings."""
+    for tool in tools:
+        metadata = getattr(tool, "metadata", None)
+        if isinstance(metadata, Mapping) and metadata.get(METADATA_KEY) is not None:
+            guard.learn(tool_name(tool), metadata)
 
 
 def check_call(memory: Rippl, name: str, args: Mapping[str, Any] | None, *,

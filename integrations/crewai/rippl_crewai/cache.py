@@ -70,7 +70,7 @@ def cache_key(name: str, args: Mapping[str, Any] | None) -> str:
 
 
 def vet_replay(cache: Any, rippl: Rippl, run: str, call: tuple[str, Mapping[str, Any], str],
-               agent: str | None = None) -> str | None:
+               agent: str | None = None, scope: str | None = None) -> str | None:
     """Before CrewAI reads its cache for `call` in `run`: the claim replayed if the cached output
     may be (it is recorded as an observation of the run, under the call's id), else None (nothing
     cached, or the entry was evicted so that the tool runs). Raises if the cache holds an entry
@@ -82,7 +82,8 @@ def vet_replay(cache: Any, rippl: Rippl, run: str, call: tuple[str, Mapping[str,
     claim = REPLAYS.claim_of(cache, name, args, cached)
     try:
         if claim is not None and rippl.get(claim).state is State.IN:
-            rippl.run(run, agent=agent, framework=FRAMEWORK).observe([claim], ref=call_id)
+            rippl.run(run, agent=agent, framework=FRAMEWORK, scope=scope).observe([claim],
+                                                                                   ref=call_id)
             return claim
     except Exception:  # not verified or not recorded: the tool runs instead
         pass

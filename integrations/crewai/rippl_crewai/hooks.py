@@ -2,7 +2,8 @@
 when a premise under it was retracted.
 
 `register_rippl_hooks(memory)` installs, process-wide, a `PRE_TOOL_CALL` guard and a
-`POST_TOOL_CALL` hook; `with rippl_guard(memory): crew.kickoff()` installs the same pair for one
+`POST_TOOL_CALL` hook, and under capture a `PRE_MODEL_CALL` and a `POST_MODEL_CALL` hook that only
+watch (never block); `with rippl_guard(memory): crew.kickoff()` installs the same hooks for one
 block only (CrewAI's contextvar-scoped hooks, so other threads and runs are untouched).
 
 **Capture (the default).** Each task of a crew kickoff is a run (`rippl_crewai.runs`). The first
@@ -16,6 +17,16 @@ recorded as an observation instead (and is replayed only while it holds: `rippl_
 An execution is recorded unless the hook knows the tool did not run (blocked, served from the
 cache, a usage limit, a repeated ReAct call): over-recording can only list too much for
 compensation, never miss a call. `capture=False` checks declared actions only.
+
+What a turn rests on is what the messages of the model's input carry (`runs.visible`): the
+hooks keep, per run, what they need to name those messages (a ReAct step's text, the vetoes
+given, how each result was shown, the model's latest input) and record, before a turn, the
+messages Rippl has not seen written: the task's instructions (carrying nothing), CrewAI's
+context-window summary (written from the model's previous input), and another task's output the
+prompt quotes (in the run that wrote it, from that run's last model input: a hand-over); and,
+when the model answers in text, that answer (a ReAct reply's final answer), as written from its
+input (a coworker's answer to an agent that delegated to it is handed over so).
+Per-tool settings (`tool_settings=`, or a tool's `metadata["rippl"]`) go to the kit's guard.
 
 Two traps of CrewAI 1.15 are handled here:
 
@@ -53,30 +64,39 @@ from crewai.tools.tool_failure import ToolFailure
 from crewai.utilities.string_utils import sanitize_tool_name
 
 from rippl_core import InvalidInputError, Policy, Rippl, Verdict
-from rippl_core.adapters import Capture, Guard
+from rippl_core.adapters import Capture, Guard, ToolSettingsMap, output_digest, text_ref
 from rippl_crewai._guard import (
     Resolver,
     check_memory,
+    learn_tools,
     make_guard,
     tool_names,
     veto_text,
 )
 from rippl_crewai.cache import REPLAYS, cache_of, vet_replay
 from rippl_crewai.runs import (
+    CHECK_TOOL_NAME,
     CrewCall,
+    Known,
     Runs,
+    Seen,
     Turn,
     executor_messages,
+    is_summary,
     matching,
     native_turn,
+    react_key,
     react_turn,
     run_id,
     single_turn,
+    task_outputs,
+    visible,
 )
-from rippl_crewai.tools import CHECK_TOOL_NAME, Admission, CheckPremisesTool, GuardedTool
+from rippl_crewai.tools import Admission, CheckPremisesTool, GuardedTool
 
 BLOCKED_PREFIX = "Tool execution blocked by hook"
 ERROR_PREFIX = "Error executing tool"
+FINAL_ANSWER = "Final Answer:"
 _PENDING_LIMIT = 1024
 _TURN_LIMIT = 4096
 
@@ -104,11 +124,32 @@ class Judged:
     call: CrewCall | None = None
     runs: bool = True  # the tool runs unless something else blocks it
     replayed: str | None = None  # the claim CrewAI's cache replays (not an execution)
+    react: bool = False  # a ReAct step: its text and observation become an assistant message
     admission: Admission | None = None  # the hooks' verdict handed to a GuardedTool
 
     @property
     def allowed(self) -> bool:
         return self.verdict is None or self.verdict.allowed
+
+
+@dataclass
+class _RunState:
+    """What the hooks know of one run's messages in this process (see `runs.Known`), the model's
+    latest input, and the refs already recorded as written (instructions, summaries, outputs)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    react: dict[tuple[int, str], str] = field(default_factory=dict)
+    steps: dict[str, str] = field(default_factory=dict)
+    vetoes: dict[str, str] = field(default_factory=dict)
+    shown: dict[str, tuple[str, str] | None] = field(default_factory=dict)
+    last: Seen | None = None
+    reply: str | None = None  # the model's latest reply (a ReAct step's text, before its result)
+    written: set[str] = field(default_factory=set)
+
+    def known(self, outputs: Mapping[str, tuple[str, str]]) -> Known:
+        with self.lock:
+            return Known(dict(self.react), dict(self.steps), dict(self.vetoes), dict(self.shown),
+                         {ref: text for ref, (text, _) in outputs.items()})
 
 
 @dataclass
@@ -134,14 +175,16 @@ class RipplHooks:
     def __init__(self, memory: Rippl, *, tools: Iterable[object] | None = None,
                  unguarded: Iterable[object] = (), agents: Iterable[str] | None = None,
                  policy: Policy | None = None, resolver: Resolver | None = None,
-                 capture: bool = True, history: int = 100) -> None:
+                 capture: bool = True, history: int = 100,
+                 tool_settings: ToolSettingsMap | None = None) -> None:
         self.memory = check_memory(memory)
         if not isinstance(capture, bool):
             raise InvalidInputError("capture must be True or False")
         self.capturing = capture
         self.guard = make_guard(self.memory, policy=policy, resolver=resolver, tools=tools,
                                 unguarded=[*(tool_names(unguarded, what="unguarded") or ()),
-                                           CHECK_TOOL_NAME])
+                                           CHECK_TOOL_NAME],
+                                tool_settings=tool_settings)
         self.policy, self.resolver = self.guard.policy, self.guard.resolver
         if isinstance(agents, str):
             raise InvalidInputError("agents must be a list of agent roles, not one string")
@@ -151,7 +194,7 @@ class RipplHooks:
         self.executions: deque[Execution] = deque(maxlen=history)
         self._pending: OrderedDict[int, tuple[dict[str, Any], Judged]] = OrderedDict()
         self._turns: OrderedDict[tuple[str, str], _TurnState] = OrderedDict()
-        self._vetoes: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._runs: OrderedDict[str, _RunState] = OrderedDict()
         self._lock = threading.Lock()
         self._remove: Callable[[], None] | None = None
 
@@ -189,6 +232,8 @@ class RipplHooks:
             if judged is None:
                 return None
             blocked = str(ctx.tool_result or "").startswith(BLOCKED_PREFIX)
+            if judged.react and judged.allowed:
+                self._step(judged, str(ctx.tool_result or ""))
             if not judged.allowed:
                 assert judged.verdict is not None
                 return veto_text(str(ctx.tool_name), judged.verdict) if blocked else None
@@ -196,6 +241,8 @@ class RipplHooks:
                 judged.admission.release()
             if not blocked and judged.runs and judged.replayed is None:
                 self._executed(ctx, judged)
+            elif judged.capture is not None and judged.call is not None:  # did not run
+                self._shown(judged.capture.run_id, judged.call[2], None)
             return None
         except Exception:  # never break the run for the sake of a message or a record
             return None
@@ -218,14 +265,16 @@ class RipplHooks:
         if not self._applies(ctx):
             return None
         args = ctx.tool_input
+        learn_tools(self.guard, [getattr(ctx.tool, "_original_tool", None),
+                                 *(getattr(ctx.agent, "tools", None) or ())])
         run = run_id(ctx.crew, ctx.task, ctx.agent) if self.capturing else None
         if run is None:  # capture off, or no kickoff to record into: declared actions only
             return Judged(self.guard.check(name, args))
-        role = getattr(ctx.agent, "role", None)
-        capture = self.runs.get(run, role if isinstance(role, str) else None)
+        capture = self._capture(run, ctx.agent)
         turn = self._turn(run, ctx, name, args)
-        verdict = self._decide(capture, run, turn)
-        judged = Judged(verdict, capture, turn.call)
+        verdict = self._decide(capture, run, turn, ctx)
+        judged = Judged(verdict, capture, turn.call, react=not turn.native and turn.seen.context
+                        is not None)
         if not judged.allowed:
             assert verdict is not None
             self._vetoed(run, turn.call[2], veto_text(name, verdict))
@@ -234,22 +283,29 @@ class RipplHooks:
         cache = cache_of(ctx.agent)
         if cache is not None and judged.runs:
             judged.replayed = vet_replay(cache, self.memory, run, (name, args, turn.call[2]),
-                                         capture.agent)
+                                         capture.agent, capture.scope)
         original = getattr(getattr(ctx, "tool", None), "_original_tool", None)
         if isinstance(original, GuardedTool) and judged.replayed is None:
             judged.admission = original.admit(args, run, verdict)
         return judged
+
+    def _capture(self, run: str, agent: object | None) -> Capture:
+        role = getattr(agent, "role", None)
+        return self.runs.get(run, role if isinstance(role, str) else None)
 
     def _turn(self, run: str, ctx: ToolCallHookContext, name: str, args: Mapping[str, Any]) -> Turn:
         """The model turn this call is part of (see `rippl_crewai.runs`)."""
         messages = executor_messages(ctx.agent)
         if messages is None:  # no executor to read the turn from: a turn of its own
             return single_turn(name, args, f"crewai-{uuid.uuid4().hex[:16]}")
-        turn = native_turn(messages, name, args)
+        run_state = self._run(run)
+        known = run_state.known(task_outputs(ctx.crew, ctx.task))
+        turn = native_turn(messages, name, args, known)
         if turn is None:
-            with self._lock:
-                vetoes = dict(self._vetoes.get(run, {}))
-            return react_turn(messages, name, args, vetoes)
+            turn = react_turn(messages, name, args, known)
+            with run_state.lock:  # its assistant message, later, is found by where it comes
+                run_state.react[react_key(messages)] = turn.id
+            return turn
         with self._lock:  # the same call made twice in one turn: each takes its own id
             state = self._state(run, turn.id)
             free = [c for c in matching(turn.calls, name, args) if c[2] not in state.taken]
@@ -257,7 +313,8 @@ class RipplHooks:
             state.taken.add(call[2])
         return replace(turn, call=call)
 
-    def _decide(self, capture: Capture, run: str, turn: Turn) -> Verdict | None:
+    def _decide(self, capture: Capture, run: str, turn: Turn,
+                ctx: ToolCallHookContext) -> Verdict | None:
         """The first call of a turn records the turn and gets its verdict from it; every other
         call of the turn (and a turn seen again) is judged just before it runs."""
         with self._lock:
@@ -265,10 +322,54 @@ class RipplHooks:
         with state.lock:
             if not state.decided:
                 state.decided = True
-                verdicts = capture.decide(turn.id, turn.calls, context=turn.context,
-                                          told=turn.told)
+                seen = turn.seen
+                if seen.context is not None:
+                    self._written(capture, executor_messages(ctx.agent) or [], seen,
+                                  task_outputs(ctx.crew, ctx.task))
+                verdicts = capture.decide(turn.id, turn.calls, context=seen.context,
+                                          told=seen.told, inputs=seen.inputs,
+                                          results=seen.results if seen.context is not None
+                                          else None)
                 return verdicts[turn.calls.index(turn.call)]
         return capture.judge(turn.call)
+
+    def _written(self, capture: Capture, messages: list[dict[str, Any]], seen: Seen,
+                 outputs: Mapping[str, tuple[str, str]]) -> None:
+        """Record what the messages of an input carry where Rippl has not seen them written: the
+        task's instructions (its first message, before the run carried anything: they carry
+        nothing), a context-window summary (what the model's previous input carried: the messages
+        it replaced), and another task's output it quotes (in the run that wrote it, what that
+        run's last model input carried). Each once; one that cannot be recorded is left to the
+        core's rule (a message it cannot account for carries everything)."""
+        run_state = self._run(capture.run_id)
+        with run_state.lock:
+            written, last = set(run_state.written), run_state.last
+        done: list[str] = []
+        first = messages[0] if messages else None
+        if first is not None and first.get("role") in ("system", "user") and \
+                not is_summary(first):
+            ref = text_ref(str(first.get("content") or ""))
+            if ref not in written and capture.wrote(ref, context=[], kind="instructions"):
+                done.append(ref)
+        for ref in seen.summaries:
+            if ref not in written and capture.wrote(
+                    ref, context=last.context if last else None, told=last.told if last else (),
+                    inputs=last.inputs if last else (), kind="summary"):
+                done.append(ref)
+        for ref in seen.handed:
+            run = outputs[ref][1]
+            producer = self._run(run)
+            with producer.lock:
+                if ref in producer.written:
+                    continue
+                before = producer.last
+            if self.runs.get(run).wrote(ref, context=before.context if before else None,
+                                        told=before.told if before else (),
+                                        inputs=before.inputs if before else (), kind="output"):
+                with producer.lock:
+                    producer.written.add(ref)
+        with run_state.lock:
+            run_state.written.update(done)
 
     def _state(self, run: str, turn: str) -> _TurnState:
         key = (run, turn)
@@ -279,25 +380,100 @@ class RipplHooks:
                 self._turns.popitem(last=False)
         return state
 
+    def _run(self, run: str) -> _RunState:
+        """What these hooks know of a run (the least recently used let go past a limit)."""
+        with self._lock:
+            state = self._runs.get(run)
+            if state is None:
+                state = self._runs[run] = _RunState()
+                while len(self._runs) > _PENDING_LIMIT:
+                    self._runs.popitem(last=False)
+            self._runs.move_to_end(run)
+            return state
+
     def _vetoed(self, run: str, call_id: str, text: str) -> None:
         """Remember the veto text a ReAct model will read (its told set, later)."""
-        with self._lock:
-            self._vetoes.setdefault(run, {})[call_id] = text
-            self._vetoes.move_to_end(run)
-            while len(self._vetoes) > _PENDING_LIMIT:
-                self._vetoes.popitem(last=False)
+        state = self._run(run)
+        with state.lock:
+            state.vetoes[call_id] = text
+
+    def _step(self, judged: Judged, observation: str) -> None:
+        """Remember the text of the assistant message a ReAct step becomes: the model's reply and
+        the tool's observation (found by it later, wherever it comes in the history)."""
+        assert judged.capture is not None and judged.call is not None
+        state = self._run(judged.capture.run_id)
+        with state.lock:
+            if state.reply is not None:
+                state.steps[text_ref(f"{state.reply}\nObservation: {observation}")] = \
+                    judged.call[2]
+
+    def _shown(self, run: str, call_id: str, shown: tuple[str, str] | None) -> None:
+        """Remember how a call's result was shown (None: no execution recorded for it)."""
+        state = self._run(run)
+        with state.lock:
+            state.shown[call_id] = shown
 
     def _executed(self, ctx: ToolCallHookContext, judged: Judged) -> None:
         assert judged.capture is not None and judged.call is not None
         raw = ctx.raw_tool_result if ctx.raw_tool_result is not None else ctx.tool_result
+        name, args, call_id = judged.call
+        self._shown(judged.capture.run_id, call_id,
+                    (output_digest(raw), output_digest(str(ctx.tool_result or ""))))
         claim = judged.capture.executed(judged.call, raw, ok=_succeeded(raw))
         if claim is None:  # kept by the capture, recorded before the run's next call
             return
-        name, args, call_id = judged.call
         self.executions.append(Execution(judged.capture.run_id, call_id, name, dict(args), claim))
         cache = cache_of(ctx.agent)
         if cache is not None:
             REPLAYS.remember(cache, str(ctx.tool_name), ctx.tool_input, raw, claim)
+
+    # -- the model's input and reply ------------------------------------------------------------------------
+    def model_input(self, ctx: Any) -> None:
+        """PRE_MODEL_CALL: remember what the model is given (a summary written at this call, or
+        this task's output, is written from it), and record the summaries and hand-overs it
+        holds. Never raises (nothing here decides a call)."""
+        try:
+            if not self.capturing or (self.agents is not None and
+                                      getattr(ctx.agent, "role", None) not in self.agents):
+                return
+            run = run_id(ctx.crew, ctx.task, ctx.agent)
+            messages = ctx.messages
+            if run is None or not isinstance(messages, list):
+                return
+            outputs = task_outputs(ctx.crew, ctx.task)
+            state = self._run(run)
+            seen = visible(messages, state.known(outputs))
+            self._written(self._capture(run, ctx.agent), messages, seen, outputs)
+            with state.lock:
+                state.last = seen
+        except Exception:
+            return
+
+    def model_output(self, ctx: Any) -> None:
+        """POST_MODEL_CALL: remember the model's reply (a ReAct step's text); a text answer (no
+        tool call) is recorded as written from the model's input (it stays in the history when
+        the task goes on, e.g. after a human's feedback). Never raises."""
+        try:
+            if not self.capturing or (self.agents is not None and
+                                      getattr(ctx.agent, "role", None) not in self.agents):
+                return
+            run = run_id(ctx.crew, ctx.task, ctx.agent)
+            reply = ctx.response
+            if run is None or not isinstance(reply, str):
+                return
+            state = self._run(run)
+            with state.lock:
+                state.reply, last = reply, state.last
+            if last is None or last.context is None or _calls_a_tool(reply):
+                return
+            capture = self._capture(run, ctx.agent)
+            # the reply, or a ReAct reply's final answer (the task's output, what an agent
+            # called as a tool returns to the agent that delegated to it)
+            for text in _final_answer(reply) or [reply]:
+                capture.wrote(text_ref(text), context=last.context, told=last.told,
+                              inputs=last.inputs)
+        except Exception:
+            return
 
     # The call's arguments are the same dict object in the pre- and post-call contexts (both the
     # ReAct and the native paths pass it on), so it keys the judged call between the two.
@@ -333,31 +509,41 @@ class RipplHooks:
         self.unregister()
 
     def _register_global(self) -> None:
-        guard, explain = self._hook_functions()
-        register(InterceptionPoint.PRE_TOOL_CALL, guard)
-        register(InterceptionPoint.POST_TOOL_CALL, explain)
+        functions = self._hook_functions()
+        for point, fn in functions:
+            register(point, fn)
 
         def remove() -> None:
-            unregister(InterceptionPoint.PRE_TOOL_CALL, guard)
-            unregister(InterceptionPoint.POST_TOOL_CALL, explain)
+            for point, fn in functions:
+                unregister(point, fn)
 
         self._remove = remove
 
-    def _hook_functions(self) -> tuple[HookFn, HookFn]:
+    def _hook_functions(self) -> list[tuple[InterceptionPoint, HookFn]]:
         def rippl_premise_guard(ctx: ToolCallHookContext) -> None:
             return self.before(ctx)
 
         def rippl_veto_reason(ctx: ToolCallHookContext) -> str | None:
             return self.after(ctx)
 
-        return rippl_premise_guard, rippl_veto_reason
+        def rippl_model_input(ctx: Any) -> None:
+            self.model_input(ctx)
+
+        def rippl_model_reply(ctx: Any) -> None:
+            self.model_output(ctx)
+
+        return [(InterceptionPoint.PRE_TOOL_CALL, rippl_premise_guard),
+                (InterceptionPoint.POST_TOOL_CALL, rippl_veto_reason),
+                (InterceptionPoint.PRE_MODEL_CALL, rippl_model_input),
+                (InterceptionPoint.POST_MODEL_CALL, rippl_model_reply)]
 
 
 def register_rippl_hooks(memory: Rippl, *, tools: Iterable[object] | None = None,
                          unguarded: Iterable[object] = (), agents: Iterable[str] | None = None,
                          policy: Policy | None = None,
                          resolver: Resolver | Mapping[str, str] | None = None,
-                         capture: bool = True) -> RipplHooks:
+                         capture: bool = True,
+                         tool_settings: ToolSettingsMap | None = None) -> RipplHooks:
     """Guard every tool call of every crew in this process (until `unregister()`).
 
     tools: only these tools (or tool names) are checked; None checks every tool.
@@ -370,9 +556,12 @@ def register_rippl_hooks(memory: Rippl, *, tools: Iterable[object] | None = None
         unresolved calls are matched by tool name and arguments against the graph's actions.
     capture: record each task's turns, calls and executions (default), or check declared
         actions only.
+    tool_settings: per tool name, how Rippl treats its calls (`ToolSettings`, or a dict of its
+        fields: `repeat_scope`, `fresh_for`, `reads`); a tool with a `metadata` mapping may carry
+        its own under the key "rippl" (these win over it).
     """
     hooks = RipplHooks(memory, tools=tools, unguarded=unguarded, agents=agents, policy=policy,
-                       resolver=resolver, capture=capture)
+                       resolver=resolver, capture=capture, tool_settings=tool_settings)
     hooks._register_global()
     return hooks
 
@@ -382,7 +571,8 @@ def rippl_guard(memory: Rippl, *, tools: Iterable[object] | None = None,
                 unguarded: Iterable[object] = (), agents: Iterable[str] | None = None,
                 policy: Policy | None = None,
                 resolver: Resolver | Mapping[str, str] | None = None,
-                capture: bool = True) -> Iterator[RipplHooks]:
+                capture: bool = True,
+                tool_settings: ToolSettingsMap | None = None) -> Iterator[RipplHooks]:
     """Guard the tool calls made inside the block only: `with rippl_guard(memory): crew.kickoff()`.
 
     The hooks live in CrewAI's execution-scoped registry (a contextvar), so they apply to this
@@ -390,16 +580,15 @@ def rippl_guard(memory: Rippl, *, tools: Iterable[object] | None = None,
     hook lists are never touched. Hooks already scoped by an enclosing block keep running.
     """
     hooks = RipplHooks(memory, tools=tools, unguarded=unguarded, agents=agents, policy=policy,
-                       resolver=resolver, capture=capture)
-    guard, explain = hooks._hook_functions()
+                       resolver=resolver, capture=capture, tool_settings=tool_settings)
+    functions = hooks._hook_functions()
     inherited = {point: get_scoped_hooks(point) for point in InterceptionPoint}
     with scoped_hooks({point: list(fns) for point, fns in inherited.items() if fns}) as scope:
-        register_scoped(InterceptionPoint.PRE_TOOL_CALL, guard)
-        register_scoped(InterceptionPoint.POST_TOOL_CALL, explain)
+        for point, fn in functions:
+            register_scoped(point, fn)
 
         def remove() -> None:
-            for point, fn in ((InterceptionPoint.PRE_TOOL_CALL, guard),
-                              (InterceptionPoint.POST_TOOL_CALL, explain)):
+            for point, fn in functions:
                 if fn in scope.get(point, []):
                     scope[point].remove(fn)
 
@@ -426,6 +615,17 @@ def _will_run(ctx: ToolCallHookContext, name: str, args: Mapping[str, Any], *,
     return native or last is None or not (
         sanitize_tool_name(str(getattr(last, "tool_name", ""))) == name
         and getattr(last, "arguments", None) == args)
+
+
+def _calls_a_tool(reply: str) -> bool:
+    """Whether a model's text reply is a ReAct tool call (its message, later, is the step)."""
+    return "\nAction:" in f"\n{reply}" and FINAL_ANSWER not in reply
+
+
+def _final_answer(reply: str) -> list[str]:
+    """The final answer of a ReAct reply (the text after its last "Final Answer:"), if any."""
+    _, found, answer = reply.rpartition(FINAL_ANSWER)
+    return [answer.strip()] if found and answer.strip() else []
 
 
 def _succeeded(output: Any) -> bool:

@@ -8,14 +8,24 @@ turn a call is part of, and what the model had in its input when it made that tu
   elsewhere (a memory read, a tool's own run) CrewAI's context variables name them. An agent kicked
   off on its own (`agent.kickoff(...)`) is a run of its own (`crewai/<its kickoff id>`); a tool run
   in a flow outside any kickoff belongs to the flow (`crewai/flow/<flow id>`).
+- **Scope**: the kickoff (`crewai/<kickoff id>`): the tasks of one kickoff hand their outputs to
+  one another, so a task's output quoted in a later task's prompt (its `context`) carries into
+  the later task's run what it carried in its own (a hand-over).
 - **Turn, native function calling**: the assistant message carrying the turn's tool calls (all of
   them, with their ids) is in the executor's messages when the first call's `PRE_TOOL_CALL` runs;
-  a call finds its own id there by its name and parsed arguments. The turn's context is the
-  `tool_call_id` of every tool message before that assistant message (a message trimmed or
-  summarised away leaves it), its told set those whose content is a Rippl veto.
+  a call finds its own id there by its name and parsed arguments.
 - **Turn, ReAct**: one call per turn and no ids: the turn (and its call) is named by a digest of
-  what the model had been shown and the call; its context is everything the run observed (None),
-  its told set the vetoes of this run whose text the model has been shown.
+  what the model had been shown and the call.
+- **Context** (`visible`): every message before the turn, by its ref. Premises flow with the text
+  that carries them: a tool result carries its result; the model's own messages (a native turn,
+  a ReAct step with its observation, a reply) what they were written from; CrewAI's
+  context-window summary (`respect_context_window`) everything it replaced; another task's output
+  what it carried in its run; the task's instructions and the user's input nothing. A message
+  trimmed away takes its observations out only once every message carrying them is gone; one
+  Rippl cannot account for carries everything the run carried (fail closed). **Told**: the
+  messages that are Rippl vetoes (a native tool message, or a ReAct step whose observation is a
+  veto this run gave): what the veto named leaves the model's later turns (a call that repeats
+  the vetoed one stays vetoed).
 """
 
 from __future__ import annotations
@@ -25,17 +35,19 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crewai.context import get_current_task_id
 from crewai.events.event_context import _event_id_stack
 from crewai.flow.flow_context import current_flow_id
+from crewai.utilities.i18n import I18N_DEFAULT
 from crewai.utilities.string_utils import sanitize_tool_name
 
-from rippl_core.adapters import VETO_PREFIX, Capture, Guard, check_id
+from rippl_core.adapters import VETO_PREFIX, Capture, Guard, check_id, output_digest, text_ref
 
 FRAMEWORK = "crewai"
+CHECK_TOOL_NAME = "check_premises"  # Rippl's own read-only tool: its answers carry nothing
 KICKOFFS = ("crew_kickoff_started", "lite_agent_execution_started")  # a crew's, an agent's own
 
 
@@ -68,6 +80,25 @@ def run_id(crew: object | None = None, task: object | None = None,
         return f"crewai/{_digest(found)}"
 
 
+def scope_of(run: str) -> str:
+    """The scope of a run: its kickoff for a crew's task (`crewai/<kickoff id>`), else the run."""
+    parts = run.split("/")
+    return "/".join(parts[:2]) if len(parts) == 3 and parts[1] != "flow" else run
+
+
+def task_outputs(crew: object | None, task: object | None) -> dict[str, tuple[str, str]]:
+    """The outputs of the crew's other tasks, by ref: (their text, the run that wrote them)."""
+    found: dict[str, tuple[str, str]] = {}
+    for other in getattr(crew, "tasks", None) or ():
+        output = getattr(getattr(other, "output", None), "raw", None)
+        if other is task or not isinstance(output, str) or not output.strip():
+            continue
+        run = run_id(crew, other)
+        if run is not None:
+            found[text_ref(output)] = (output, run)
+    return found
+
+
 def _kickoff_on_stack() -> tuple[str | None, bool]:
     """The innermost kickoff running (a crew's or an agent's own), and whether it is a crew's."""
     for event_id, kind in reversed(_event_id_stack.get()):
@@ -92,7 +123,7 @@ class Runs:
             found = self._captures.get(run)
             if found is None:
                 found = self._captures[run] = Capture(self.guard, run, agent=agent,
-                                                      framework=FRAMEWORK)
+                                                      framework=FRAMEWORK, scope=scope_of(run))
                 while len(self._captures) > self.limit:
                     self._captures.popitem(last=False)
             self._captures.move_to_end(run)
@@ -108,6 +139,121 @@ it always has its arguments parsed and an id (made up for a ReAct call or a tool
 
 
 @dataclass(frozen=True)
+class Seen:
+    """What a model input holds, for capture: the ref of each message in order, those that are
+    Rippl vetoes, those that may be the user's (system and user messages, not a summary), the tool
+    results to verify against what Rippl recorded (call id -> digest of the content, None: only
+    that it was recorded), the context-window summaries among them, and the refs of other tasks'
+    outputs the input quotes (hand-overs)."""
+
+    context: tuple[str, ...] | None  # None: the input cannot be seen (everything the run carried)
+    told: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    results: Mapping[str, str | None] = field(default_factory=dict)
+    summaries: tuple[str, ...] = ()
+    handed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the hooks know of a run's messages in this process: the ReAct turn whose assistant
+    message has a given text (the model's reply and the tool's observation), or comes at a
+    position after a message with a given digest, the vetoes given (call id ->
+    text), and how each call's result was shown (call id -> (digest Rippl recorded, digest of the
+    text the agent was shown); None: no execution recorded, nothing to verify); and the outputs
+    of the crew's other tasks (ref -> text)."""
+
+    react: Mapping[tuple[int, str], str] = field(default_factory=dict)
+    steps: Mapping[str, str] = field(default_factory=dict)  # a ReAct step's text ref -> its turn
+    vetoes: Mapping[str, str] = field(default_factory=dict)
+    shown: Mapping[str, tuple[str, str] | None] = field(default_factory=dict)
+    outputs: Mapping[str, str] = field(default_factory=dict)
+
+
+SUMMARY_HEAD, _, SUMMARY_TAIL = I18N_DEFAULT.slice("summary").partition("{merged_summary}")
+
+
+def is_summary(message: Mapping[str, Any]) -> bool:
+    """Whether a message is a summary CrewAI wrote to fit the context window
+    (`respect_context_window`): a user message in the form of its "summary" slice."""
+    content = str(message.get("content") or "")
+    return message.get("role") == "user" and content.startswith(SUMMARY_HEAD.strip()) and \
+        content.rstrip().endswith(SUMMARY_TAIL.strip())
+
+
+def visible(messages: Sequence[Mapping[str, Any]], known: Known | None = None) -> Seen:
+    """What a model input holds. Premises flow with the text that carries them: each message is
+    named by its ref, and Rippl looks up what it carries.
+
+    - a tool message: its `tool_call_id` (a veto is told; a result is verified);
+    - an assistant message with tool calls: its turn (it carries what the turn rested on); a ReAct
+      assistant message (the model's text and the tool's observation): the turn of its call, found
+      by its text or by where it comes; any other: the digest of its text;
+    - a system or user message: the digest of its text, possibly the user's input; a
+      context-window summary is not (recorded when seen, as written from what it replaced);
+    - the output of another task the input quotes (a task's `context`): its ref, first, so
+      that it carries what it carried in the run that wrote it (a hand-over).
+    """
+    known = known or Known()
+    context: list[str] = []
+    told: list[str] = []
+    inputs: list[str] = []
+    results: dict[str, str | None] = {}
+    summaries: list[str] = []
+    handed: list[str] = []
+    for position, message in enumerate(messages):
+        role = message.get("role")
+        content = str(message.get("content") or "")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if not call_id or message.get("name") == CHECK_TOOL_NAME:  # Rippl's own answer
+                continue
+            ref = str(call_id)
+            if VETO_PREFIX in content:
+                told.append(ref)
+            else:
+                verified = _verified(known.shown, ref, content)
+                if not isinstance(verified, bool):
+                    results[ref] = verified
+        elif role == "assistant" and message.get("tool_calls"):
+            ref = turn_ref([_native_call(e) for e in message["tool_calls"]])
+        elif role == "assistant":
+            vetoed = [call for call, text in known.vetoes.items() if text and text in content]
+            before = str(messages[position - 1].get("content") or "") if position else ""
+            ref = vetoed[0] if vetoed else known.steps.get(text_ref(content)) or \
+                known.react.get((position, _digest(before))) or text_ref(content)
+            if vetoed:
+                told.append(ref)
+        elif is_summary(message):
+            ref = text_ref(content)
+            summaries.append(ref)
+        else:
+            ref = text_ref(content)
+            if role in ("system", "user"):
+                inputs.append(ref)
+                handed += [out for out, text in known.outputs.items() if text in content]
+        context.append(ref)
+    return Seen(tuple(dict.fromkeys([*handed, *context])), tuple(dict.fromkeys(told)),
+                tuple(inputs), results, tuple(summaries), tuple(dict.fromkeys(handed)))
+
+
+def _verified(shown: Mapping[str, tuple[str, str] | None], call_id: str,
+              content: str) -> str | bool | None:
+    """What to verify of a tool result in the input: the digest of its content; None (only that it
+    was recorded) when the agent was shown another text than the output Rippl recorded and this
+    is it; False (nothing) when these hooks know the tool did not run (a cached replay, a usage
+    limit). A result these hooks never saw is verified: a message Rippl never recorded is denied."""
+    digest = output_digest(content)
+    if call_id not in shown:
+        return digest
+    found = shown[call_id]
+    if found is None:
+        return False
+    recorded, seen = found
+    return None if recorded != seen and digest == seen else digest
+
+
+@dataclass(frozen=True)
 class Turn:
     """A model turn as a hook sees it: its id, its calls (name, arguments, call id), the call of
     this hook, and what was in the model's input (context None: everything the run observed)."""
@@ -115,13 +261,12 @@ class Turn:
     id: str
     calls: tuple[CrewCall, ...]
     call: CrewCall
-    context: tuple[str, ...] | None
-    told: tuple[str, ...]
+    seen: Seen
     native: bool
 
 
 def native_turn(messages: Sequence[Mapping[str, Any]], name: str,
-                args: Mapping[str, Any]) -> Turn | None:
+                args: Mapping[str, Any], known: Known | None = None) -> Turn | None:
     """The native turn a call belongs to: the latest assistant message with tool calls (only tool
     messages after it), if one of its calls is this one (`call`: the first such; see `matching`
     for a turn that makes the same call twice)."""
@@ -135,14 +280,18 @@ def native_turn(messages: Sequence[Mapping[str, Any]], name: str,
     if not entries:
         return None
     parsed = [_native_call(entry) for entry in entries]
-    ids = "\x1f".join(f"{c[2]}\x1e{c[0]}\x1e{_canonical(c[1])}" for c in parsed)
-    turn = f"turn-{_digest(ids)}"
+    turn = turn_ref(parsed)
     calls = tuple((n, a, i or f"{turn}#{k}") for k, (n, a, i) in enumerate(parsed))
     mine = matching(calls, name, args)
     if not mine:
         return None
-    context, told = tool_results(messages[:position])
-    return Turn(turn, calls, mine[0], context, told, native=True)
+    return Turn(turn, calls, mine[0], visible(messages[:position], known), native=True)
+
+
+def turn_ref(calls: Sequence[CrewCall]) -> str:
+    """The id of a native turn (and the ref of its assistant message): a digest of its calls."""
+    joined = "\x1f".join(f"{c[2]}\x1e{c[0]}\x1e{_canonical(c[1])}" for c in calls)
+    return f"turn-{_digest(joined)}"
 
 
 def matching(calls: Iterable[CrewCall], name: str,
@@ -151,38 +300,27 @@ def matching(calls: Iterable[CrewCall], name: str,
     return [c for c in calls if c[0] == name and c[1] == dict(args)]
 
 
-def tool_results(messages: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(context, told) of a native model input: the call ids of its tool messages, and of those
-    that are Rippl vetoes."""
-    context: list[str] = []
-    told: list[str] = []
-    for message in messages:
-        call_id = message.get("tool_call_id") if message.get("role") == "tool" else None
-        if not call_id:
-            continue
-        context.append(str(call_id))
-        if VETO_PREFIX in str(message.get("content") or ""):
-            told.append(str(call_id))
-    return tuple(context), tuple(told)
+def react_key(messages: Sequence[Mapping[str, Any]]) -> tuple[int, str]:
+    """Where the assistant message of a ReAct call made on `messages` will be found: its position
+    and the digest of the message before it."""
+    last = str(messages[-1].get("content") or "") if messages else ""
+    return len(messages), _digest(last)
 
 
 def react_turn(messages: Sequence[Mapping[str, Any]], name: str, args: Mapping[str, Any],
-               vetoes: Mapping[str, str]) -> Turn:
+               known: Known | None = None) -> Turn:
     """A ReAct turn (one call, no id): named by a digest of the model's input so far and the call,
-    so the same step replayed (a resumed task) is the same turn. `vetoes` maps the call ids this
-    run's vetoes were given to the text the model read; those it has been shown are told."""
-    last = str(messages[-1].get("content") or "") if messages else ""
-    turn = f"react-{_digest(str(len(messages)), _digest(last), name, _canonical(args))}"
-    shown = "\n".join(str(m.get("content") or "") for m in messages) if vetoes else ""
-    told = tuple(call for call, text in vetoes.items() if text and text in shown)
+    so the same step replayed (a resumed task) is the same turn."""
+    position, last = react_key(messages)
+    turn = f"react-{_digest(str(position), last, name, _canonical(args))}"
     call: CrewCall = (name, dict(args), turn)
-    return Turn(turn, (call,), call, None, told, native=False)
+    return Turn(turn, (call,), call, visible(messages, known), native=False)
 
 
 def single_turn(name: str, args: Mapping[str, Any], call_id: str) -> Turn:
     """A call no turn of the model can be found for: a turn of its own, on everything observed."""
     call: CrewCall = (name, dict(args), call_id)
-    return Turn(f"call-{call_id}", (call,), call, None, (), native=False)
+    return Turn(f"call-{call_id}", (call,), call, Seen(None), native=False)
 
 
 def executor_messages(agent: object | None) -> list[dict[str, Any]] | None:

@@ -36,7 +36,7 @@ from crewai.memory.types import MemoryRecord, ScopeInfo
 from rippl_core import InvalidInputError, NotFoundError, Record, RecordStore, Rippl, TimeLike, Wave
 from rippl_core.adapters import to_ms
 from rippl_crewai._guard import check_memory
-from rippl_crewai.runs import FRAMEWORK, run_id
+from rippl_crewai.runs import FRAMEWORK, run_id, scope_of
 
 logger: logging.Logger = logging.getLogger("rippl")
 
@@ -181,7 +181,7 @@ class RipplStorage:
         if run is None or not seen:
             return True
         try:
-            self.rippl.run(run, framework=FRAMEWORK).observe(seen)
+            self.rippl.run(run, framework=FRAMEWORK, scope=scope_of(run)).observe(seen)
         except Exception as exc:
             logger.warning("memory recall in run %s returned nothing: its claims could not be "
                            "recorded as observed: %s: %s", run, type(exc).__name__, exc)

@@ -30,18 +30,17 @@ from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from rippl_core import Kind, Policy, PremiseRetractedError, Rippl, State, ToolCall, Verdict
-from rippl_core.adapters import Capture, unmappable
+from rippl_core.adapters import Capture, ToolSettingsMap, unmappable
 from rippl_crewai._guard import (
     Guard,
     Resolver,
+    learn_tools,
     make_guard,
     tool_name,
     tool_names,
     veto_text,
 )
-from rippl_crewai.runs import CrewCall, Runs, run_id
-
-CHECK_TOOL_NAME = "check_premises"
+from rippl_crewai.runs import CHECK_TOOL_NAME, CrewCall, Runs, run_id
 
 
 def _never_cache(_args: Any = None, _result: Any = None) -> bool:
@@ -106,7 +105,9 @@ class GuardedTool(BaseTool):
     argument schema. `action_id` pins the action; otherwise the call is resolved by `resolver`,
     then by tool name and arguments against the graph's actions. `capture` (default True) records
     calls made outside the hooks in their run; `capture_run` names the run for calls made where
-    CrewAI's context names none (e.g. a script calling `tool.run()`).
+    CrewAI's context names none (e.g. a script calling `tool.run()`). `tool_settings` (a
+    `ToolSettings` or a dict of its fields) says how Rippl treats this tool's calls; without it,
+    the wrapped tool's `metadata` mapping may carry them under the key "rippl".
     """
 
     model_config: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
@@ -119,6 +120,7 @@ class GuardedTool(BaseTool):
     on_deny: Literal["failure", "raise"] = "failure"
     capture: bool = True
     capture_run: str | None = None
+    tool_settings: Any = Field(default=None, exclude=True)
     _last_verdict: Verdict | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
@@ -140,8 +142,12 @@ class GuardedTool(BaseTool):
     _admit_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, **data: Any) -> None:
+        settings, wrapped = data.get("tool_settings"), data.get("wrapped")
         guard = make_guard(data.get("memory"), policy=data.get("policy"),  # typed errors first
-                           resolver=data.get("resolver"), action_id=data.get("action_id"))
+                           resolver=data.get("resolver"), action_id=data.get("action_id"),
+                           tool_settings=None if settings is None else
+                           {tool_name(data.get("name") or wrapped): settings})
+        learn_tools(guard, [wrapped])
         super().__init__(**data)
         self._guard = guard
         self._runs = Runs(guard)
@@ -264,20 +270,22 @@ def guard_tools(tools: Iterable[BaseTool], memory: Rippl, *, policy: Policy | No
                 resolver: Resolver | Mapping[str, str] | None = None,
                 actions: Mapping[str, str] | None = None, unguarded: Iterable[object] = (),
                 on_deny: Literal["failure", "raise"] = "failure",
-                capture: bool = True) -> list[BaseTool]:
+                capture: bool = True,
+                tool_settings: ToolSettingsMap | None = None) -> list[BaseTool]:
     """Wrap each tool in a `GuardedTool`. Tools already guarded, `CheckPremisesTool` and the
     `unguarded` ones (read-only lookups) are kept as they are. `actions` pins tool names to
-    action ids."""
+    action ids; `tool_settings` gives per tool name how Rippl treats its calls."""
     out: list[BaseTool] = []
     pinned = {tool_name(k): v for k, v in (actions or {}).items()}
     exempt = tool_names(unguarded, what="unguarded") or frozenset()
+    settings = {tool_name(k): v for k, v in (tool_settings or {}).items()}
     for tool in tools:
         if isinstance(tool, GuardedTool | CheckPremisesTool) or tool_name(tool) in exempt:
             out.append(tool)
             continue
         out.append(GuardedTool(wrapped=tool, memory=memory, policy=policy, resolver=resolver,
                                action_id=pinned.get(tool_name(tool)), on_deny=on_deny,
-                               capture=capture))
+                               capture=capture, tool_settings=settings.get(tool_name(tool))))
     return out
 
 

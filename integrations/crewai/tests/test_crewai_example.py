@@ -77,6 +77,28 @@ def test_captured_story(rippl: Rippl, native: bool) -> None:
     assert compensation.run == story.run and compensation.blockers[0].premise == story.health_claim
 
 
+@pytest.mark.parametrize("native", [False, True])
+def test_handover_story(rippl: Rippl, native: bool) -> None:
+    story = load_example().run_handover_story(rippl, native=native)
+    to_09 = ("migrate_tables", {"table": "billing", "shard": "09"})
+    assert story.ran == [("get_shard_health", {"shard": "09"}), to_09]  # once, under the override
+    migrations = [v for v in story.verdicts if v.tool_call and v.tool_call.name == "migrate_tables"]
+    assert [v.allowed for v in migrations] == [False, False, True]
+    handed, repeat, overridden = migrations
+    # the report carried the retracted reading from the researcher's run into the operator's
+    assert f"into run {story.operate} from run {story.research}" in handed.reason
+    trail = handed.blockers[0].trail
+    assert trail[0] == story.health_claim and trail[1].startswith("HND-")
+    assert rippl.get(trail[1]).text.startswith(f"run {story.research} carried it")
+    assert "repeats the call vetoed at turn" in repeat.reason  # a retry is vetoed too
+    assert f"override {story.override}" in overridden.reason
+    shown = [story.llm.shown(i) for i in range(len(story.llm.received))]
+    assert any(f"from run {story.research}" in text for text in shown)  # the operator read why
+    assert story.compensations == []  # it ran under a human's override: not a compensation
+    [override] = rippl.overrides()
+    assert (override.proposed_by, override.approved_by) == ("agent:operator", "bob@oncall")
+
+
 TELEMETRY = ("CREWAI_DISABLE_TELEMETRY", "OTEL_SDK_DISABLED", "CREWAI_TRACING_ENABLED")
 # Runs the example as a script, then reports whether CrewAI's telemetry and tracing were off.
 AS_SCRIPT = """
@@ -99,6 +121,11 @@ def test_runs_offline_as_a_script_and_turns_crewai_telemetry_off_itself() -> Non
     assert done.returncode == 0, done.stdout + done.stderr
     assert "telemetry disabled: True tracing: False" in done.stdout
     captured, declared = done.stdout.split("===== the declared story =====")
+    captured, handover = captured.split("===== the handover story =====")
+    assert handover.count("VETO  migrate_tables({'table': 'billing', 'shard': '09'})") == 2
+    assert "The premise was handed over into run crewai/" in handover
+    assert "repeats the call vetoed at turn" in handover and "allowed by override" in handover
+    assert "(rippl compensations): 0" in handover
     assert "VETO  migrate_tables({'table': 'billing', 'shard': '09'})" in captured
     assert "announce_window({'at': '02:00Z', 'shard': '09'})) executed" in captured
     ran = captured.split("tools that really ran:")[1].split("answer:")[0]

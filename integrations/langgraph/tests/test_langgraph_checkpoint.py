@@ -4,6 +4,7 @@ of awkward values through the Cypher wire format."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, TypedDict
@@ -269,6 +270,13 @@ def test_reading_the_latest_checkpoint_scans_no_label(saver: FalkorDBSaver) -> N
     from rippl_langgraph.checkpoint.ops import head_key
 
     saver.put({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}, empty_checkpoint(), {}, {})
+    # FalkorDB builds an index in the background: until it is operational the planner scans
+    for _ in range(500):
+        statuses = saver.memory.redis.execute_command(
+            "GRAPH.RO_QUERY", saver.graph, "CALL db.indexes() YIELD status RETURN status")[1]
+        if all(row[0] == "OPERATIONAL" for row in statuses):
+            break
+        time.sleep(0.01)
     for query in (queries.read_latest(head_key("t1", "")),
                   queries.latest_checkpoint_time(head_key("t1", ""))):
         plan = saver.memory.redis.execute_command("GRAPH.EXPLAIN", saver.graph, query.command())

@@ -14,7 +14,9 @@ Give a precise title (what it is and when), kind (telemetry, document, ticket, p
 and uri only if the document gives one.
 - claims: statements of fact the document asserts, each one self-contained sentence ("Shard 09 is \
 healthy", not "it is healthy"). List in `sources` the refs of the sources that assert it; use \
-`derived_from` for claims inferred from other claims (all of them needed).
+`derived_from` for claims inferred from other claims (all of them needed). When a claim states \
+the value of one property of one thing, give `key` as SUBJECT/PROPERTY ("shard-09/health") and \
+`value` ("degraded"), spelling the same subject and property the same way every time.
 - decisions: what the authors decided. `premises` lists the claims (or decisions) it rests on: \
 all of them are needed. `depends_on` lists earlier decisions it builds on. If the document gives \
 another, independent reason that would justify the decision on its own, put that set of refs in \

@@ -40,11 +40,18 @@ def register(rippl: AsyncRippl, tool: Registrar) -> None:
         sources: Annotated[Ids | None, Field(description="Source ids; each alone supports it.")] = None,
         derived_from: Annotated[Ids | None, Field(description="Claim ids it is inferred from "
                                                               "(all needed).")] = None,
+        key: Annotated[Text | None, Field(description="What it is about, as SUBJECT/PROPERTY "
+                                                      "(e.g. 'shard-09/health'), if it states one "
+                                                      "property of one thing.")] = None,
+        value: Annotated[Text | None, Field(description="The value it states for that key, e.g. "
+                                                        "'degraded'.")] = None,
     ) -> NodeInfo:
         """Record a claim you rely on, with the sources that assert it or the claims it is derived
-        from. Re-adding the same claim changes nothing."""
+        from. Re-adding the same claim changes nothing. With a `key`, a claim of the same key with
+        another value is proposed for retraction (a person decides; see list_reviews)."""
         return NodeInfo.of(await rippl.add_claim(id, text, sources=sources or (),
-                                                 derived_from=derived_from or ()))
+                                                 derived_from=derived_from or (), key=key,
+                                                 value=value))
 
     @tool(read_only=False, idempotent=True, title="Record a decision")
     async def add_decision(

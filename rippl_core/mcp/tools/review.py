@@ -1,6 +1,7 @@
-"""The review gate: propose a retraction or a one-call override of a veto (as the calling client),
-the queue, the receipt chain, and (only when the server is started with a reviewer) approve and
-reject retractions. An override is only proposed over MCP: a person approves it elsewhere."""
+"""The review gate: propose a retraction, a retraction by provenance or a one-call override of a veto
+(as the calling client), the queue, the receipt chain, and (only when the server is started with a
+reviewer) approve and reject retractions of one claim. An override and a retraction by provenance
+are only proposed over MCP: a person approves them elsewhere."""
 
 # No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
@@ -45,6 +46,41 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_re
         is always this MCP client (mcp:<client>, or mcp:<client>/<by>)."""
         return await rippl.propose_retraction(claim_id, reason=reason, evidence=evidence,
                                               by=client_identity(ctx, agent=by))
+
+    @tool(read_only=False, title="Propose retracting everything from one provenance")
+    async def propose_retraction_where(
+        reason: Annotated[Text, Field(description="Why what the query matches is false (a tool "
+                                                  "bug, a poisoned page, a compromised agent).")],
+        ctx: Context,
+        tool: Annotated[Id | None, Field(description="Readings of this tool.")] = None,
+        args: Annotated[dict[str, Any] | None, Field(description="Readings whose arguments "
+                                                                 "include these.")] = None,
+        since: Annotated[str | None, Field(description="Read at or after this time (ISO 8601 "
+                                                       "with an offset).")] = None,
+        until: Annotated[str | None, Field(description="Read before this time.")] = None,
+        run: Annotated[Id | None, Field(description="Read by this run.")] = None,
+        agent: Annotated[Id | None, Field(description="Read by a run of this agent.")] = None,
+        framework: Annotated[Id | None, Field(description="Read by a run of this framework.")] = None,
+        source_kind: Annotated[Id | None, Field(description="Sources of this kind (tool_result "
+                                                            "for readings).")] = None,
+        source_prefix: Annotated[Id | None, Field(description="Sources whose id or uri, or "
+                                                              "readings one of whose arguments, "
+                                                              "start with this (a URL prefix such "
+                                                              "as https://evil.example/).")] = None,
+        evidence: Annotated[Text | None, Field(description="A pointer to the evidence.")] = None,
+        by: Annotated[Id | None, Field(description="Your agent's name, recorded under this MCP "
+                                                   "client's identity: mcp:<client>/<by>.")] = None,
+    ) -> ReviewItem:
+        """Flag every source a provenance query matches as false, in one review: a tool that
+        returned garbage over an interval, every page of a domain found to carry a prompt
+        injection, what a compromised agent read. They and what rests on them become at risk
+        until a person approves or rejects it (never over MCP). The item lists the sources, the
+        claims they support, what would go out and what another source keeps. A query matching
+        nothing is refused and proposes nothing. The proposer is this MCP client."""
+        return await rippl.propose_retraction_where(
+            reason=reason, by=client_identity(ctx, agent=by), evidence=evidence, tool=tool,
+            args=args, since=since, until=until, run=run, agent=agent, framework=framework,
+            source_kind=source_kind, source_prefix=source_prefix)
 
     @tool(read_only=False, title="Propose overriding a veto for one call")
     async def propose_override(
@@ -124,11 +160,14 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_re
             """Approve a proposed retraction: what rests only on the claim is invalidated. The
             receipt names the reviewer this server was started with. An override of a veto is
             not approved here: a person approves it (rippl review approve, or the console)."""
-            if (await rippl.review(review_id)).kind == "override":
+            kind = (await rippl.review(review_id)).kind
+            if kind != "retraction":
+                what = ("overriding a veto" if kind == "override"
+                        else "retracting everything from one provenance")
                 raise InvalidInputError(
-                    f"{review_id} proposes overriding a veto; over MCP an override can only be "
-                    "proposed. A person approves it outside the agent's reach: `rippl review "
-                    f"approve {review_id} --by NAME`, or the review console. Nothing was done.")
+                    f"{review_id} proposes {what}; over MCP it can only be proposed. A person "
+                    f"approves it outside the agent's reach: `rippl review approve {review_id} "
+                    "--by NAME`, or the review console. Nothing was done.")
             return decided(await rippl.approve(review_id, by=who, note=note,
                                                signing_key=reviewer_key), "approved")
 

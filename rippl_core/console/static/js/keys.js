@@ -56,6 +56,7 @@ export async function ensureRegistered() {
 }
 
 export function decisionStatement(item, verb, note) {
-  return { claim: item.claim, kind: verb === "approve" ? "retraction_approved" : "retraction_rejected",
+  const what = item.kind === "override" ? "override" : "retraction";
+  return { claim: item.claim, kind: `${what}_${verb === "approve" ? "approved" : "rejected"}`,
     note, proposed_by: item.proposed_by, review: item.id, reviewer: session.reviewer };
 }
