@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from rippl_bench import ratios as ratio_files
 from rippl_bench import report as reporting
 from rippl_bench import runner
 from rippl_bench.suites import Config
@@ -86,6 +87,11 @@ def bench(
                                        {runner.RESULTS_NAME, runner.QUICK_RESULTS_NAME})
         reporting.write(results, report_path, extras=extras, renderers=runner.BENCHMARKS)
         bar.advance(task)
+    if quick:  # every ratio of the quick run in one file (compare two: python -m rippl_bench.ratios)
+        console.print("ratios: capture and limits benchmarks (quick)")
+        results["meta"]["external"] |= runner.run_ratio_scripts(out / "quick",
+                                                                skip=results["meta"]["external"])
+        console.print(f"ratios:  {ratio_files.write(out / 'quick')}")
     for name, status in results["meta"]["external"].items():
         if status["returncode"] != 0:
             errors.print(f"[yellow]warning:[/yellow] {name} failed ({status['stderr_tail'][-300:]}); "

@@ -195,3 +195,33 @@ def run_external(scripts: list[Path], *, quick: bool, step: Step | None = None) 
         status["seconds"] = time.perf_counter() - start
         outcome[script.name] = status
     return outcome
+
+
+# the benchmarks whose ratios `rippl-bench --quick` gathers (rippl_bench.ratios), with the options
+# of their quick run: the sizes the regression check compares
+RATIO_SCRIPTS = {"bench_capture.py": ("--quick", "--out", "{folder}/capture.json"),
+                 "bench_limits.py": ("--quick", "--sizes", "1000,20000", "--out",
+                                     "{folder}/limits.json")}
+
+
+def run_ratio_scripts(folder: Path, *, skip: dict[str, Any] | None = None,
+                      scripts: Path = BENCHMARKS / "scripts") -> dict[str, Any]:
+    """Run the ratio benchmarks (`RATIO_SCRIPTS`) into `folder`, each in its own process, except
+    those already run (`skip`); what happened to each."""
+    outcome: dict[str, Any] = {}
+    for name, options in RATIO_SCRIPTS.items():
+        script = scripts / name
+        if name in (skip or {}) or not script.is_file():
+            continue
+        command = [sys.executable, str(script), *(o.format(folder=folder) for o in options)]
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(command, cwd=script.parent.parent, capture_output=True, text=True,
+                                  timeout=EXTERNAL_TIMEOUT_S, check=False)
+            status: dict[str, Any] = {"returncode": done.returncode,
+                                      "stderr_tail": done.stderr[-2000:] if done.returncode else ""}
+        except subprocess.TimeoutExpired:
+            status = {"returncode": None, "stderr_tail": f"timed out after {EXTERNAL_TIMEOUT_S} s"}
+        status["seconds"] = time.perf_counter() - start
+        outcome[name] = status
+    return outcome

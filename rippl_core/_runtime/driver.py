@@ -2,7 +2,8 @@
 
 Reads go out as GRAPH.RO_QUERY, each in a MULTI/EXEC with ROLE: a read answered by a server that
 is not a primary (a demoted primary after a failover, a replica named by mistake) fails instead of
-returning possibly stale data. A write operation runs under WATCH of the graph's version key; its
+returning possibly stale data (an embedded database's reads skip the ROLE: its server serves that
+file alone and has no replica to be). A write operation runs under WATCH of the graph's version key; its
 reads see one consistent graph and its `Commit` goes out in MULTI/EXEC together with the version
 bump and its events, so concurrent writers never interleave: the loser re-runs from the start.
 Then, on the same connection, WAIT holds the acknowledgement until `location.replicas` replicas
@@ -70,8 +71,16 @@ def translated_errors(location: Location) -> Iterator[None]:
         raise DatabaseError(f"FalkorDB refused the query: {exc}") from exc
 
 
+def _asks_role(location: Location) -> bool:
+    """Whether reads must ask the server's ROLE: not for an embedded database, whose server Rippl
+    started for this file alone (no replica serves it, no failover can demote it)."""
+    return location.topology != "embedded"
+
+
 def _primary_reads(replies: list[Any], location: Location) -> list[Any]:
     """The rows of each read sent before ROLE, if a primary answered them."""
+    if not _asks_role(location):
+        return [parse(r) for r in replies]
     *rows, role = replies
     if role[0] != "master":
         raise NotPrimaryError(f"the server answering for {location.describe()} is a {role[0]}, "
@@ -173,7 +182,8 @@ class SyncDriver:
         with translated_errors(self.location), self.client.pipeline(transaction=True) as pipe:
             for q in queries:
                 pipe.execute_command(*_args(self.keys.graph, q))
-            pipe.execute_command("ROLE")
+            if _asks_role(self.location):
+                pipe.execute_command("ROLE")
             replies = _primary_reads(pipe.execute(), self.location)
         return replies if isinstance(query, Batch) else replies[0]
 
@@ -260,7 +270,8 @@ class AsyncDriver:
             async with self.client.pipeline(transaction=True) as pipe:
                 for q in queries:
                     pipe.execute_command(*_args(self.keys.graph, q))
-                pipe.execute_command("ROLE")
+                if _asks_role(self.location):
+                    pipe.execute_command("ROLE")
                 replies = _primary_reads(await pipe.execute(), self.location)
         return replies if isinstance(query, Batch) else replies[0]
 

@@ -171,8 +171,17 @@ def _beliefs(rows: Sequence[Row], view: tuple[int, int] | None = None) -> Op[lis
     at valid time t as known at transaction time `known` (`view` = (t, known)): computed from
     the retractions recorded by then and truth maintenance over the ancestry, as an as-of
     `check` computes it (`causal.history.states_at`)."""
-    states = yield from evidence_states(rows)
     then: dict[str, State | None] = {}
+    evidence = sorted({e for row in rows for e in row.evidence})
+    if view is not None and rows and len(evidence) <= READ_CHUNK:
+        # the evidence's states now ride along with the first level of the ancestry
+        ids = sorted({r.claim for r in rows} | set(evidence))
+        found, extra = yield from history.view_at(
+            ids, *view, extra=[causal_cypher.node_briefs(evidence)] if evidence else [])
+        then = {node: found.states.get(node) for node in ids}
+        states = {r[0]: r[3] for r in extra[0]} if evidence else {}
+        return belief_models(rows, states, then)
+    states = yield from evidence_states(rows)
     if view is not None and rows:
         ids = sorted({r.claim for r in rows} | {e for r in rows for e in r.evidence})
         then = yield from history.states_at(ids, *view)

@@ -39,6 +39,15 @@ def observation_key(run: str, ref: str | None, scope: str | None = None) -> str:
     keyed by its run and "*" (in context for the whole run, and only for it)."""
     return f"{run}\x1f*" if ref is None else f"{scope or run}\x1f{ref}"
 
+
+
+def _each(items: str, var: str) -> str:
+    """UNWIND the list `items` as `var`, one NULL row when it is empty or NULL, so an OPTIONAL
+    MATCH of `var` by an indexed property that follows finds each through the index (a filter
+    `n.p IN items` would scan the whole label) and the row survives when there is none."""
+    return f"UNWIND CASE WHEN size(coalesce({items}, [])) = 0 THEN [NULL] ELSE {items} END AS {var} "
+
+
 # The state of a node with one justification, from its antecedents' states.
 _STATE = ("CASE WHEN 'OUT' IN ({states}) THEN 'OUT' WHEN 'AT_RISK' IN ({states}) THEN 'AT_RISK' "
           "ELSE 'IN' END")  # parenthesised: FalkorDB binds IN tighter than +
@@ -197,12 +206,13 @@ def _context(carry: str) -> str:
         # written may have reached this run): through hand-over claims
         f"OPTIONAL MATCH (sr:{RUN}) WHERE wide AND sr.scope = $run.scope AND sr.id <> $run.id "
         f"WITH {carry}, known, missing, knowns, carried, wide, seen, tcs, collect(sr.id) AS others "
-        f"OPTIONAL MATCH (fe:{OBSERVATION}) WHERE size(others) > 0 AND fe.run IN others "
+        + _each("others", "orun") + f"OPTIONAL MATCH (fe:{OBSERVATION} {{run: orun}}) "
         f"OPTIONAL MATCH (fe)-[:{SAW}]->(fc:Claim) "
         f"WITH {carry}, known, missing, knowns, carried, wide, seen, tcs, others, "
         "collect(DISTINCT CASE WHEN fc IS NOT NULL "
         "THEN {carrier: fe.id, run: fe.run, ref: fe.ref, claim: fc} END) AS fo "
-        "OPTIONAL MATCH (ft:Node) WHERE size(others) > 0 AND ft.run IN others AND ft:Decision "
+        f"WITH {carry}, known, missing, knowns, carried, wide, seen, tcs, others, fo "
+        + _each("others", "trun") + "OPTIONAL MATCH (ft:Node {run: trun}) WHERE ft:Decision "
         "OPTIONAL MATCH (ftc:Claim)-[:SUPPORTS]->(ft) "
         f"WITH {carry}, known, missing, knowns, carried, seen, tcs, fo, "
         "collect(DISTINCT CASE WHEN ftc IS NOT NULL "
@@ -292,6 +302,76 @@ def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[M
         "WITH d " + _ACTIONS,
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
          "results": list(results), **_input(run, refs, told)})
+
+
+# What a model input's messages carry when each is a carrier of this run Rippl recorded: the
+# claims its observations saw and its turns' decisions rest on, distinct, in the order `_context`
+# gives them. `fallback` is true when that is not the whole answer (a message found nowhere, or
+# one another run of the scope wrote: `_context` records the one and hands over the other).
+_OWN_CONTEXT = (
+    f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys "
+    f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
+    "WITH root, fresh, collect(DISTINCT o.key) AS okeys, "
+    "collect(DISTINCT CASE WHEN o.run = $run.id THEN c END) AS oc, "
+    "count(CASE WHEN o.run <> $run.id AND c IS NOT NULL THEN 1 END) AS nof "
+    "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys "
+    "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
+    "WITH root, fresh, okeys, oc, nof, collect(DISTINCT m.key) AS mkeys, "
+    "collect(DISTINCT CASE WHEN m.run = $run.id THEN mc END) AS mcs, "
+    "count(CASE WHEN m.run <> $run.id AND mc IS NOT NULL THEN 1 END) AS nmf "
+    "WITH root, fresh, reduce(acc = [], x IN oc + mcs | CASE WHEN x IN acc THEN acc ELSE acc + [x] END) "
+    "AS ctx, (nof + nmf > 0 OR any(k IN $refkeys WHERE NOT k IN (okeys + mkeys))) AS fallback "
+)
+
+
+def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
+               refs: Sequence[Mapping[str, Any]], actions: Sequence[Mapping[str, Any]],
+               now: int, root: bool = False,
+               results: Sequence[Mapping[str, Any]] = ()) -> Query:
+    """`decide` for the common turn, in a query a quarter of its size: a new turn (its decision and
+    actions not recorded yet), no veto read (`told` empty), tool results to verify that Rippl
+    recorded (`results`), a model input whose every message is a carrier this run recorded
+    (`_OWN_CONTEXT`), and calls that
+    repeat no vetoed call and have no override approved. Its nodes are known to be new, so they
+    are created, not merged, and what an action repeats is known to be nothing. It records
+    exactly what `decide` would; for any other turn it writes nothing and returns no row, and the
+    caller sends `decide`. `root`: the run's node and root are believed to exist (not created
+    here: a run without them is another turn)."""
+    return Query(
+        ("" if root else _run_root(run) + "WITH 1 AS one ")
+        + "MATCH (root:Node {id: $run.claim.id}) "
+        "OPTIONAL MATCH (d0:Node {id: $decision.id}) WITH root, d0 IS NULL AS fresh "
+        + _OWN_CONTEXT
+        # the tool results of the input, each one Rippl recorded (else `_unrecorded` is needed)
+        + f"UNWIND $results + [NULL] AS r OPTIONAL MATCH (ro:{OBSERVATION} {{key: r.key}}) "
+        "WHERE ro.kind = 'tool_result' AND (r.digest IS NULL OR ro.output = r.digest) "
+        "WITH root, fresh, ctx, fallback, r, count(ro) AS recorded "
+        "WITH root, fresh, ctx, fallback, sum(CASE WHEN r IS NOT NULL AND recorded = 0 THEN 1 "
+        "ELSE 0 END) AS forged "  # (FalkorDB cannot mix a grouping key into an aggregate's expression)
+        "WITH root, fresh, ctx, fallback OR forged > 0 AS fallback "
+        "WITH root, ctx, fallback OR NOT fresh AS other UNWIND $actions AS act "
+        "OPTIONAL MATCH (x0:Node {id: act.id}) OPTIONAL MATCH (v1:Action {vkey: act.rkey}) "
+        "OPTIONAL MATCH (v2:Action {vtool: act.rtool}) "
+        f"OPTIONAL MATCH (ov:{OVERRIDE} {{vkey: act.rkey}}) "
+        "WITH root, ctx, other, count(x0) + count(v1) + count(v2) + count(ov) AS found "
+        "WHERE NOT other AND found = 0 "
+        "WITH CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
+        "WITH ants, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
+        "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, "
+        "d.reads = [a IN ants WHERE a.read_key IS NOT NULL | coalesce(a.origin, a.id)] "
+        "FOREACH (a IN ants | CREATE (a)-[:SUPPORTS {j: $decision.id}]->(d)) "
+        + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + " "
+        "WITH d UNWIND $actions AS act "
+        "CREATE (x:Node:Action) SET x += act, x.reads = d.reads, x.state = d.state "
+        "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
+        + _CREATED.format(id="act.id", kind="'Action'", after="x.state") + " "
+        "WITH d, x " + _each("x.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
+        f"WITH d, x, collect({causal_cypher.READ_PAIR}) AS reads "
+        "RETURN x.id, x.state, x.executed_at, true AS created, d.state, [] AS repeats, "
+        "NULL AS ov, NULL AS overridden, reads",
+        {"run": run, "decision": decision, "actions": list(actions), "now": now,
+         "keys": _input(run, refs, ())["keys"], "refkeys": [r["key"] for r in refs],
+         "results": [{"key": r["key"], "digest": r["digest"]} for r in results]})
 
 
 def wrote(run: Mapping[str, Any], carrier: Mapping[str, Any],
@@ -450,6 +530,39 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         {"run": run, "action": action_id, "result": result, "obs": observation, "now": now,
          "handed": handed, "read": read or {"key": None, "tool": None, "until": None,
                                             "fresh_for": None, "supersedes": False}})
+
+
+def executed_plain(run: str, action_id: str, result: Mapping[str, Any],
+                   observation: Mapping[str, Any], now: int, handed: str | None) -> Query:
+    """`executed` for the common call, in a query a third of its size: not a read tool's reading
+    (nothing to refresh or supersede), its result source new (not a retry), and its output not
+    the text another run of the scope wrote (nothing handed over). It records exactly what
+    `executed` would; for any other call it writes nothing and returns no row, and the caller
+    sends `executed`."""
+    return Query(
+        "MATCH (x:Action {id: $action}) OPTIONAL MATCH (s0:Node {id: $result.source.id}) "
+        f"OPTIONAL MATCH (w:{OBSERVATION} {{key: $handed}}) WHERE w.run <> $run "
+        "OPTIONAL MATCH (wm:Decision {key: $handed}) WHERE wm.run <> $run "
+        "WITH x, count(s0) + count(w) + count(wm) AS found WHERE found = 0 "
+        "SET x.executed_at = $now, x.exec_status = $result.status, x.output = $result.digest "
+        f"WITH x OPTIONAL MATCH (r:{RUN} {{id: $run}}) SET r.last_active = $now "
+        "WITH 1 AS one OPTIONAL MATCH (c0:Node {id: $result.claim.id}) "
+        "WITH c0 IS NULL AS new_claim, "
+        "(c0 IS NOT NULL AND c0.state <> 'IN' AND NOT coalesce(c0.retracted, false) "
+        " AND coalesce(c0.pending, 0) = 0) AS shifts "
+        "CREATE (s:Node:Source) SET s += $result.source, s.state = 'IN' "
+        + _CREATED.format(id="$result.source.id", kind="'Source'", after="'IN'") + " "
+        "FOREACH (_ IN CASE WHEN new_claim THEN [1] ELSE [] END | "
+        "CREATE (c:Node:Claim) SET c += $result.claim, c.state = 'IN' "
+        + _CREATED.format(id="$result.claim.id", kind="'Claim'", after="'IN'") + ") "
+        "WITH s, shifts MATCH (c:Node {id: $result.claim.id}) "
+        "FOREACH (_ IN CASE WHEN shifts THEN [] ELSE [1] END | "
+        "CREATE (s)-[:SUPPORTS {j: $result.source.id}]->(c)) "
+        f"MERGE (o:{OBSERVATION} {{id: $obs.id}}) ON CREATE SET o += $obs "
+        f"MERGE (o)-[:{SAW}]->(c) "
+        "RETURN c.state, NOT shifts, [] AS ended",
+        {"run": run, "action": action_id, "result": result, "obs": observation, "now": now,
+         "handed": handed})
 
 
 def mark_executed(action_id: str, at: int, digest: str | None) -> Query:

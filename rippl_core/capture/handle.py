@@ -3,17 +3,21 @@ operation of `rippl_core.capture.run`."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from rippl_core._runtime.validation import SequenceNotStr
 from rippl_core.capture import run as ops
-from rippl_core.capture.run import RunRef
+from rippl_core.capture.run import Carriers, RunRef
 from rippl_core.models import Policy, RepeatScopes, ToolCall, Verdict
 
 if TYPE_CHECKING:
     from rippl_core._runtime.driver import AsyncDriver, SyncDriver
+
+# what each client (its driver) knows it recorded, shared by every run handle it makes
+_CARRIERS: weakref.WeakKeyDictionary[Any, Carriers] = weakref.WeakKeyDictionary()
 
 
 class _RunHandle[D: (SyncDriver, AsyncDriver)]:
@@ -29,6 +33,7 @@ class _RunHandle[D: (SyncDriver, AsyncDriver)]:
                  repeat_scope: RepeatScopes = "args") -> None:
         self._driver, self.ref, self.policy = driver, run, ops.capture_policy(policy)
         self.repeat_scope = ops.check_repeat_scope(repeat_scope)
+        self._carriers = _CARRIERS.setdefault(driver, Carriers())
 
     @property
     def id(self) -> str:
@@ -76,7 +81,8 @@ class Run(_RunHandle["SyncDriver"]):
         claim that it is genuine. Returns the verdict on each call, in order."""
         return self._driver.run(lambda: ops.decide(
             self.ref, turn, calls, context=context, told=told, policy=self._policy(policy),
-            repeat_scope=self._repeats(repeat_scope), inputs=inputs, results=results))
+            repeat_scope=self._repeats(repeat_scope), inputs=inputs, results=results,
+            carriers=self._carriers))
 
     def wrote(self, ref: str, *, context: SequenceNotStr[str] | None = None,
               told: SequenceNotStr[str] = (), kind: str = "message",
@@ -85,7 +91,8 @@ class Run(_RunHandle["SyncDriver"]):
         messages `context` (as for `decide`): a later turn whose input holds it rests on what it
         carries. Returns the claims it carries."""
         return self._driver.run(lambda: ops.wrote(self.ref, ref, context=context, told=told,
-                                                  kind=kind, inputs=inputs))
+                                                  kind=kind, inputs=inputs,
+                                                  carriers=self._carriers))
 
     def judge(self, call: ToolCall, *, policy: Policy | None = None,
               repeat_scope: RepeatScopes | None = None) -> Verdict:
@@ -102,7 +109,8 @@ class Run(_RunHandle["SyncDriver"]):
         later are denied as stale until the agent reads again); `reads`: the tool is a read, so a
         reading of another output supersedes this one (default: True when `fresh_for` is given)."""
         return self._driver.run(lambda: ops.executed(self.ref, call, output, ok=ok,
-                                                     fresh_for=_seconds(fresh_for), reads=reads))
+                                                     fresh_for=_seconds(fresh_for), reads=reads,
+                                                     carriers=self._carriers))
 
     def close(self) -> None:
         """Close the run: `prune_runs` may then remove its capture."""
@@ -142,7 +150,8 @@ class AsyncRun(_RunHandle["AsyncDriver"]):
         claim that it is genuine. Returns the verdict on each call, in order."""
         return await self._driver.run(lambda: ops.decide(
             self.ref, turn, calls, context=context, told=told, policy=self._policy(policy),
-            repeat_scope=self._repeats(repeat_scope), inputs=inputs, results=results))
+            repeat_scope=self._repeats(repeat_scope), inputs=inputs, results=results,
+            carriers=self._carriers))
 
     async def wrote(self, ref: str, *, context: SequenceNotStr[str] | None = None,
                     told: SequenceNotStr[str] = (), kind: str = "message",
@@ -151,7 +160,8 @@ class AsyncRun(_RunHandle["AsyncDriver"]):
         messages `context` (as for `decide`): a later turn whose input holds it rests on what it
         carries. Returns the claims it carries."""
         return await self._driver.run(lambda: ops.wrote(self.ref, ref, context=context, told=told,
-                                                        kind=kind, inputs=inputs))
+                                                        kind=kind, inputs=inputs,
+                                                  carriers=self._carriers))
 
     async def judge(self, call: ToolCall, *, policy: Policy | None = None,
                     repeat_scope: RepeatScopes | None = None) -> Verdict:
@@ -168,7 +178,8 @@ class AsyncRun(_RunHandle["AsyncDriver"]):
         later are denied as stale until the agent reads again); `reads`: the tool is a read, so a
         reading of another output supersedes this one (default: True when `fresh_for` is given)."""
         return await self._driver.run(lambda: ops.executed(
-            self.ref, call, output, ok=ok, fresh_for=_seconds(fresh_for), reads=reads))
+            self.ref, call, output, ok=ok, fresh_for=_seconds(fresh_for), reads=reads,
+            carriers=self._carriers))
 
     async def close(self) -> None:
         """Close the run: `prune_runs` may then remove its capture."""

@@ -84,6 +84,55 @@ class RunRef:
                 "claim": {**claim, "run": self.id}}
 
 
+class Carriers:
+    """Which carrier keys this client recorded for which run: a hint that picks the smaller
+    decide query (`cypher.decide_own`) for a turn whose every message is a carrier of its own run,
+    never a guarantee (that query checks it, and defers to `cypher.decide` when it does not hold),
+    so a stale entry (a run pruned, a message another run recorded) costs a round trip, never a
+    wrong record. `sure` entries were recorded by this run's own operations; the others are
+    messages a full decide found or recorded. Bounded: the oldest entries are forgotten."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._keys: dict[str, tuple[str, bool] | None] = {}
+
+    def mark(self, run: str, keys: Sequence[str], *, sure: bool) -> None:
+        for key in keys:
+            if not sure and key in self._keys:
+                continue
+            self._keys.pop(key, None)
+            self._keys[key] = (run, sure)
+        while len(self._keys) > self.LIMIT:
+            del self._keys[next(iter(self._keys))]
+
+    def mark_run(self, run: str) -> None:
+        """The run's node and root exist (this client recorded something of it)."""
+        self.mark(run, [f"\x00{run}"], sure=True)
+
+    def knows_run(self, run: str) -> bool:
+        return self.own(run, [f"\x00{run}"])
+
+    def mark_vetoed(self, run: str) -> None:
+        """A call of the run was denied: its later calls may repeat it (the whole query)."""
+        self.mark(run, [f"\x01{run}"], sure=True)
+
+    def common(self, run: str, keys: Sequence[str]) -> bool:
+        """Whether a turn of `run` on messages `keys` is likely the common turn (`decide_own`)."""
+        return self.own(run, keys) and not self.own(run, [f"\x01{run}"])
+
+    def own(self, run: str, keys: Sequence[str]) -> bool:
+        """Whether every key is known as a carrier of `run`."""
+        return all((entry := self._keys.get(key)) is not None and entry[0] == run for key in keys)
+
+    def doubt(self, keys: Sequence[str]) -> None:
+        """The smaller query found these are not all the run's own: keep the guessed ones off."""
+        for key in keys:
+            entry = self._keys.get(key)
+            if entry is None or not entry[1]:
+                self._keys[key] = None
+
+
 def capture_policy(policy: Policy) -> Policy:
     """The policy of a captured run: `unknown` is "record" unless the caller chose it (a policy
     that says unknown="deny" is a strict allow-list: calls no declared action matches are
@@ -139,8 +188,10 @@ def observe(run: RunRef, claims: SequenceNotStr[str], *, ref: str | None, kind: 
 def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: SequenceNotStr[str] | None,
            told: SequenceNotStr[str], policy: Policy, repeat_scope: RepeatScopes = "args",
            inputs: SequenceNotStr[str] = (),
-           results: Mapping[str, str | None] | None = None) -> Op[list[Verdict]]:
-    """Record a model turn that emits `calls` and judge each call (see the module docstring)."""
+           results: Mapping[str, str | None] | None = None,
+           carriers: Carriers | None = None) -> Op[list[Verdict]]:
+    """Record a model turn that emits `calls` and judge each call (see the module docstring).
+    `carriers`: what this client knows it recorded (chooses the smaller query; see `Carriers`)."""
     turn = check_id(turn, what="turn id")
     if isinstance(calls, ToolCall) or not calls:
         raise InvalidInputError("calls must be a non-empty list of ToolCall (the turn's calls)")
@@ -155,13 +206,33 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
                                         ids.decision(run.id, turn, named)), run.id, now, turn=turn,
                                key=run.key(turn))
     keys = sorted({k for c in named for k in (c.key, call_key(c.tool, None))})
-    commit = Commit([cypher.decide(run.props(now), decision, refs, told_ids, actions, now,
-                                   _results(run, results, told_ids, now)),
-                     cypher.declared(keys, _pinned(calls))], blind=True)
-    try:  # one round trip: the turn recorded, its context set computed, declared matches read
-        replies = yield commit
-    except ConflictError:  # the same turn recorded concurrently: this time it finds it
-        replies = yield commit
+    checked = _results(run, results, told_ids, now)
+    declared_query = cypher.declared(keys, _pinned(calls))
+    replies: list[Any] = []
+    ref_keys = [r["key"] for r in refs or ()]
+    if refs is not None and not told_ids and carriers is not None \
+            and carriers.common(run.id, ref_keys):  # the common turn: a smaller query
+        root = carriers.knows_run(run.id)  # then only the ids of the run and its root are read
+        smaller = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)}}
+                                        if root else run.props(now), decision, refs, actions, now,
+                                        root=root, results=checked), declared_query], blind=True)
+        try:
+            replies = yield smaller
+        except ConflictError:
+            replies = yield smaller
+        if not replies[0]:
+            carriers.doubt(ref_keys)
+    if not replies or not replies[0]:  # any other turn: the whole query
+        commit = Commit([cypher.decide(run.props(now), decision, refs, told_ids, actions, now,
+                                       checked), declared_query], blind=True)
+        try:  # one round trip: the turn recorded, its context set computed, declared matches read
+            replies = yield commit
+        except ConflictError:  # the same turn recorded concurrently: this time it finds it
+            replies = yield commit
+    if carriers is not None:
+        carriers.mark(run.id, [decision["key"]], sure=True)
+        carriers.mark(run.id, ref_keys, sure=False)
+        carriers.mark_run(run.id)
     rows = {row[0]: row for row in replies[0]}
     declared = replies[1]
     verdicts = []
@@ -172,11 +243,14 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
         verdict = yield from _verdict(run, named_call, own, _matching(declared, call, named_call,
                                                                       own.row[0]), call, policy)
         verdicts.append(verdict)
+    if carriers is not None and not all(v.allowed for v in verdicts):
+        carriers.mark_vetoed(run.id)
     return verdicts
 
 
 def wrote(run: RunRef, ref: str, *, context: SequenceNotStr[str] | None,
-          told: SequenceNotStr[str], kind: str, inputs: SequenceNotStr[str] = ()) -> Op[list[str]]:
+          told: SequenceNotStr[str], kind: str, inputs: SequenceNotStr[str] = (),
+          carriers: Carriers | None = None) -> Op[list[str]]:
     """Record that the model wrote the message `ref` (a text reply, a summary) from an input whose
     messages are `context`, less what the vetoes it read (`told`) named: later turns whose input
     holds it rest on what it carries. Its first recording stands. Returns the claims it carries."""
@@ -187,6 +261,9 @@ def wrote(run: RunRef, ref: str, *, context: SequenceNotStr[str] | None,
     carrier = {"id": ids.carrier(run.id, ref), "run": run.id, "ref": ref, "key": run.key(ref),
                "kind": kind, "at": now}
     replies = yield Commit([cypher.wrote(run.props(now), carrier, refs, told_ids, now)], blind=True)
+    if carriers is not None:
+        carriers.mark(run.id, [run.key(ref)], sure=True)
+        carriers.mark_run(run.id)
     return sorted({row[0] for row in replies[0] if row[0] is not None})
 
 
@@ -432,7 +509,8 @@ def _edited(run: RunRef, call: ToolCall, named: ids.Call, *, decision: str | Non
 
 @telemetry.traced(telemetry.EXECUTED)
 def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
-             fresh_for: float | None = None, reads: bool | None = None) -> Op[str]:
+             fresh_for: float | None = None, reads: bool | None = None,
+             carriers: Carriers | None = None) -> Op[str]:
     """Mark a captured call executed and record its output as an observation of the run (a
     `tool_result` source for this call: a reading; and the claim "`tool(args)` returned …"), in
     one commit. Returns the result claim's id. An output that makes an existing claim hold again
@@ -467,14 +545,20 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
                    "ref": named.ref, "key": run.key(named.ref), "kind": "tool_result", "at": now,
                    "output": digest}
 
-    def record(action_id: str) -> Commit:
+    handed = run.key(ids.text_ref(ids.output_text(output)))
+
+    def record(action_id: str, plain: bool = False, announce: bool = True) -> Commit:
         event = {"type": "action_executed", "node": action_id, "kind": Kind.ACTION.value,
                  "cause": "capture", "at": iso(now)}
-        return Commit([cypher.executed(run.id, action_id, result, observation, now,
-                                       run.key(ids.text_ref(ids.output_text(output))), read)],
-                      [event], blind=True)
+        query = (cypher.executed_plain(run.id, action_id, result, observation, now, handed)
+                 if plain else
+                 cypher.executed(run.id, action_id, result, observation, now, handed, read))
+        return Commit([query], [event] if announce else [], blind=True)
 
-    replies = yield record(ids.action(run.id, named))  # the action its turn recorded: one round trip
+    own_action = ids.action(run.id, named)  # the action its turn recorded: one round trip
+    replies = yield record(own_action, plain=read is None)
+    if read is None and not replies[0]:  # not the common call (or not this action): in full,
+        replies = yield record(own_action, announce=False)  # its event already sent
     if not replies[0]:  # args that differ from every recorded call: the call id names the action
         found = yield cypher.captured(run.id, [named.ref])
         if not found:
@@ -488,6 +572,8 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
         yield Commit([], [{"type": "reading_superseded", "node": old, "kind": Kind.CLAIM.value,
                            "by": claim_id, "run": run.id, "at": iso(now)} for old in ended],
                      blind=True)
+    if carriers is not None and replies[0]:
+        carriers.mark(run.id, [run.key(named.ref)], sure=True)
     return claim_id
 
 

@@ -17,7 +17,6 @@ from rippl_core._runtime.validation import check_id
 from rippl_core._runtime.wire import Query
 from rippl_core.causal import cypher, freshness, preflight
 from rippl_core.causal.tms import Premise, Region, label
-from rippl_core.causal.walk import walk
 from rippl_core.errors import NotFoundError
 from rippl_core.models import Blocker, Policy, StatusChange, ToolCall, Verdict
 from rippl_core.vocabulary import Kind, State, public_status
@@ -127,25 +126,46 @@ class View:
     infos: dict[str, _Info]
 
 
-def view_at(ids: Sequence[str], t: int, known: int) -> Op[View]:
+def view_at(ids: Sequence[str], t: int, known: int,
+            extra: Sequence[Query] = ()) -> Op[tuple[View, list[Any]]]:
     """The states of `ids` at valid time `t` as known at `known`, right by construction: the own
     retraction state of every node of their ancestry at that time, then truth maintenance over
     the ancestry (the graph's structure is today's; a node Rippl learned of after `known` was
-    not there). After the walk, one round trip reads what the ancestry's nodes are, their own
-    retraction records and their justifications."""
-    visits = yield from walk(ids, down=False)
-    nodes = list(dict.fromkeys([*ids, *visits]))
+    not there). The ancestry is read a level a round trip, each level with what its nodes are,
+    their own retraction records and their incoming edges (which name the next level); `extra`
+    queries ride along with the first round trip, and their replies are returned with the view."""
+    nodes: list[str] = list(dict.fromkeys(ids))
+    seen = set(nodes)
     infos: dict[str, _Info] = {}
     changes: list[tuple[Any, ...]] = []
     support: list[tuple[Any, ...]] = []
-    for start in range(0, len(nodes), READ_CHUNK):
-        chunk = nodes[start:start + READ_CHUNK]
-        times, own_rows, support_rows = yield Batch(
-            cypher.node_times(chunk), cypher.own_changes_of(chunk, known), cypher.step_up_all(chunk))
-        for node, kind, state, created, executed in times:
-            infos[node] = _Info(Kind(kind), State(state), created, executed)
-        changes += own_rows
-        support += support_rows
+    extra_replies: list[Any] = []
+    frontier = list(nodes)
+    first = True
+    while frontier:
+        found: list[str] = []
+        for start in range(0, len(frontier), READ_CHUNK):
+            chunk = frontier[start:start + READ_CHUNK]
+            ride = list(extra) if first else []
+            first = False
+            replies = yield Batch(cypher.node_times(chunk), cypher.own_changes_of(chunk, known),
+                                  cypher.step_up_all(chunk), *ride)
+            times, own_rows, support_rows = replies[:3]
+            extra_replies += replies[3:]
+            for node, kind, state, created, executed in times:
+                infos[node] = _Info(Kind(kind), State(state), created, executed)
+            changes += own_rows
+            support += support_rows
+            for node, _j, parent, _kind in support_rows:
+                if node in infos and infos[node].kind is Kind.SOURCE:
+                    continue  # nothing rests under a source: its ancestry is not walked
+                if parent not in seen:  # the next level
+                    seen.add(parent)
+                    found.append(parent)
+        nodes += found
+        frontier = found
+    if first and extra:  # no node to read: the extra queries alone
+        extra_replies = list((yield Batch(*extra)))
     kept = {n for n in nodes if n in infos and infos[n].known_by(known)}
     present = [n for n in nodes if n in kept]
     own = {n: p for n, p in _own_from(changes, t).items() if n in kept}
@@ -154,12 +174,12 @@ def view_at(ids: Sequence[str], t: int, known: int) -> Op[View]:
                     justifications={n: [j for j in justs.get(n, []) if set(j) <= kept]
                                     for n in present})
     labels = label(region)
-    return View({n: labels.get(n) for n in nodes}, own, region.justifications, infos)
+    return View({n: labels.get(n) for n in nodes}, own, region.justifications, infos), extra_replies
 
 
 def states_at(ids: Sequence[str], t: int, known: int) -> Op[dict[str, State | None]]:
     """Each node's state at valid time `t` as recorded by `known` (None: not known by then)."""
-    view = yield from view_at(ids, t, known)
+    view, _ = yield from view_at(ids, t, known)
     return {node: view.states.get(node) for node in ids}
 
 
@@ -181,7 +201,7 @@ def check_at(target: str | ToolCall, policy: Policy, *, as_of: TimeLike | None,
     else:
         ids = [check_id(call.action_id if call is not None else target,
                         what="action_id" if call is not None else "target")]
-    view = yield from view_at(ids, t, known)
+    view, _ = yield from view_at(ids, t, known)
     for node_id in ids:
         if view.states.get(node_id) is None:
             return _unknown_at(call, node_id, policy, when)

@@ -117,3 +117,27 @@ def test_a_captured_turn_and_its_execution_are_one_round_trip_each(rippl: Rippl,
     sent.clear()
     assert rippl.check(str(allowed.target)).allowed
     assert commands(sent) == [b"MULTI"]  # the allowed check: one read, freshness included
+
+
+def test_asking_a_belief_as_of_a_past_time_is_two_round_trips(rippl: Rippl,
+                                                              sent: list[bytes]) -> None:
+    """The interval holding then; then the claim's and the evidence's ancestry with their
+    retraction records and the evidence's states now, in one round trip when the evidence is
+    what the claim rests on (a level more of ancestry is a round trip more)."""
+    import time
+    from datetime import UTC, datetime
+
+    rippl.add_source("SRC", "a report")
+    rippl.add_claim("C1", "a claim", sources=["SRC"])
+    rippl.believe("agent", "C1", topic="topic", evidence=["SRC"])
+    time.sleep(0.01)
+    before = datetime.now(UTC)
+    time.sleep(0.01)
+    rippl.retract("SRC", reason="found false", by="test")
+    sent.clear()
+    belief = rippl.ask("agent", "topic", as_of=before, known_at=before)
+    assert commands(sent) == [b"MULTI", b"MULTI"]
+    assert belief is not None and belief.claim_state is State.IN  # not retracted yet then
+    assert belief.claim_state_now is State.OUT and belief.retracted_evidence == []
+    now = rippl.ask("agent", "topic", as_of=datetime.now(UTC))
+    assert now is not None and now.claim_state is State.OUT

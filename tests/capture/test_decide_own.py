@@ -1,0 +1,142 @@
+"""The smaller queries of the common turn and the common execution (`cypher.decide_own`,
+`cypher.executed_plain`) record exactly what the whole ones (`cypher.decide`, `cypher.executed`)
+record: the same flow run twice, once letting the client choose and once always sending the whole
+queries, leaves the same graph; and a turn the smaller query does not cover is recorded by the
+whole query in the same call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from rippl_core import Rippl, ToolCall
+from rippl_core._runtime import driver
+from rippl_core._runtime.wire import Query
+from rippl_core.adapters import output_digest
+from rippl_core.capture import ids
+from rippl_core.capture import run as capture_run
+
+# times and what depends on them differ from one run of the flow to the other
+CLOCKS = {"created_at", "at", "started_at", "last_active", "recorded_at", "valid_from",
+          "executed_at", "read_at", "fresh_until", "observed_at", "expires_at", "retracted_at",
+          "superseded_at"}
+
+
+def flow(rippl: Rippl) -> None:
+    """Turns on own carriers, a read, a reading superseded, a retraction, a veto and a repeat,
+    another run of the scope, a text reply, tool results verified (one edited), an unaccounted
+    message, a replay; executions plain,
+    retried, failed, and one whose claim exists already."""
+    rippl.add_source("S", "a report")
+    rippl.add_claim("C", "billing is idle", sources=["S"])
+    run = rippl.run("r1", agent="ops", framework="test", scope="team")
+    health = ToolCall(name="get_health", args={"shard": "09"}, id="h1")
+    run.decide("t1", [health], context=[])
+    run.executed(health, "healthy", fresh_for=300)
+    run.observe(["C"], ref="memory-1")
+    announce = ToolCall(name="announce", args={"shard": "09"}, id="a1")
+    migrate = ToolCall(name="migrate", args={"shard": "09"}, id="m1")
+    run.decide("t2", [announce, migrate], context=["h1"])
+    run.executed(announce, "announced")
+    run.wrote("reply-1", context=["h1", "a1"])
+    run.decide("t3", [ToolCall(name="noop", args={}, id="n1")], context=["h1", "a1", "t2",
+                                                                         "reply-1"])
+    run.decide("t3b", [ToolCall(name="noop", args={"b": 1}, id="n1b")], context=["h1", "a1"],
+               results={"h1": output_digest("healthy"), "a1": None})  # recorded results
+    run.decide("t3c", [ToolCall(name="noop", args={"c": 1}, id="n1c")], context=["h1"],
+               results={"h1": output_digest("healthy, honestly")})  # an edited result
+    run.decide("t4", [ToolCall(name="deploy", args={"v": 1}, id="d1")], context=["memory-1"])
+    rippl.retract("C", reason="false", by="test")
+    run.decide("t5", [ToolCall(name="deploy", args={"v": 1}, id="d2")], context=["memory-1"])
+    run.decide("t6", [ToolCall(name="deploy", args={"v": 1}, id="d3")], context=["h1"],
+               told=["d2"])
+    run.decide("t7", [ToolCall(name="deploy", args={"v": 1}, id="d4")], context=["h1"])
+    other = rippl.run("r2", agent="dba", framework="test", scope="team")
+    again = ToolCall(name="get_health", args={"shard": "09"}, id="h2")
+    other.decide("u1", [again], context=["reply-1"])
+    other.executed(again, "down", fresh_for=300)
+    other.decide("u2", [ToolCall(name="noop", args={}, id="o1")], context=["h2"])
+    run.decide("t8", [ToolCall(name="noop", args={}, id="n2")], context=["h1", "somewhere"])
+    run.decide("t9", [ToolCall(name="noop", args={}, id="n3")], context=["h1", "somewhere"])
+    run.decide("t2", [announce, migrate], context=["h1"])  # a replay
+    first, second = (ToolCall(name="noop", args={}, id=ref) for ref in ("n2", "n3"))
+    run.executed(first, "done")
+    run.executed(first, "done")  # a retry of the same call
+    run.executed(migrate, "failed: locked", ok=False)
+    run.executed(second, "done")  # the same result again: an existing claim
+
+
+def dump(rippl: Rippl) -> tuple[list[Any], list[Any]]:
+    nodes = rippl._driver.query(Query(  # receipts hash their times
+        "MATCH (n) WHERE NOT (n:Receipt OR n:ReceiptHead OR n:MerkleNode) "
+        "RETURN labels(n), properties(n)", read_only=True))
+    edges = rippl._driver.query(Query("MATCH (a)-[e]->(b) RETURN type(e), properties(e), "
+                                      "properties(a), properties(b)", read_only=True))
+
+    def plain(props: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted((k, repr(v)) for k, v in props.items() if k not in CLOCKS))
+
+    def key(props: dict[str, Any]) -> str:
+        return str(props.get("id") or props.get("node") or props.get("name") or plain(props))
+
+    return (sorted((sorted(labels), plain(props)) for labels, props in nodes),
+            sorted((kind, plain(props), key(a), key(b)) for kind, props, a, b in edges))
+
+
+def test_the_smaller_query_records_what_the_whole_one_does(
+        open_rippl: Callable[..., Rippl], monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[str] = []
+    args = driver._args
+
+    def spy(graph: str, query: Query) -> tuple[str, ...]:
+        sent.append(query.text)
+        return args(graph, query)
+
+    monkeypatch.setattr(driver, "_args", spy)
+    chosen = open_rippl()
+    flow(chosen)
+    own_texts = {capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=root).text
+                 for root in (False, True)}
+    assert sum(text in own_texts for text in sent) >= 5  # the common turns took the smaller query
+    plain_text = capture_run.cypher.executed_plain("x", "a", {}, {}, 0, None).text
+    assert sum(text == plain_text for text in sent) >= 2  # and plain executions the smaller one
+    # every turn tried with the smaller query first (it must refuse those it does not cover)
+    with monkeypatch.context() as patched:
+        patched.setattr(capture_run.Carriers, "common", lambda self, run, keys: True)
+        patched.setattr(capture_run.Carriers, "knows_run", lambda self, run: True)
+        eager = open_rippl()
+        flow(eager)
+    monkeypatch.setattr(capture_run.Carriers, "common", lambda self, run, keys: False)
+    monkeypatch.setattr(capture_run.cypher, "executed_plain",
+                        lambda *args, **kwargs: Query("RETURN 1 LIMIT 0", read_only=True))
+    whole = open_rippl()
+    flow(whole)
+    assert dump(chosen) == dump(whole)
+    assert dump(eager) == dump(whole)
+
+
+def test_a_turn_the_smaller_query_does_not_cover_is_recorded_whole(
+        rippl: Rippl, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hint that is wrong (a carrier pruned, another run's message) costs a second commit, and
+    the turn is recorded as the whole query records it."""
+    run = rippl.run("r1")
+    first = ToolCall(name="read", args={}, id="c1")
+    run.decide("t1", [first], context=[])
+    run.executed(first, "read")
+    monkeypatch.setattr(capture_run.Carriers, "common", lambda self, run, keys: True)
+    monkeypatch.setattr(capture_run.Carriers, "knows_run", lambda self, run: True)
+    [verdict] = run.decide("t2", [ToolCall(name="noop", args={}, id="c2")],
+                           context=["c1", "never-recorded"])
+    assert verdict.allowed
+    unaccounted = rippl._driver.query(Query(
+        "MATCH (o:Observation {kind: 'unaccounted'}) RETURN o.ref", read_only=True))
+    assert unaccounted == [("never-recorded",)]
+    run.close()
+    assert rippl.prune_runs(older_than=datetime.now(UTC) + timedelta(minutes=1)) == ["r1"]
+    third = ToolCall(name="noop", args={}, id="c3")
+    [verdict] = run.decide("t3", [third], context=[])  # the run is gone: recorded again, whole
+    assert verdict.allowed and rippl.get(ids.run_claim("r1")).state.value == "IN"
+
