@@ -53,9 +53,9 @@ wave, the call still waiting is vetoed and the two that ran are listed to compen
     GROQ_API_KEY=... uv run python examples/langgraph_ops_agent.py   # story 1 with a Groq model
 
 The live mode needs `pip install langchain-groq`; without it (or without a key) the scripted model
-runs (stories 2, 3 and notices are always scripted). Options: --story 1|2|3|notices|all, --db PATH (embedded database file,
-default a temporary one), --url falkordb://host:port (a server), --offline, --decision
-approve|reject (the human's answer to the retraction review, in both stories).
+runs (stories 2, 3 and notices are always scripted). Options: --story 1|2|3|notices|all, --db PATH
+(embedded database file, default a temporary one), --url falkordb://host:port (a server), --offline,
+--decision approve|reject (the human's answer to the retraction review, in both stories).
 """
 
 from __future__ import annotations
