@@ -51,7 +51,7 @@ The operator's RipplMemory injects what it currently believes before each model 
 retraction the shard-09 belief is gone from its context.
 
     uv run python examples/autogen_ops_team.py               # offline: scripted models, seconds
-    uv run python examples/autogen_ops_team.py --story captured   # or handover, declared
+    uv run python examples/autogen_ops_team.py --story captured   # or handover, declared, notices
     GROQ_API_KEY=... uv run python examples/autogen_ops_team.py   # a Groq model (OpenAI-compatible)
 
 The live mode uses autogen-ext's OpenAIChatCompletionClient, which needs
