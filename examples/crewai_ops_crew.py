@@ -1,4 +1,4 @@
-"""A CrewAI ops crew guarded by Rippl: three stories.
+"""A CrewAI ops crew guarded by Rippl: four stories.
 
 **The captured story** (nothing declared in advance). Rippl records what each call of the crew
 rests on as it runs (provenance capture, the hooks' default):
@@ -41,13 +41,24 @@ The crew's memory lives in the same graph (RipplStorage): after the retraction, 
 returns "shard 09 is healthy", and recall as of before the retraction still shows what was
 believed then.
 
+**The notices story** (scripted models, native calls; `rippl demo --story notices` told by crews).
+The health check is a read fresh for five minutes (`tool_settings`); a demo clock lets time pass.
+A capacity planner reads shard 09 ("healthy") and decides to wait for the nightly window, then
+resize; while it waits, the ops agent reads the same health and twelve minutes later migrates on
+it: denied as stale; the model reads again and sees "degraded"; the planner's resize is then denied
+as superseded, naming the newer reading. Then three crews read pages of evil.example and act on
+them; while the third one's call waits, an alert proposes retracting everything `fetch_url`
+returned from that domain and a human approves one wave: the waiting call is vetoed and the calls
+that ran are listed to compensate.
+
     uv run python examples/crewai_ops_crew.py                # offline: a scripted model, seconds
     GROQ_API_KEY=... uv run python examples/crewai_ops_crew.py   # a Groq model
 
-Options: --story captured|handover|declared|all (default all), --native (the scripted model uses native
-function calling instead of ReAct text), --db PATH (embedded database file, default a temporary
-one), --url falkordb://host:port (a server), --offline (scripted even with a key; the captured
-story is always scripted, its human too).
+Options: --story captured|handover|declared|notices|all (default all), --native (the scripted model
+uses native function calling instead of ReAct text; the notices story always does), --db PATH
+(embedded database file, default a temporary one), --url falkordb://host:port (a server), --offline
+(scripted even with a key; the captured and notices stories are always scripted, the captured
+story's human too).
 """
 
 from __future__ import annotations
