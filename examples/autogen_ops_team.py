@@ -104,7 +104,7 @@ from autogen_core.models import (
     ModelInfo,
     RequestUsage,
 )
-from autogen_core.tools import FunctionTool, StaticStreamWorkbench
+from autogen_core.tools import BaseTool, FunctionTool, StaticStreamWorkbench
 from autogen_ext.models.replay import ReplayChatCompletionClient
 from rippl_autogen import Guard, RipplMemory, RipplModelClient, RipplWorkbench, register_rippl
 from rippl_autogen.runs import Turn
@@ -637,7 +637,7 @@ class NoticesOutcome:
                 and "denied as superseded" in self.denials[1]
                 and "Premise Retracted" in self.denials[2] and self.reviews_before_alert == 0
                 and acted == ["post_summary", "send_email"]
-                and sorted(c.tool for c in self.compensations) == ["post_summary", "send_email"])
+                and sorted(str(c.tool) for c in self.compensations) == ["post_summary", "send_email"])
 
 
 class HeldTurn(RipplModelClient):
@@ -658,7 +658,7 @@ class HeldTurn(RipplModelClient):
         return turn
 
 
-def notices_tools(outcome: NoticesOutcome, health: dict[str, str]) -> list[FunctionTool]:
+def notices_tools(outcome: NoticesOutcome, health: dict[str, str]) -> list[BaseTool[Any, Any]]:
     """Every tool of the story. They only record what ran: this is a demo."""
 
     async def get_shard_health(shard: str) -> str:
@@ -702,7 +702,7 @@ def notices_tools(outcome: NoticesOutcome, health: dict[str, str]) -> list[Funct
 
 
 def _held_agent(rippl: AsyncRippl, name: str, run: str, model: ChatCompletionClient,
-                tools: list[FunctionTool], hold: str) -> tuple[AssistantAgent, HeldTurn]:
+                tools: list[BaseTool[Any, Any]], hold: str) -> tuple[AssistantAgent, HeldTurn]:
     """An agent wired by hand (what `register_rippl` does, with the holding wrapper): one guard
     shared by its model-client wrapper and its workbench."""
     guard = Guard(rippl, agent=name, run=run, tool_settings=NOTICES_SETTINGS)

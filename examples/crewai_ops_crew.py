@@ -628,7 +628,7 @@ class LiveHealthTool(BaseTool):
 
     def _run(self, shard: str) -> str:
         self.ops.ran.append((self.name, {"shard": shard}))
-        return self.health.get(shard, f"shard {shard}: unknown")
+        return str(self.health.get(shard, f"shard {shard}: unknown"))
 
 
 def notices_tools(ops: Ops, health: dict[str, str]) -> dict[str, BaseTool]:
