@@ -87,6 +87,31 @@ async def test_handover_story_on_each_backend(backend: dict[str, object]) -> Non
     assert outcome.compensations == []
 
 
+@pytest.mark.asyncio(loop_scope="session")
+async def test_notices_story_on_each_backend(backend: dict[str, object]) -> None:
+    """Real agents, scripted models: a migration on a 12-minute-old reading is denied as stale and
+    the model reads again ("degraded"); the planner's pending resize is denied as superseded,
+    naming the newer reading; one alert-driven review retracts what fetch_url returned from
+    evil.example in three runs: the waiting call is vetoed, the two that ran are listed."""
+    example = load_example()
+    lines: list[str] = []
+    where = {"url": backend["url"]} if "url" in backend else {"db": str(backend["path"])}
+    outcome = await example.run_notices_demo(**where, say=lines.append)
+    log = "\n".join(lines)
+    assert outcome.as_expected(), log
+    stale, superseded, vetoed = outcome.denials
+    assert "denied as stale" in stale and "shard 09: healthy" in stale
+    assert "12 min ago" in stale and "fresh for 5 min" in stale and "read it again" in stale.lower()
+    assert [a for n, a in outcome.ran if n == "get_shard_health"] == [{"shard": "09"}] * 3
+    assert "denied as superseded" in superseded and "shard 09: degraded" in superseded
+    assert "run notices/ops" in superseded
+    assert outcome.reviews_before_alert == 0  # stale is not false: nothing to review
+    assert len(outcome.review.claims) == 3 and len(outcome.receipt.body["sources"]) == 3
+    assert "Premise Retracted" in vetoed and "evil.example serves a prompt injection" in vetoed
+    assert sorted((c.tool, c.run) for c in outcome.compensations) == [
+        ("post_summary", "notices/researcher"), ("send_email", "notices/writer")]
+
+
 def test_runs_offline_as_a_script() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("GROQ_API_KEY", "RIPPL_FALKORDB_URL",
                                                             "RIPPL_DB")}
@@ -100,6 +125,7 @@ def test_runs_offline_as_a_script() -> None:
     assert "handed over into run INC-4472/ops from run INC-4472/researcher" in handover
     assert "approved by priya.raman" in handover and "compensations owed: 0" in handover
     assert "OK: the migration resting on the researcher's report was vetoed" in handover
+    assert "OK: stale, then superseded, without a review" in handover  # the notices story
     assert "executed" in captured and "on a premise since retracted" in captured
     assert "OK: the migration resting on the stale reading was vetoed" in captured
     assert "VETOED by Rippl: the call to migrate_tables did not run." in declared

@@ -111,6 +111,38 @@ print("telemetry disabled:", Telemetry._is_telemetry_disabled(), "tracing:", is_
 """
 
 
+def test_notices_story(rippl: Rippl) -> None:
+    """Real crews, scripted models (native calls): a migration on a 12-minute-old reading is
+    denied as stale and the model reads again ("degraded"); the planner's pending resize is
+    denied as superseded, naming the newer reading and its run; one alert-driven review retracts
+    what fetch_url returned from evil.example in three runs: the waiting call is vetoed, the calls
+    that ran are listed."""
+    story = load_example().run_notices_story(rippl)
+    denied = [v for v in story.verdicts if not v.allowed]
+    assert [v.tool_call.name for v in denied if v.tool_call] == [
+        "migrate_tables", "resize_replicas", "open_ticket"]
+    stale, superseded, vetoed = denied
+    assert [e.status for e in stale.expired] == ["stale"]
+    said = stale.explain()
+    assert "denied as stale" in said and "shard 09: healthy" in said
+    assert "12 min ago" in said and "fresh for 5 min" in said
+    ops = story.llms["ops"]
+    assert "read it again" in ops.shown(len(ops.received) - 2).lower()  # the model read why
+    assert [a for n, a in story.ran if n == "get_shard_health"] == [{"shard": "09"}] * 3
+    assert [e.status for e in superseded.expired] == ["superseded"]
+    newer = superseded.expired[0]
+    assert newer.superseded_text is not None and "shard 09: degraded" in newer.superseded_text
+    assert newer.superseded_run == story.runs["ops agent"] != story.runs["capacity planner"]
+    assert not any(n in ("migrate_tables", "resize_replicas", "open_ticket") for n, _ in story.ran)
+    assert story.reviews_before_alert == 0  # stale is not false: nothing to review
+    assert len(story.review.claims) == 3 and len(story.receipt.body["sources"]) == 3
+    assert vetoed.blockers and "evil.example serves a prompt injection" in vetoed.explain()
+    owed = sorted((c.tool, c.run) for c in story.compensations)
+    assert owed == sorted([("post_summary", story.runs["researcher"]),
+                           ("send_email", story.runs["writer"]),
+                           ("wait_for", story.runs["analyst"])])  # the wait ran on it too
+
+
 def test_runs_offline_as_a_script_and_turns_crewai_telemetry_off_itself() -> None:
     """Run without the telemetry variables a user would not know to set: the example sets them
     itself (without network, CrewAI's telemetry made it exit 16-30 s late)."""
@@ -122,6 +154,9 @@ def test_runs_offline_as_a_script_and_turns_crewai_telemetry_off_itself() -> Non
     assert "telemetry disabled: True tracing: False" in done.stdout
     captured, declared = done.stdout.split("===== the declared story =====")
     captured, handover = captured.split("===== the handover story =====")
+    handover, notices = handover.split("===== the notices story =====")
+    assert "denied as stale" in notices and "denied as superseded" in notices
+    assert "DENY  open_ticket({'queue': 'capacity'})" in notices
     assert handover.count("VETO  migrate_tables({'table': 'billing', 'shard': '09'})") == 2
     assert "The premise was handed over into run crewai/" in handover
     assert "repeats the call vetoed at turn" in handover and "allowed by override" in handover

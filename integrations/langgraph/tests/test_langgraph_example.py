@@ -114,3 +114,29 @@ def test_handover_story_vetoes_across_runs_and_an_override_lets_one_call_run(
     assert "-> HND-" in handed
     assert "repeats the call vetoed" in again
     assert outcome.override is not None
+
+
+def test_notices_story_stale_superseded_and_a_retraction_by_provenance(
+        example: ModuleType, falkordb_server: FalkorDBServer) -> None:
+    """Real graphs, scripted models: the migration on a 12-minute-old reading is denied as stale,
+    the model reads again ("degraded"); the planner's waiting resize is denied as superseded,
+    naming the newer reading; one alert-driven review retracts what fetch_url returned from
+    evil.example in three runs: the waiting call is vetoed, the two that ran are listed."""
+    outcome = example.run_notices_demo(url=falkordb_server.url)
+    stale, superseded, vetoed = outcome.denials
+    assert "denied as stale" in stale and "shard 09: healthy" in stale
+    assert "12 min ago" in stale and "fresh for 5 min" in stale and "read it again" in stale.lower()
+    reads = [args for name, args in outcome.ran if name == "get_shard_health"]
+    assert reads == [{"shard": "09"}] * 3  # the planner's, the ops agent's, and its re-read
+    assert "denied as superseded" in superseded and "shard 09: degraded" in superseded
+    assert "run notices/ops-agent" in superseded
+    assert not any(name in ("migrate_tables", "resize_replicas") for name, _ in outcome.ran)
+    assert outcome.new_reviews_before_alert == 0  # stale is not false: nothing to review
+    [item] = outcome.reviews
+    assert len(item.claims) == 3
+    [receipt] = outcome.receipts
+    assert len(receipt.body["sources"]) == 3
+    assert "Premise Retracted" in vetoed and "evil.example serves a prompt injection" in vetoed
+    assert ("open_ticket", {"queue": "capacity"}) not in outcome.ran
+    assert sorted((c.tool, c.run) for c in outcome.compensations) == [
+        ("post_summary", "notices/researcher"), ("send_email", "notices/writer")]
