@@ -486,6 +486,11 @@ class ToolSettings(_Model):
     fresh_for: float | None = Field(default=None, gt=0)
     reads: bool | None = None
 
+    def __init__(self, *, repeat_scope: RepeatScope = "args",
+                 fresh_for: float | timedelta | None = None, reads: bool | None = None) -> None:
+        # spelt out so that type checkers take a timedelta too (stored as seconds)
+        super().__init__(repeat_scope=repeat_scope, fresh_for=fresh_for, reads=reads)
+
     @field_validator("fresh_for", mode="before")
     @classmethod
     def _seconds(cls, value: object) -> object:
