@@ -145,6 +145,12 @@ BENCHES: tuple[Bench, ...] = (
          lambda d: f"{d['results']['off']['p50_us'] / 1000:.3g} ms / "
                    f"{d['results']['recording']['p50_us'] / 1000:.3g} ms"),
     )),
+    Bench("ratios.json", "bench/scripts/bench_capture.py and limits (uv run rippl-bench --quick)",
+          "Capture at its floor (issue 28, items 1, 2 and 5; partial)", (
+        ("decide / executed / allowed check, each × its floor (the quick runs' reference)",
+         lambda d: " / ".join(f"{d['ratios'][f'capture.{k}']:.2f}x"
+                              for k in ("decide", "executed", "check_allowed"))),
+    )),
     Bench("carried.json", "bench/scripts/bench_carried.py",
           "Turns with many carried messages (issues 30 and 31)", (
         ("decide, 10 / 100 / 1,000 carried messages",
