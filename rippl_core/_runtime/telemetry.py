@@ -525,8 +525,9 @@ def _wave_result(wave: Wave) -> Outcome:
     return Outcome({WAVE_SIZE: len({t.id for t in wave.transitions})})  # nodes that changed
 
 
-def _claim(claim_id: str) -> Outcome:
-    return Outcome({RESULT_CLAIM: str(claim_id)})
+def _claim(recorded: Any) -> Outcome:
+    """The result claim of an execution (capture's `Recorded`, or a claim id)."""
+    return Outcome({RESULT_CLAIM: str(getattr(recorded, "claim", recorded))})
 
 
 def _verdicts(verdicts: Sequence[Verdict]) -> Outcome:
@@ -535,7 +536,7 @@ def _verdicts(verdicts: Sequence[Verdict]) -> Outcome:
 
 DECIDE: Final[Spec[..., list[Verdict]]] = Spec(_decide_start, _verdicts)
 JUDGE: Final[Spec[..., Verdict]] = Spec(_judge_start, _one)
-EXECUTED: Final[Spec[..., str]] = Spec(_executed_start, _claim)
+EXECUTED: Final[Spec[..., Any]] = Spec(_executed_start, _claim)
 PROPOSE: Final[Spec[..., ReviewItem]] = Spec(_propose_start, _review_item)
 PROPOSE_WHERE: Final[Spec[..., ReviewItem]] = Spec(_propose_where_start, _review_item)
 DECIDE_REVIEW: Final[Spec[..., Receipt]] = Spec(_decide_review_start, _receipt)

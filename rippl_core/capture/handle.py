@@ -108,9 +108,12 @@ class Run(_RunHandle["SyncDriver"]):
         result. `fresh_for` (seconds): how long the reading stays valid (calls resting on it
         later are denied as stale until the agent reads again); `reads`: the tool is a read, so a
         reading of another output supersedes this one (default: True when `fresh_for` is given)."""
-        return self._driver.run(lambda: ops.executed(self.ref, call, output, ok=ok,
-                                                     fresh_for=_seconds(fresh_for), reads=reads,
-                                                     carriers=self._carriers))
+        recorded = self._driver.run(lambda: ops.executed(self.ref, call, output, ok=ok,
+                                                         fresh_for=_seconds(fresh_for),
+                                                         reads=reads, carriers=self._carriers))
+        if recorded.sources:  # a claim that was OUT holds again: relabel what rests on it
+            self._driver.run(lambda: ops.rejoin(recorded), write=True)
+        return recorded.claim
 
     def close(self) -> None:
         """Close the run: `prune_runs` may then remove its capture."""
@@ -177,9 +180,12 @@ class AsyncRun(_RunHandle["AsyncDriver"]):
         result. `fresh_for` (seconds): how long the reading stays valid (calls resting on it
         later are denied as stale until the agent reads again); `reads`: the tool is a read, so a
         reading of another output supersedes this one (default: True when `fresh_for` is given)."""
-        return await self._driver.run(lambda: ops.executed(
+        recorded = await self._driver.run(lambda: ops.executed(
             self.ref, call, output, ok=ok, fresh_for=_seconds(fresh_for), reads=reads,
             carriers=self._carriers))
+        if recorded.sources:  # a claim that was OUT holds again: relabel what rests on it
+            await self._driver.run(lambda: ops.rejoin(recorded), write=True)
+        return recorded.claim
 
     async def close(self) -> None:
         """Close the run: `prune_runs` may then remove its capture."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -507,14 +507,24 @@ def _edited(run: RunRef, call: ToolCall, named: ids.Call, *, decision: str | Non
 # ------------------------------------------------------------------------------------ executing
 
 
+class Recorded(NamedTuple):
+    """What `executed` recorded: the result claim, and the sources that make it hold again when
+    it existed and was OUT (`rejoin` relabels what rests on it, as a write of its own)."""
+
+    claim: str
+    sources: list[str]
+    at: int
+
+
 @telemetry.traced(telemetry.EXECUTED)
 def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
              fresh_for: float | None = None, reads: bool | None = None,
-             carriers: Carriers | None = None) -> Op[str]:
+             carriers: Carriers | None = None) -> Op[Recorded]:
     """Mark a captured call executed and record its output as an observation of the run (a
     `tool_result` source for this call: a reading; and the claim "`tool(args)` returned …"), in
-    one commit. Returns the result claim's id. An output that makes an existing claim hold again
-    is linked with a full relabel of what rests on it.
+    one commit. Returns the result claim's id, and, when the output makes an existing claim that
+    was OUT hold again, the source to link it through (`rejoin`: a full relabel of what rests on
+    it, which reads under WATCH and so runs as a write of its own).
 
     A reading of a read tool (`reads`, true by default when `fresh_for` is given: seconds a
     reading stays valid) refreshes its claim and ends every valid reading of another output of the
@@ -565,8 +575,8 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
             raise NotFoundError(f"call {named.ref} of run {run.id} was never decided; judge it "
                                 "before it runs, then record its execution")
         replies = yield record(found[0][1])
-    if replies[0] and not replies[0][0][1]:  # the claim holds again through this new source
-        yield from justify(claim_id, [result["source"]["id"]], now=now)
+    # the claim may hold again through this new source: `rejoin` links it
+    again = [result["source"]["id"]] if replies[0] and not replies[0][0][1] else []
     ended = replies[0][0][2] if replies[0] else []
     if ended:  # readings of another output this one superseded: say so
         yield Commit([], [{"type": "reading_superseded", "node": old, "kind": Kind.CLAIM.value,
@@ -574,7 +584,14 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
                      blind=True)
     if carriers is not None and replies[0]:
         carriers.mark(run.id, [run.key(named.ref)], sure=True)
-    return claim_id
+    return Recorded(claim_id, again, now)
+
+
+def rejoin(recorded: Recorded) -> Op[None]:
+    """Link a result claim that was OUT to the new source of its reading, relabelling what rests
+    on it (run with write=True: the relabel reads under WATCH)."""
+    if recorded.sources:
+        yield from justify(recorded.claim, recorded.sources, now=recorded.at)
 
 
 def _settings(fresh_for: float | None, reads: bool | None) -> ToolSettings:

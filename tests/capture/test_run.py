@@ -374,3 +374,31 @@ def test_the_small_print_of_a_run(rippl: Rippl) -> None:
     [denied] = run.decide("t2", [MIGRATE], context=["h0"], results={"h0": forged})
     assert not denied.allowed
     assert f"(content digest {forged[:12]})" in (denied.blockers[0].reason or "")
+
+
+def test_a_reading_again_makes_a_claim_whose_source_was_retracted_hold(rippl: Rippl) -> None:
+    """The claim a retracted source alone held up is OUT; the same output read again, by a new
+    call, is a new source for it: the claim holds again (a relabel, written under WATCH)."""
+    claim, (_, migrate) = story(rippl)
+    source = ids.result_source("thread-1", "c1")
+    rippl.retract(source, reason="the replica served stale data", by="sre")
+    assert rippl.get(claim).state is State.OUT and rippl.get(migrate).state is State.OUT
+    run = rippl.run("thread-1")
+    again = HEALTH.model_copy(update={"id": "c9"})
+    [allowed] = run.decide("t9", [again], context=[])
+    assert allowed.allowed
+    assert run.executed(again, "healthy (served from replica r3)") == claim
+    assert rippl.get(claim).state is State.IN
+    assert rippl.get(migrate).state is State.IN  # what rested on it holds again
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_reading_again_holds_the_same_through_the_async_handle(arippl: AsyncRippl,
+                                                                    rippl: Rippl) -> None:
+    claim, _ = story(rippl)
+    await arippl.retract(ids.result_source("thread-1", "c1"), reason="stale replica", by="sre")
+    run = arippl.run("thread-1")
+    again = HEALTH.model_copy(update={"id": "c9"})
+    await run.decide("t9", [again], context=[])
+    assert await run.executed(again, "healthy (served from replica r3)") == claim
+    assert (await arippl.get(claim)).state is State.IN
