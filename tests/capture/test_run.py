@@ -374,3 +374,44 @@ def test_the_small_print_of_a_run(rippl: Rippl) -> None:
     [denied] = run.decide("t2", [MIGRATE], context=["h0"], results={"h0": forged})
     assert not denied.allowed
     assert f"(content digest {forged[:12]})" in (denied.blockers[0].reason or "")
+
+
+def test_a_declared_veto_binds_only_the_calls_it_matches_in_a_turn(rippl: Rippl) -> None:
+    """In a turn of several calls, a declared action judges the calls of its own tool only."""
+    rippl.add_claim("CLM-FREEZE", "no change freeze is on")
+    rippl.add_decision("DEC-ANY", "migrations are allowed", premises=["CLM-FREEZE"])
+    rippl.add_action("ACT-ANY", "any migration", decisions=["DEC-ANY"], tool="migrate_tables")
+    rippl.retract("CLM-FREEZE", reason="a freeze started", by="release-manager")
+    notify = ToolCall(name="notify", args={"to": "ops"}, id="c9")
+    migrating, notifying = rippl.run("r").decide("t1", [MIGRATE, notify])
+    assert not migrating.allowed and migrating.target == "ACT-ANY"
+    assert notifying.allowed, notifying.reason
+    assert notifying.target != "ACT-ANY" and notifying.blockers == []
+
+
+def test_a_repeat_of_a_call_a_declared_action_vetoed_names_that_action(rippl: Rippl) -> None:
+    """The repeat's reason says which declared action vetoed the original call."""
+    rippl.add_claim("CLM-FREEZE", "no change freeze is on")
+    rippl.add_decision("DEC-ANY", "migrations are allowed", premises=["CLM-FREEZE"])
+    rippl.add_action("ACT-ANY", "any migration", decisions=["DEC-ANY"], tool="migrate_tables")
+    rippl.retract("CLM-FREEZE", reason="a freeze started", by="release-manager")
+    run = rippl.run("r")
+    [veto] = run.decide("t1", [MIGRATE])
+    assert not veto.allowed and veto.target == "ACT-ANY"
+    [again] = run.decide("t2", [MIGRATE.model_copy(update={"id": "c4"})], context=["c3"],
+                         told=["c3"])
+    assert not again.allowed
+    assert "repeats the call vetoed by ACT-ANY," in again.reason
+    assert "at turn" not in again.reason
+
+
+def test_a_call_mapped_to_its_own_captured_action_is_denied(rippl: Rippl) -> None:
+    """A call cannot vouch for itself: mapped explicitly to the action its own capture records, it
+    fails closed, as a call mapped to an action not in the graph."""
+    run = rippl.run("r")
+    [first] = run.decide("t1", [MIGRATE])
+    assert first.allowed
+    pinned = MIGRATE.model_copy(update={"action_id": first.target})
+    [verdict] = run.decide("t1", [pinned])
+    assert not verdict.allowed and verdict.target == first.target
+    assert "denied (fail closed)" in verdict.reason
