@@ -415,3 +415,37 @@ def test_a_call_mapped_to_its_own_captured_action_is_denied(rippl: Rippl) -> Non
     [verdict] = run.decide("t1", [pinned])
     assert not verdict.allowed and verdict.target == first.target
     assert "denied (fail closed)" in verdict.reason
+
+
+def test_a_denial_on_readings_no_longer_valid_is_published_stale_or_superseded(
+        rippl: Rippl) -> None:
+    """A call denied on an expired reading publishes `call_stale`, one denied on a reading another
+    output superseded `call_superseded` (its action, run and readings), and no `call_vetoed`."""
+    from rippl_core.testing import Clock
+
+    migrate = ToolCall(name="migrate_tables", args={"shard": "09"}, id="m1")
+    with Clock("2026-12-01T10:00:00Z") as clock:
+        run = rippl.run("fresh")
+        run.decide("t1", [HEALTH], context=[])
+        healthy = run.executed(HEALTH, "shard 09: healthy", fresh_for=300)
+        events = rippl.subscribe()
+        try:
+            clock.advance(minutes=6)
+            [stale] = run.decide("t2", [migrate], context=["c1"])
+            assert not stale.allowed and "denied as stale" in stale.reason
+            other = rippl.run("checker")
+            again = HEALTH.model_copy(update={"id": "c9"})
+            other.decide("t1", [again], context=[])
+            degraded = other.executed(again, "shard 09: degraded", fresh_for=300)
+            [superseded] = run.decide("t3", [migrate.model_copy(update={"id": "m2"})],
+                                      context=["c1"])
+            assert not superseded.allowed and "denied as superseded" in superseded.reason
+            seen = []
+            while (event := events.get(timeout=1)) is not None:
+                if event.type.startswith("call_"):
+                    seen.append(event)
+        finally:
+            events.close()
+    assert degraded != healthy
+    assert [(e.type, e.node, e.run) for e in seen] == [
+        ("call_stale", stale.target, "fresh"), ("call_superseded", superseded.target, "fresh")]
