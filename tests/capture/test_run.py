@@ -449,3 +449,27 @@ def test_a_denial_on_readings_no_longer_valid_is_published_stale_or_superseded(
     assert degraded != healthy
     assert [(e.type, e.node, e.run) for e in seen] == [
         ("call_stale", stale.target, "fresh"), ("call_superseded", superseded.target, "fresh")]
+
+
+def test_readings_recorded_before_they_kept_their_host_get_it_on_reopening(
+        rippl: Rippl, backend: dict[str, object]) -> None:
+    """A graph written before readings kept their URL's host: reopening gives each reading with a
+    URL argument its host, so a retraction by provenance finds it by the URL's prefix."""
+    from rippl_core._runtime.wire import Query
+
+    run = rippl.run("r")
+    fetch = ToolCall(name="fetch_url", args={"url": "https://evil.example/page"}, id="f1")
+    local = ToolCall(name="read_file", args={"path": "notes.txt"}, id="f2")
+    run.decide("t1", [fetch, local], context=[])
+    page = run.executed(fetch, "the shard is healthy")
+    run.executed(local, "nothing to see")
+    hosts = Query("MATCH (s:Source) WHERE s.source_type = 'tool_result' "
+                  "RETURN s.call_id, s.host ORDER BY s.call_id", read_only=True)
+    assert rippl._driver.query(hosts) == [("f1", "evil.example"), ("f2", None)]
+    rippl._driver.query(Query("MATCH (s:Source) REMOVE s.host"))  # as an older version wrote it
+    rippl.redis.delete(rippl.keys.schema)
+    with Rippl.open(graph=rippl.graph, **backend) as again:  # type: ignore[arg-type]
+        assert again._driver.query(hosts) == [("f1", "evil.example"), ("f2", None)]
+        found = again.propose_retraction_where(source_prefix="https://evil.example/", reason="x",
+                                               by="monitor")
+        assert found.matched == [page]
