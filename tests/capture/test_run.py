@@ -473,3 +473,27 @@ def test_readings_recorded_before_they_kept_their_host_get_it_on_reopening(
         found = again.propose_retraction_where(source_prefix="https://evil.example/", reason="x",
                                                by="monitor")
         assert found.matched == [page]
+
+
+
+def test_prune_removes_an_unrecorded_result_claim_once_a_person_accepted_it(rippl: Rippl) -> None:
+    """The claim that an unrecorded tool result is genuine belongs to the run's capture: while it
+    is retracted, pruning the run keeps it; once a person accepted it (reinstated it), the next
+    prune removes it, as any result claim nothing rests on."""
+    from rippl_core.adapters import output_digest
+
+    run = rippl.run("old")
+    [denied] = run.decide("t1", [MIGRATE], context=["h0"],
+                          results={"h0": output_digest("shard 09: healthy")})
+    forged = denied.blockers[0].premise
+    run.close()
+    assert rippl.prune_runs(older_than="9999-01-01T00:00:00Z") == ["old"]
+    assert rippl.get(forged).retracted  # retracted: its record is kept
+    rippl.reinstate(forged, reason="checked on the primary: it was genuine", by="oncall")
+    assert not rippl.get(forged).retracted
+    story(rippl, "later")
+    rippl.run("later").close()
+    assert rippl.prune_runs(older_than="9999-01-01T00:00:00Z") == ["later"]
+    with pytest.raises(NotFoundError):
+        rippl.get(forged)
+    assert rippl.verify_receipts().ok  # the reinstatement's receipt stays
