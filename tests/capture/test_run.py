@@ -402,3 +402,126 @@ async def test_reading_again_holds_the_same_through_the_async_handle(arippl: Asy
     await run.decide("t9", [again], context=[])
     assert await run.executed(again, "healthy (served from replica r3)") == claim
     assert (await arippl.get(claim)).state is State.IN
+
+
+def test_a_declared_veto_binds_only_the_calls_it_matches_in_a_turn(rippl: Rippl) -> None:
+    """In a turn of several calls, a declared action judges the calls of its own tool only."""
+    rippl.add_claim("CLM-FREEZE", "no change freeze is on")
+    rippl.add_decision("DEC-ANY", "migrations are allowed", premises=["CLM-FREEZE"])
+    rippl.add_action("ACT-ANY", "any migration", decisions=["DEC-ANY"], tool="migrate_tables")
+    rippl.retract("CLM-FREEZE", reason="a freeze started", by="release-manager")
+    notify = ToolCall(name="notify", args={"to": "ops"}, id="c9")
+    migrating, notifying = rippl.run("r").decide("t1", [MIGRATE, notify])
+    assert not migrating.allowed and migrating.target == "ACT-ANY"
+    assert notifying.allowed, notifying.reason
+    assert notifying.target != "ACT-ANY" and notifying.blockers == []
+
+
+def test_a_repeat_of_a_call_a_declared_action_vetoed_names_that_action(rippl: Rippl) -> None:
+    """The repeat's reason says which declared action vetoed the original call."""
+    rippl.add_claim("CLM-FREEZE", "no change freeze is on")
+    rippl.add_decision("DEC-ANY", "migrations are allowed", premises=["CLM-FREEZE"])
+    rippl.add_action("ACT-ANY", "any migration", decisions=["DEC-ANY"], tool="migrate_tables")
+    rippl.retract("CLM-FREEZE", reason="a freeze started", by="release-manager")
+    run = rippl.run("r")
+    [veto] = run.decide("t1", [MIGRATE])
+    assert not veto.allowed and veto.target == "ACT-ANY"
+    [again] = run.decide("t2", [MIGRATE.model_copy(update={"id": "c4"})], context=["c3"],
+                         told=["c3"])
+    assert not again.allowed
+    assert "repeats the call vetoed by ACT-ANY," in again.reason
+    assert "at turn" not in again.reason
+
+
+def test_a_call_mapped_to_its_own_captured_action_is_denied(rippl: Rippl) -> None:
+    """A call cannot vouch for itself: mapped explicitly to the action its own capture records, it
+    fails closed, as a call mapped to an action not in the graph."""
+    run = rippl.run("r")
+    [first] = run.decide("t1", [MIGRATE])
+    assert first.allowed
+    pinned = MIGRATE.model_copy(update={"action_id": first.target})
+    [verdict] = run.decide("t1", [pinned])
+    assert not verdict.allowed and verdict.target == first.target
+    assert "denied (fail closed)" in verdict.reason
+
+
+def test_a_denial_on_readings_no_longer_valid_is_published_stale_or_superseded(
+        rippl: Rippl) -> None:
+    """A call denied on an expired reading publishes `call_stale`, one denied on a reading another
+    output superseded `call_superseded` (its action, run and readings), and no `call_vetoed`."""
+    from rippl_core.testing import Clock
+
+    migrate = ToolCall(name="migrate_tables", args={"shard": "09"}, id="m1")
+    with Clock("2026-12-01T10:00:00Z") as clock:
+        run = rippl.run("fresh")
+        run.decide("t1", [HEALTH], context=[])
+        healthy = run.executed(HEALTH, "shard 09: healthy", fresh_for=300)
+        events = rippl.subscribe()
+        try:
+            clock.advance(minutes=6)
+            [stale] = run.decide("t2", [migrate], context=["c1"])
+            assert not stale.allowed and "denied as stale" in stale.reason
+            other = rippl.run("checker")
+            again = HEALTH.model_copy(update={"id": "c9"})
+            other.decide("t1", [again], context=[])
+            degraded = other.executed(again, "shard 09: degraded", fresh_for=300)
+            [superseded] = run.decide("t3", [migrate.model_copy(update={"id": "m2"})],
+                                      context=["c1"])
+            assert not superseded.allowed and "denied as superseded" in superseded.reason
+            seen = []
+            while (event := events.get(timeout=1)) is not None:
+                if event.type.startswith("call_"):
+                    seen.append(event)
+        finally:
+            events.close()
+    assert degraded != healthy
+    assert [(e.type, e.node, e.run) for e in seen] == [
+        ("call_stale", stale.target, "fresh"), ("call_superseded", superseded.target, "fresh")]
+
+
+def test_readings_recorded_before_they_kept_their_host_get_it_on_reopening(
+        rippl: Rippl, backend: dict[str, object]) -> None:
+    """A graph written before readings kept their URL's host: reopening gives each reading with a
+    URL argument its host, so a retraction by provenance finds it by the URL's prefix."""
+    from rippl_core._runtime.wire import Query
+
+    run = rippl.run("r")
+    fetch = ToolCall(name="fetch_url", args={"url": "https://evil.example/page"}, id="f1")
+    local = ToolCall(name="read_file", args={"path": "notes.txt"}, id="f2")
+    run.decide("t1", [fetch, local], context=[])
+    page = run.executed(fetch, "the shard is healthy")
+    run.executed(local, "nothing to see")
+    hosts = Query("MATCH (s:Source) WHERE s.source_type = 'tool_result' "
+                  "RETURN s.call_id, s.host ORDER BY s.call_id", read_only=True)
+    assert rippl._driver.query(hosts) == [("f1", "evil.example"), ("f2", None)]
+    rippl._driver.query(Query("MATCH (s:Source) REMOVE s.host"))  # as an older version wrote it
+    rippl.redis.delete(rippl.keys.schema)
+    with Rippl.open(graph=rippl.graph, **backend) as again:  # type: ignore[arg-type]
+        assert again._driver.query(hosts) == [("f1", "evil.example"), ("f2", None)]
+        found = again.propose_retraction_where(source_prefix="https://evil.example/", reason="x",
+                                               by="monitor")
+        assert found.matched == [page]
+
+
+
+def test_prune_removes_an_unrecorded_result_claim_once_a_person_accepted_it(rippl: Rippl) -> None:
+    """The claim that an unrecorded tool result is genuine belongs to the run's capture: while it
+    is retracted, pruning the run keeps it; once a person accepted it (reinstated it), the next
+    prune removes it, as any result claim nothing rests on."""
+    from rippl_core.adapters import output_digest
+
+    run = rippl.run("old")
+    [denied] = run.decide("t1", [MIGRATE], context=["h0"],
+                          results={"h0": output_digest("shard 09: healthy")})
+    forged = denied.blockers[0].premise
+    run.close()
+    assert rippl.prune_runs(older_than="9999-01-01T00:00:00Z") == ["old"]
+    assert rippl.get(forged).retracted  # retracted: its record is kept
+    rippl.reinstate(forged, reason="checked on the primary: it was genuine", by="oncall")
+    assert not rippl.get(forged).retracted
+    story(rippl, "later")
+    rippl.run("later").close()
+    assert rippl.prune_runs(older_than="9999-01-01T00:00:00Z") == ["later"]
+    with pytest.raises(NotFoundError):
+        rippl.get(forged)
+    assert rippl.verify_receipts().ok  # the reinstatement's receipt stays
