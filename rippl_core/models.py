@@ -384,7 +384,11 @@ class Event(_Model):
 
     type: Literal["node_at_risk", "node_invalidated", "node_restored", "review_proposed",
                   "review_approved", "review_rejected", "action_executed", "compensation_needed",
-                  "belief_recorded", "belief_retracted", "belief_revised"]
+                  "belief_recorded", "belief_retracted", "belief_revised",
+                  # capture: a turn recorded, a call vetoed, a call denied on readings no longer
+                  # valid, a reading another output of the same read superseded (`run` names it)
+                  "turn_recorded", "call_vetoed", "call_stale", "call_superseded",
+                  "reading_superseded"]
     graph: str | None = None
     node: str | None = None
     kind: str | None = None
@@ -405,6 +409,7 @@ class Event(_Model):
     claims: list[str] | None = None
     monitor: str | None = None
     detector: str | None = None
+    run: str | None = None  # a capture event: the run it happened in
 
     @property
     def before_status(self) -> str | None:

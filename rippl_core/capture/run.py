@@ -156,9 +156,11 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
                                         ids.decision(run.id, turn, named)), run.id, now, turn=turn,
                                key=run.key(turn))
     keys = sorted({k for c in named for k in (c.key, call_key(c.tool, None))})
+    recorded = {"type": "turn_recorded", "node": decision["id"], "kind": Kind.DECISION.value,
+                "run": run.id, "cause": "capture", "at": iso(now)}
     commit = Commit([cypher.decide(run.props(now), decision, refs, told_ids, actions, now,
                                    _results(run, results, told_ids, now)),
-                     cypher.declared(keys, _pinned(calls))], blind=True)
+                     cypher.declared(keys, _pinned(calls))], [recorded], blind=True)
     try:  # one round trip: the turn recorded, its context set computed, declared matches read
         replies = yield commit
     except ConflictError:  # the same turn recorded concurrently: this time it finds it
@@ -339,7 +341,10 @@ def _verdict(run: RunRef, named_call: ids.Call, own: Own, declared: list[ActionR
     if named or binds:
         keys = (repeat_key(run.id, named_call.tool, named_call.args),
                 tool_key(run.id, named_call.tool))
-        yield Commit([cypher.tell(own.row[0], named, sorted(set(binds)), keys)], blind=True)
+        vetoed = {"type": "call_vetoed", "node": own.row[0], "kind": Kind.ACTION.value,
+                  "run": run.id, "cause": "capture", "at": iso(now_ms())}
+        yield Commit([cypher.tell(own.row[0], named, sorted(set(binds)), keys)], [vetoed],
+                     blind=True)
     if own.repeats and own.decision_state is State.IN:
         verdict = verdict.model_copy(update={"reason": _repeat_reason(verdict, own)})
     handed = sorted({node for b in verdict.blockers for node in b.trail if node.startswith("HND-")})
@@ -464,7 +469,7 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
 
     def record(action_id: str) -> Commit:
         event = {"type": "action_executed", "node": action_id, "kind": Kind.ACTION.value,
-                 "cause": "capture", "at": iso(now)}
+                 "cause": "capture", "run": run.id, "at": iso(now)}
         return Commit([cypher.executed(run.id, action_id, result, observation, now,
                                        run.key(ids.text_ref(ids.output_text(output))), read)],
                       [event], blind=True)
