@@ -8,8 +8,9 @@ import * as queue from "./queue.js";
 import * as explorer from "./explorer.js";
 import * as receipts from "./receipts.js";
 import * as beliefs from "./beliefs.js";
+import * as runs from "./runs.js";
 
-const VIEWS = { queue, explorer, receipts, beliefs };
+const VIEWS = { queue, explorer, receipts, beliefs, runs };
 export const info = { graph: "", distinct_approver: false, reviewers: false, graph_limit: 2500 };
 let current = null;
 
@@ -100,7 +101,7 @@ function setupTabs() {
   document.addEventListener("keydown", (event) => {
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement?.tagName || "");
     if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
-    const index = "1234".indexOf(event.key);
+    const index = "12345".indexOf(event.key);
     if (index >= 0) show(names[index], true);
   });
   window.addEventListener("hashchange", () => show(location.hash.slice(1)));
