@@ -128,3 +128,9 @@ def test_the_runs_tab_and_a_run_page_update_live(browser: Any, console_url: str,
     migrate.locator("button.link").first.click()
     page.wait_for_function("() => !document.querySelector('#view-explorer').hidden")
     assert viewer.errors == []
+
+    # a run's page has its own address
+    linked = Page(browser, console_url + "#runs/ops-run")
+    linked.page.wait_for_selector("#run-turns > li[data-turn='t4']")
+    assert linked.page.inner_text("#run-detail h2") == "Run ops-run"
+    assert linked.errors == []

@@ -14,8 +14,10 @@ const VIEWS = { queue, explorer, receipts, beliefs, runs };
 export const info = { graph: "", distinct_approver: false, reviewers: false, graph_limit: 2500 };
 let current = null;
 
-function show(name, focus = false) {
-  if (!VIEWS[name]) name = "queue";
+function show(wanted, focus = false) {
+  // a view may be deep-linked to an item of it: #runs/<run id>
+  const [view] = wanted.split("/");
+  const name = VIEWS[view] ? view : "queue";
   for (const key of Object.keys(VIEWS)) {
     const selected = key === name;
     $(`#view-${key}`).hidden = !selected;
@@ -24,9 +26,10 @@ function show(name, focus = false) {
     tab.tabIndex = selected ? 0 : -1;
   }
   if (focus) $(`#tab-${name}`).focus();
-  if (current !== name) {
-    current = name;
-    if (location.hash !== `#${name}`) history.replaceState(null, "", `#${name}`);
+  const target = VIEWS[view] ? wanted : name;
+  if (current !== target) {
+    current = target;
+    if (location.hash !== `#${target}`) history.replaceState(null, "", `#${target}`);
     VIEWS[name].shown();
   }
 }

@@ -22,6 +22,8 @@ export function init() {
 
 export function shown() {
   visible = true;
+  const linked = location.hash.startsWith("#runs/") ? decodeURIComponent(location.hash.slice(6)) : null;
+  if (linked && linked !== openRun) { openRun = linked; stale = true; }
   if (stale) load();
 }
 
@@ -80,6 +82,8 @@ function renderList() {
 
 async function openPage(runId) {
   openRun = runId;
+  const link = `#runs/${encodeURIComponent(runId)}`;
+  if (location.hash !== link) history.replaceState(null, "", link);
   for (const row of $("#runs tbody").children) row.setAttribute("aria-selected", String(row.dataset.run === runId));
   await renderPage(runId);
 }
