@@ -13,6 +13,7 @@ is denied by the adapters' guard.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -154,7 +155,7 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     actions = [_action_props(run, c, now, repeat_scope) for c in named]
     decision = _captured_props(NodeSpec(Kind.DECISION, _decision_text(run, turn, named),
                                         ids.decision(run.id, turn, named)), run.id, now, turn=turn,
-                               key=run.key(turn))
+                               key=run.key(turn), recorded_ns=time.time_ns())
     keys = sorted({k for c in named for k in (c.key, call_key(c.tool, None))})
     recorded = {"type": "turn_recorded", "node": decision["id"], "kind": Kind.DECISION.value,
                 "run": run.id, "cause": "capture", "at": iso(now)}
@@ -272,7 +273,8 @@ def _action_props(run: RunRef, call: ids.Call, now: int, scope: RepeatScopes) ->
                     args=json.loads(call.args))
     rkey, rtool = repeat_keys(run.id, call.tool, call.args, scope_of(scope, call.tool))
     return _captured_props(spec, run.id, now, call_id=call.ref,
-                           call_ref=cypher.call_ref(run.id, call.ref), rkey=rkey, rtool=rtool)
+                           call_ref=cypher.call_ref(run.id, call.ref), rkey=rkey, rtool=rtool,
+                           recorded_ns=time.time_ns())  # the order of turns recorded in one ms
 
 
 def scope_of(scope: RepeatScopes, tool: str) -> RepeatScope:

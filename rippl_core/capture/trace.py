@@ -57,8 +57,9 @@ class Rested(_Model):
 
 
 class CallTrace(_Model):
-    """A captured call: its action, its verdict as it stands (allowed, vetoed, or blocked: its
-    premises no longer hold, though no veto was issued yet) with the reason, and its execution
+    """A captured call: its action, its verdict as it stands (allowed; vetoed; blocked: its
+    premises no longer hold, though no veto was issued yet; stale: not executed, and a reading it
+    rests on is stale or superseded; overridden) with the reason, and its execution
     (status, time, the result claim)."""
 
     action: str
@@ -69,7 +70,7 @@ class CallTrace(_Model):
     turn: str | None = None  # the decision that drove it
     state: State
     status: str
-    verdict: Literal["allowed", "vetoed", "blocked", "overridden"]
+    verdict: Literal["allowed", "vetoed", "blocked", "stale", "overridden"]
     reason: str
     named: list[str] = Field(default_factory=list)  # what the veto named (the model read it)
     override: str | None = None
@@ -139,13 +140,16 @@ def _rested(props: dict[str, Any], now: int) -> Rested:
 
 
 def _call(props: dict[str, Any], decision: str | None, results: list[dict[str, Any]],
-          now: int) -> CallTrace:
+          now: int, readings: dict[str, Rested]) -> CallTrace:
     state = State(props.get("state", "IN"))
     executed = props.get("executed_at") is not None
     named = list(props.get("told") or [])
     binds = list(props.get("binds") or [])
     override = props.get("override")
-    verdict: Literal["allowed", "vetoed", "blocked", "overridden"]
+    verdict: Literal["allowed", "vetoed", "blocked", "stale", "overridden"]
+    expired = [] if executed else [r for rid in props.get("reads") or ()
+                                   if (r := readings.get(rid)) is not None
+                                   and r.freshness in ("stale", "superseded")]
     if override is not None:
         verdict, reason = "overridden", f"allowed by override {override}, approved by a reviewer"
     elif props.get("told") is not None:
@@ -155,6 +159,10 @@ def _call(props: dict[str, Any], decision: str | None, results: list[dict[str, A
         verdict = "blocked"
         reason = ("a premise it rested on is retracted" if state is State.OUT
                   else "a premise it rested on is under review")
+    elif expired:
+        verdict = "stale"
+        reason = "denied until the agent reads again: it rests on " + ", ".join(
+            f"{r.id} ({r.freshness})" for r in expired)
     else:
         verdict, reason = "allowed", "its premises hold"
     args = props.get("args")
@@ -178,15 +186,17 @@ def run_trace(run_id: str) -> Op[RunTrace]:
         raise NotFoundError(f"no captured run {run_id}; list them with runs()")
     props, turn_rows, call_rows = rows[0]
     now = now_ms()
+    readings = {r.id: r for t in turn_rows if t is not None for c in t[1] if c is not None
+                for r in [_rested(c, now)] if r.freshness is not None}
     ordered = sorted((r for r in call_rows if r is not None and r[0] is not None),
-                     key=lambda r: (r[0].get("created_at", 0), r[0]["id"]))
-    calls = [_call(a, d, res, now) for a, d, res in ordered]
+                     key=lambda r: _order(r[0]))
+    calls = [_call(a, d, res, now, readings) for a, d, res in ordered]
     by_turn: dict[str | None, list[CallTrace]] = {}
     for call in calls:
         by_turn.setdefault(call.turn, []).append(call)
     turns = []
     for decision, rested in sorted((t for t in turn_rows if t is not None),
-                                   key=lambda t: (t[0].get("created_at", 0), t[0]["id"])):
+                                   key=lambda t: _order(t[0])):
         state = State(decision.get("state", "IN"))
         turns.append(TurnTrace(
             decision=decision["id"], turn=decision.get("turn"), title=decision.get("text", ""),
@@ -200,3 +210,9 @@ def run_trace(run_id: str) -> Op[RunTrace]:
                                  sum(c.owed for c in calls)),
                     turns=turns, calls=calls)
 
+
+
+def _order(props: dict[str, Any]) -> tuple[int, int, str]:
+    """When a turn or call was recorded: Rippl's time (a test's clock may hold it still), then
+    the wall clock's nanoseconds (recorded since this view existed), then the id."""
+    return (int(props.get("created_at") or 0), int(props.get("recorded_ns") or 0), props["id"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rippl_core import AsyncRippl, NotFoundError, Rippl, ToolCall
+from rippl_core.testing import Clock
 
 HEALTH = ToolCall(name="get_shard_health", args={"shard": "09"}, id="c1")
 ANNOUNCE = ToolCall(name="announce_window", args={"shard": "09"}, id="c2")
@@ -79,3 +80,18 @@ async def test_async_reads_and_capture_events(rippl: Rippl, arippl: AsyncRippl) 
     assert [r.id for r in await arippl.runs()] == ["thread-2"]
     trace = await arippl.run_trace("thread-2")
     assert [t.turn for t in trace.turns] == ["t1", "t2", "t3"]
+
+
+def test_a_call_on_a_reading_gone_stale_is_shown_stale(rippl: Rippl) -> None:
+    with Clock("2026-12-01T10:00:00Z") as clock:
+        run = rippl.run("reader", agent="ops")
+        run.decide("t1", [HEALTH])
+        claim = run.executed(HEALTH, "healthy", fresh_for=60)
+        [fresh] = run.decide("t2", [ANNOUNCE], context=["c1"])
+        assert fresh.allowed
+        assert rippl.run_trace("reader").turns[1].calls[0].verdict == "allowed"
+        clock.advance(minutes=5)
+        [announce] = rippl.run_trace("reader").turns[1].calls
+        assert announce.verdict == "stale" and f"{claim} (stale)" in announce.reason
+        [rested] = [r for r in rippl.run_trace("reader").turns[1].rested_on if r.id == claim]
+        assert rested.freshness == "stale"

@@ -108,7 +108,7 @@ function rested(r) {
 }
 
 function call(c) {
-  const verdict = { allowed: "IN", overridden: "IN", vetoed: "OUT", blocked: "AT_RISK" }[c.verdict];
+  const verdict = { allowed: "IN", overridden: "IN", vetoed: "OUT", blocked: "AT_RISK", stale: "AT_RISK" }[c.verdict];
   return h("li", { class: "call", "data-action": c.action, "data-verdict": c.verdict },
     h("div", {}, tag(verdict, c.verdict), " ", h("strong", {}, c.tool || c.title), " ",
       h("span", { class: "mono" }, c.args ? JSON.stringify(c.args) : ""), " ", explore(c.action)),
