@@ -27,7 +27,7 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 if not CHROMIUM.exists() and shutil.which("chromium") is None:
     pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
 
-from tests.console.test_browser import Page, browser  # noqa: E402, F401  (the shared browser)
+from tests.console.test_browser import IMG, Page, browser  # noqa: E402, F401  (the shared browser)
 
 HEALTH = ToolCall(name="get_shard_health", args={"shard": "09"}, id="c1")
 ANNOUNCE = ToolCall(name="announce_window", args={"shard": "09"}, id="c2")
@@ -123,6 +123,8 @@ def test_the_runs_tab_and_a_run_page_update_live(browser: Any, console_url: str,
                            timeout=15_000)
     assert page.evaluate("window.__sameDocument") is True
     assert page.locator("#run-turns > li[data-turn='t4'] li.call").get_attribute("data-verdict") == "allowed"
+    IMG.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMG / "console-runs.png"))
 
     # and click through to the explorer, focused on the vetoed call
     migrate.locator("button.link").first.click()
