@@ -143,7 +143,7 @@ def _call(props: dict[str, Any], decision: str | None, results: list[dict[str, A
           now: int, readings: dict[str, Rested]) -> CallTrace:
     state = State(props.get("state", "IN"))
     executed = props.get("executed_at") is not None
-    named = list(props.get("told") or [])
+    named = [n for n in props.get("told") or () if n != props["id"]]  # its trail, less itself
     binds = list(props.get("binds") or [])
     override = props.get("override")
     verdict: Literal["allowed", "vetoed", "blocked", "stale", "overridden"]

@@ -112,6 +112,7 @@ def test_the_runs_tab_and_a_run_page_update_live(browser: Any, console_url: str,
     migrate = page.locator("#run-turns > li[data-turn='t3'] li.call")
     assert migrate.get_attribute("data-verdict") == "vetoed"
     assert claim in migrate.inner_text() and "not executed" in migrate.inner_text()
+    assert migrate.locator(f".named button:has-text('{claim}')").count() == 1  # the trail, clickable
 
     # live: the script records another turn; the page shows it without a reload
     page.evaluate("window.__sameDocument = true")

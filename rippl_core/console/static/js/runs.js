@@ -113,6 +113,7 @@ function call(c) {
     h("div", {}, tag(verdict, c.verdict), " ", h("strong", {}, c.tool || c.title), " ",
       h("span", { class: "mono" }, c.args ? JSON.stringify(c.args) : ""), " ", explore(c.action)),
     h("div", { class: "reason" }, c.reason),
+    c.named.length ? h("div", { class: "named" }, "the veto named: ", c.named.flatMap((n, i) => [i ? ", " : "", explore(n)])) : null,
     c.executed_at
       ? h("div", { class: "execution" }, `executed ${when(c.executed_at)} (${c.exec_status || "ok"})`,
         c.owed ? h("strong", { class: "bad" }, " — open compensation: it ran on a premise since retracted") : null,
