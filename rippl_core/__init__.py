@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from rippl_core._runtime.validation import CollectionNotStr, SequenceNotStr
     from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
     from rippl_core.capture.handle import AsyncRun, Run
+    from rippl_core.capture.trace import CallTrace, Rested, RunSummary, RunTrace, TurnTrace
     from rippl_core.causal.explain import Antecedent, Explanation, Justification, Standing
     from rippl_core.causal.spec import (
         ActionEntry,
@@ -119,6 +120,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "rippl_core._runtime.validation": ("CollectionNotStr", "SequenceNotStr"),
     "rippl_core.beliefs.models": ("Belief", "BeliefChange", "WhatIf"),
     "rippl_core.capture.handle": ("AsyncRun", "Run"),
+    "rippl_core.capture.trace": ("CallTrace", "Rested", "RunSummary", "RunTrace", "TurnTrace"),
     "rippl_core.causal.explain": ("Antecedent", "Explanation", "Justification", "Standing"),
     "rippl_core.causal.spec": (
         "ActionEntry", "ClaimEntry", "DecisionEntry", "GraphSpec", "JustificationEntry",
@@ -175,6 +177,7 @@ __all__ = [
     "Belief",
     "BeliefChange",
     "Blocker",
+    "CallTrace",
     "CheckpointIntegrityError",
     "ClaimEntry",
     "ClaimEvidence",
@@ -237,6 +240,7 @@ __all__ = [
     "RepeatScope",
     "RepeatScopes",
     "ReplicationError",
+    "Rested",
     "ReviewError",
     "ReviewItem",
     "ReviewKind",
@@ -244,6 +248,8 @@ __all__ = [
     "Rippl",
     "RipplError",
     "Run",
+    "RunSummary",
+    "RunTrace",
     "ScopeSummary",
     "SequenceNotStr",
     "SigningKey",
@@ -259,6 +265,7 @@ __all__ = [
     "ToolSettings",
     "Transition",
     "TreeHead",
+    "TurnTrace",
     "UnavailableError",
     "UnknownPolicy",
     "Verdict",

@@ -39,8 +39,10 @@ from rippl_core.beliefs import memory, subjects, whatif
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
 from rippl_core.capture import cypher as capture_cypher
 from rippl_core.capture import run as capture
+from rippl_core.capture import trace as capture_trace
 from rippl_core.capture.handle import AsyncRun, Run
 from rippl_core.capture.run import RunRef
+from rippl_core.capture.trace import RunSummary, RunTrace
 from rippl_core.causal import counterfactual, explain, history, nodes, preflight, write
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal.explain import Explanation
@@ -443,6 +445,21 @@ class Rippl:
         return self._driver.run(lambda: compensations.resolve(
             action_id, resolution=resolution, note=note, by=by, now=now_ms(), attempt=attempt,
             signing_key=signing_key), write=True)
+
+    def runs(self, *, agent: str | None = None, framework: str | None = None,
+             since: TimeLike | None = None, until: TimeLike | None = None,
+             open_compensations: bool = False) -> list[RunSummary]:
+        """Every captured run (by agent, framework, active since, started until, with open
+        compensations), most recently active first, with its turns, calls, vetoes and open
+        compensations counted."""
+        return self._driver.run(lambda: capture_trace.runs(
+            agent=agent, framework=framework, since=since, until=until,
+            open_compensations=open_compensations))
+
+    def run_trace(self, run_id: str) -> RunTrace:
+        """A captured run's turns in order, what each rested on (with its status, and its age
+        for a reading), and its calls with their verdicts and executions."""
+        return self._driver.run(lambda: capture_trace.run_trace(run_id))
 
     def prune_runs(self, *, older_than: TimeLike, include_open: bool = False) -> list[str]:
         """Remove the capture of runs closed before `older_than` (include_open: also runs idle
@@ -932,6 +949,21 @@ class AsyncRippl:
         return await self._driver.run(lambda: compensations.resolve(
             action_id, resolution=resolution, note=note, by=by, now=now_ms(), attempt=attempt,
             signing_key=signing_key), write=True)
+
+    async def runs(self, *, agent: str | None = None, framework: str | None = None,
+                   since: TimeLike | None = None, until: TimeLike | None = None,
+                   open_compensations: bool = False) -> list[RunSummary]:
+        """Every captured run (by agent, framework, active since, started until, with open
+        compensations), most recently active first, with its turns, calls, vetoes and open
+        compensations counted."""
+        return await self._driver.run(lambda: capture_trace.runs(
+            agent=agent, framework=framework, since=since, until=until,
+            open_compensations=open_compensations))
+
+    async def run_trace(self, run_id: str) -> RunTrace:
+        """A captured run's turns in order, what each rested on (with its status, and its age
+        for a reading), and its calls with their verdicts and executions."""
+        return await self._driver.run(lambda: capture_trace.run_trace(run_id))
 
     async def prune_runs(self, *, older_than: TimeLike, include_open: bool = False) -> list[str]:
         """Remove the capture of runs closed before `older_than` (include_open: also runs idle

@@ -385,8 +385,11 @@ class Event(_Model):
     type: Literal["node_at_risk", "node_invalidated", "node_restored", "review_proposed",
                   "review_approved", "review_rejected", "action_executed", "compensation_needed",
                   "compensation_attempted", "compensation_resolved", "belief_recorded",
-                  "belief_retracted", "belief_revised", "call_vetoed", "call_stale",
-                  "call_superseded", "reading_superseded"]
+                  "belief_retracted", "belief_revised",
+                  # capture: a turn recorded, a call vetoed, a call denied on readings no longer
+                  # valid, a reading another output of the same read superseded (`run` names it)
+                  "turn_recorded", "call_vetoed", "call_stale", "call_superseded",
+                  "reading_superseded"]
     graph: str | None = None
     node: str | None = None
     kind: str | None = None
@@ -407,7 +410,7 @@ class Event(_Model):
     claims: list[str] | None = None
     monitor: str | None = None
     detector: str | None = None
-    run: str | None = None
+    run: str | None = None  # a capture event: the run it happened in
     state: str | None = None
 
     @property

@@ -614,3 +614,61 @@ PRUNE_CLAIMS = Query(
     "WITH collect(c) AS doomed, collect(c.id) AS ids FOREACH (c IN doomed | DETACH DELETE c) "
     "WITH ids UNWIND ids AS gone OPTIONAL MATCH (ch:Change {node: gone}) DELETE ch "
     "RETURN count(DISTINCT gone)")
+
+
+# ------------------------------------------------------------------------------------ reading runs
+
+# A captured call was vetoed when a veto recorded what it named (`tell`); it is owed a
+# compensation when it ran and what it rested on is retracted (as `EXECUTED_OUT`).
+_VETOED = "a.told IS NOT NULL AND a.override IS NULL"
+_OWED = ("a.executed_at IS NOT NULL AND a.state = 'OUT' AND a.override IS NULL "
+         "AND NOT a.id IN resolved")
+# the actions whose compensation a reviewer resolved (review/compensations.py writes these
+# entries; capture sits beside review: the label is all they share)
+_RESOLVED = ("OPTIONAL MATCH (ce:CompensationEntry) WHERE ce.kind = 'resolution' "
+             "WITH collect(ce.action) AS resolved ")
+
+
+def runs(agent: str | None, framework: str | None, since: int | None, until: int | None,
+         open_only: bool) -> Query:
+    """Every captured run matching the filters (agent, framework, active in [since, until], with
+    open compensations), most recently active first: (properties, turns, calls, vetoes, owed)."""
+    return Query(
+        _RESOLVED + f"MATCH (r:{RUN}) WHERE ($agent IS NULL OR r.agent = $agent) "
+        "AND ($framework IS NULL OR r.framework = $framework) "
+        "AND ($since IS NULL OR r.last_active >= $since) "
+        "AND ($until IS NULL OR r.started_at <= $until) "
+        "OPTIONAL MATCH (d:Node) WHERE d.run = r.id AND d:Decision "
+        "WITH resolved, r, count(DISTINCT d) AS turns "
+        "OPTIONAL MATCH (a:Node) WHERE a.run = r.id AND a:Action "
+        "WITH r, turns, count(a) AS calls, "
+        f"sum(CASE WHEN {_VETOED} THEN 1 ELSE 0 END) AS vetoes, "
+        f"sum(CASE WHEN {_OWED} THEN 1 ELSE 0 END) AS owed "
+        "WHERE NOT $open OR owed > 0 "
+        "RETURN properties(r), turns, calls, vetoes, owed ORDER BY r.last_active DESC, r.id",
+        {"agent": agent, "framework": framework, "since": since, "until": until,
+         "open": open_only}, read_only=True)
+
+
+def run_trace(run: str) -> Query:
+    """A run and its capture, in one query: (run properties, [[decision properties, [properties of
+    each claim it rests on]]], [[action properties, its turn's decision id, [properties of its
+    result claims]]], [ids of actions whose compensation a reviewer resolved]); no row when there
+    is no such run."""
+    return Query(
+        _RESOLVED + f"MATCH (r:{RUN} {{id: $run}}) "
+        "OPTIONAL MATCH (d:Node) WHERE d.run = $run AND d:Decision "
+        "OPTIONAL MATCH (c:Claim)-[:SUPPORTS]->(d) "
+        "WITH resolved, r, d, collect(CASE WHEN c IS NULL THEN NULL ELSE properties(c) END) AS rested "
+        "WITH resolved, r, collect(CASE WHEN d IS NULL THEN NULL ELSE [properties(d), rested] END) "
+        "AS turns "
+        "OPTIONAL MATCH (a:Node) WHERE a.run = $run AND a:Action "
+        "OPTIONAL MATCH (ad:Decision)-[e:DRIVES]->(a) WHERE e.repeat IS NULL "
+        "OPTIONAL MATCH (s:Node)-[:SUPPORTS]->(rc:Claim) WHERE a.executed_at IS NOT NULL "
+        "AND s.run = $run AND s:Source AND s.call_id = a.call_id "
+        "WITH resolved, r, turns, a, ad, "
+        "collect(CASE WHEN rc IS NULL THEN NULL ELSE properties(rc) END) AS results "
+        "RETURN properties(r), turns, "
+        "collect(CASE WHEN a IS NULL THEN NULL ELSE [properties(a), ad.id, results] END), "
+        "[x IN resolved WHERE x IS NOT NULL]",
+        {"run": run}, read_only=True)

@@ -13,6 +13,7 @@ is denied by the adapters' guard.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -204,8 +205,10 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     actions = [_action_props(run, c, now, repeat_scope) for c in named]
     decision = _captured_props(NodeSpec(Kind.DECISION, _decision_text(run, turn, named),
                                         ids.decision(run.id, turn, named)), run.id, now, turn=turn,
-                               key=run.key(turn))
+                               key=run.key(turn), recorded_ns=time.time_ns())
     keys = sorted({k for c in named for k in (c.key, call_key(c.tool, None))})
+    recorded = {"type": "turn_recorded", "node": decision["id"], "kind": Kind.DECISION.value,
+                "run": run.id, "cause": "capture", "at": iso(now)}
     checked = _results(run, results, told_ids, now)
     declared_query = cypher.declared(keys, _pinned(calls))
     replies: list[Any] = []
@@ -215,7 +218,8 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
         root = carriers.knows_run(run.id)  # then only the ids of the run and its root are read
         smaller = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)}}
                                         if root else run.props(now), decision, refs, actions, now,
-                                        root=root, results=checked), declared_query], blind=True)
+                                        root=root, results=checked), declared_query], [recorded],
+                         blind=True)
         try:
             replies = yield smaller
         except ConflictError:
@@ -224,7 +228,8 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
             carriers.doubt(ref_keys)
     if not replies or not replies[0]:  # any other turn: the whole query
         commit = Commit([cypher.decide(run.props(now), decision, refs, told_ids, actions, now,
-                                       checked), declared_query], blind=True)
+                                       checked), declared_query],
+                        [] if replies else [recorded], blind=True)  # said once, if tried smaller
         try:  # one round trip: the turn recorded, its context set computed, declared matches read
             replies = yield commit
         except ConflictError:  # the same turn recorded concurrently: this time it finds it
@@ -346,7 +351,8 @@ def _action_props(run: RunRef, call: ids.Call, now: int, scope: RepeatScopes) ->
                     args=json.loads(call.args))
     rkey, rtool = repeat_keys(run.id, call.tool, call.args, scope_of(scope, call.tool))
     return _captured_props(spec, run.id, now, call_id=call.ref,
-                           call_ref=cypher.call_ref(run.id, call.ref), rkey=rkey, rtool=rtool)
+                           call_ref=cypher.call_ref(run.id, call.ref), rkey=rkey, rtool=rtool,
+                           recorded_ns=time.time_ns())  # the order of turns recorded in one ms
 
 
 def scope_of(scope: RepeatScopes, tool: str) -> RepeatScope:
@@ -559,7 +565,7 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
 
     def record(action_id: str, plain: bool = False, announce: bool = True) -> Commit:
         event = {"type": "action_executed", "node": action_id, "kind": Kind.ACTION.value,
-                 "cause": "capture", "at": iso(now)}
+                 "cause": "capture", "run": run.id, "at": iso(now)}
         query = (cypher.executed_plain(run.id, action_id, result, observation, now, handed)
                  if plain else
                  cypher.executed(run.id, action_id, result, observation, now, handed, read))

@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rippl_core.client import AsyncRippl
 from rippl_core.console import api
+from rippl_core.console import runs as runs_api
 from rippl_core.console.auth import (
     LOOPBACK_NAMES,
     Reviewers,
@@ -153,5 +154,6 @@ def create_app(rippl: AsyncRippl, *, reviewers: Reviewers | None = None, read_op
         return JSONResponse({"detail": str(exc), "error": type(exc).__name__}, status_code=status)
 
     app.include_router(api.router)
+    app.include_router(runs_api.router)
     app.mount("/", StaticFiles(directory=STATIC, html=True), name="ui")
     return app

@@ -109,6 +109,7 @@ export function events(batch, seq) {
     if (!event.node || !event.after) continue;  // not a change of state (an execution, a compensation)
     const i = geo.index.get(event.node);
     if (i === undefined) { unknown = true; continue; }
+    if (!event.after) continue;  // not a status change (a turn recorded, a call vetoed or executed)
     const node = graph.nodes[i];
     node.state = event.after;
     node.status = publicStatus(node.kind, node.state, node.executed);

@@ -10,13 +10,16 @@ import * as receipts from "./receipts.js";
 import * as beliefs from "./beliefs.js";
 import * as compensations from "./compensations.js";
 import * as notify from "./notify.js";
+import * as runs from "./runs.js";
 
-const VIEWS = { queue, explorer, receipts, beliefs, compensations };
+const VIEWS = { queue, explorer, receipts, beliefs, compensations, runs };
 export const info = { graph: "", distinct_approver: false, reviewers: false, graph_limit: 2500 };
 let current = null;
 
-function show(name, focus = false) {
-  if (!VIEWS[name]) name = "queue";
+function show(wanted, focus = false) {
+  // a view may be deep-linked to an item of it: #runs/<run id>
+  const [view] = wanted.split("/");
+  const name = VIEWS[view] ? view : "queue";
   for (const key of Object.keys(VIEWS)) {
     const selected = key === name;
     $(`#view-${key}`).hidden = !selected;
@@ -25,9 +28,10 @@ function show(name, focus = false) {
     tab.tabIndex = selected ? 0 : -1;
   }
   if (focus) $(`#tab-${name}`).focus();
-  if (current !== name) {
-    current = name;
-    if (location.hash !== `#${name}`) history.replaceState(null, "", `#${name}`);
+  const target = VIEWS[view] ? wanted : name;
+  if (current !== target) {
+    current = target;
+    if (location.hash !== `#${target}`) history.replaceState(null, "", `#${target}`);
     VIEWS[name].shown();
   }
 }

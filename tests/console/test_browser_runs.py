@@ -1,0 +1,139 @@
+"""The Runs tab in a real browser (headless Debian chromium, driven by Playwright) against
+`rippl serve` on a loopback port and a real FalkorDB server, read anonymously: a scripted run
+(a reading, an executed call on it, the reading retracted, a vetoed call) is listed with its
+counts and filters; its page shows its turns in order, what each rested on, its calls with their
+verdicts and executions; and it updates live, without a reload, when the script records another
+turn."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_console import REPO
+from helpers_mcp import wait_for_port
+
+from rippl_core import Rippl, ToolCall
+from rippl_core.testing import FalkorDBServer, free_port
+
+CHROMIUM = Path("/usr/bin/chromium")
+playwright_api = pytest.importorskip("playwright.sync_api")
+if not CHROMIUM.exists() and shutil.which("chromium") is None:
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
+
+from tests.console.test_browser import IMG, Page, browser  # noqa: E402, F401  (the shared browser)
+
+HEALTH = ToolCall(name="get_shard_health", args={"shard": "09"}, id="c1")
+ANNOUNCE = ToolCall(name="announce_window", args={"shard": "09"}, id="c2")
+MIGRATE = ToolCall(name="migrate_tables", args={"table": "billing", "shard": "09"}, id="c3")
+ROLLBACK = ToolCall(name="rollback_window", args={"shard": "09"}, id="c4")
+
+
+@pytest.fixture(scope="module")
+def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
+    handle = Rippl.open(url=falkordb_server.url, graph=f"browser-runs-{uuid.uuid4().hex[:8]}")
+    yield handle
+    handle.drop()
+    handle.close()
+
+
+@pytest.fixture(scope="module")
+def console_url(falkordb_server: FalkorDBServer, graph: Rippl,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`rippl --url URL --graph G serve --port P`: no reviewers, reads open on loopback."""
+    folder = tmp_path_factory.mktemp("console-runs")
+    port = free_port()
+    log = folder / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rippl_core.cli", "--url", falkordb_server.url, "--graph",
+             graph.graph, "serve", "--port", str(port)], stdout=out, stderr=subprocess.STDOUT,
+            cwd=REPO)
+        try:
+            wait_for_port(port, process, log)
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def test_the_runs_tab_and_a_run_page_update_live(browser: Any, console_url: str,  # noqa: F811
+                                                 graph: Rippl) -> None:
+    run = graph.run("ops-run", agent="ops", framework="langgraph")
+    run.decide("t1", [HEALTH])
+    claim = run.executed(HEALTH, "healthy (served from replica r3)", fresh_for=3600)
+    run.decide("t2", [ANNOUNCE], context=["c1"])
+    run.executed(ANNOUNCE, "window announced")
+    graph.retract(claim, reason="served from a stale cache", by="monitor")
+    [vetoed] = run.decide("t3", [MIGRATE], context=["c1"])
+    assert not vetoed.allowed
+    graph.run("quiet-run", agent="bot", framework="crewai").decide("t1", [HEALTH])
+
+    viewer = Page(browser, console_url + "#runs")
+    page = viewer.page
+    page.wait_for_selector("#runs tbody tr[data-run='ops-run']")
+    cells = page.locator("#runs tbody tr[data-run='ops-run'] td").all_inner_texts()
+    assert cells[0:3] == ["ops-run", "ops", "langgraph"]
+    assert cells[5:] == ["3", "3", "1", "1"]  # turns, calls, vetoes, open compensations
+    assert page.locator("#runs tbody tr").count() == 2
+
+    # filters: has open compensations, then an agent
+    page.check("#runs-open")
+    page.wait_for_function("() => document.querySelectorAll('#runs tbody tr').length === 1")
+    assert page.locator("#runs tbody tr").get_attribute("data-run") == "ops-run"
+    page.uncheck("#runs-open")
+    page.fill("#runs-agent", "bot")
+    page.wait_for_function("() => document.querySelector('#runs tbody tr')?.dataset.run === 'quiet-run'"
+                           " && document.querySelectorAll('#runs tbody tr').length === 1")
+    page.fill("#runs-agent", "")
+    page.wait_for_selector("#runs tbody tr[data-run='ops-run']")
+
+    # the run's page: turns in order, what they rested on, verdicts and executions
+    page.click("#runs tbody tr[data-run='ops-run']")
+    page.wait_for_selector("#run-turns > li")
+    turns = page.locator("#run-turns > li").evaluate_all("els => els.map(e => e.dataset.turn)")
+    assert turns == ["t1", "t2", "t3"]
+    t2 = page.locator("#run-turns > li[data-turn='t2']")
+    reading = t2.locator(f"li.rested[data-claim='{claim}']")
+    assert "Retracted" in reading.inner_text() and "fresh until" in reading.inner_text()
+    announce = t2.locator("li.call")
+    assert "announce_window" in announce.inner_text() and "executed" in announce.inner_text()
+    assert "open compensation" in announce.inner_text() and "window announced" in announce.inner_text()
+    migrate = page.locator("#run-turns > li[data-turn='t3'] li.call")
+    assert migrate.get_attribute("data-verdict") == "vetoed"
+    assert claim in migrate.inner_text() and "not executed" in migrate.inner_text()
+    assert migrate.locator(f".named button:has-text('{claim}')").count() == 1  # the trail, clickable
+
+    # live: the script records another turn; the page shows it without a reload
+    page.evaluate("window.__sameDocument = true")
+    [allowed] = run.decide("t4", [ROLLBACK], context=[])  # rests on the run's instructions only
+    assert allowed.allowed
+    page.wait_for_selector("#run-turns > li[data-turn='t4']", timeout=15_000)
+    page.wait_for_function("() => document.querySelector("
+                           "'#runs tbody tr[data-run=\"ops-run\"] td:nth-child(6)').textContent === '4'",
+                           timeout=15_000)
+    assert page.evaluate("window.__sameDocument") is True
+    assert page.locator("#run-turns > li[data-turn='t4'] li.call").get_attribute("data-verdict") == "allowed"
+    IMG.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMG / "console-runs.png"))
+
+    # and click through to the explorer, focused on the vetoed call
+    migrate.locator("button.link").first.click()
+    page.wait_for_function("() => !document.querySelector('#view-explorer').hidden")
+    assert viewer.errors == []
+
+    # a run's page has its own address
+    linked = Page(browser, console_url + "#runs/ops-run")
+    linked.page.wait_for_selector("#run-turns > li[data-turn='t4']")
+    assert linked.page.inner_text("#run-detail h2") == "Run ops-run"
+    assert linked.errors == []
