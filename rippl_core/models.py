@@ -492,7 +492,7 @@ class ToolSettings(_Model):
     def __init__(self, *, repeat_scope: RepeatScope = "args",
                  fresh_for: float | timedelta | None = None, reads: bool | None = None) -> None:
         # spelt out so that type checkers take a timedelta too (stored as seconds)
-        super().__init__(repeat_scope=repeat_scope, fresh_for=fresh_for, reads=reads)
+        BaseModel.__init__(self, repeat_scope=repeat_scope, fresh_for=fresh_for, reads=reads)
 
     @field_validator("fresh_for", mode="before")
     @classmethod

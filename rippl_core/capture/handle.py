@@ -108,7 +108,7 @@ class Run(_RunHandle["SyncDriver"]):
         result. `fresh_for` (seconds): how long the reading stays valid (calls resting on it
         later are denied as stale until the agent reads again); `reads`: the tool is a read, so a
         reading of another output supersedes this one (default: True when `fresh_for` is given)."""
-        recorded = self._driver.run(lambda: ops.executed(self.ref, call, output, ok=ok,
+        recorded: ops.Recorded = self._driver.run(lambda: ops.executed(self.ref, call, output, ok=ok,
                                                          fresh_for=_seconds(fresh_for),
                                                          reads=reads, carriers=self._carriers))
         if recorded.sources:  # a claim that was OUT holds again: relabel what rests on it
@@ -180,7 +180,7 @@ class AsyncRun(_RunHandle["AsyncDriver"]):
         result. `fresh_for` (seconds): how long the reading stays valid (calls resting on it
         later are denied as stale until the agent reads again); `reads`: the tool is a read, so a
         reading of another output supersedes this one (default: True when `fresh_for` is given)."""
-        recorded = await self._driver.run(lambda: ops.executed(
+        recorded: ops.Recorded = await self._driver.run(lambda: ops.executed(
             self.ref, call, output, ok=ok, fresh_for=_seconds(fresh_for), reads=reads,
             carriers=self._carriers))
         if recorded.sources:  # a claim that was OUT holds again: relabel what rests on it
