@@ -145,6 +145,9 @@ class _RunState:
     last: Seen | None = None
     reply: str | None = None  # the model's latest reply (a ReAct step's text, before its result)
     written: set[str] = field(default_factory=set)
+    # the message list the model was last given (the executor's own, live): an agent's own
+    # kickoff (`Agent.kickoff`) keeps its executor off the agent, where tool hooks look for it
+    messages: list[dict[str, Any]] | None = None
 
     def known(self, outputs: Mapping[str, tuple[str, str]]) -> Known:
         with self.lock:
@@ -289,13 +292,23 @@ class RipplHooks:
             judged.admission = original.admit(args, run, verdict)
         return judged
 
+    def _messages(self, run: str, agent: object | None) -> list[dict[str, Any]] | None:
+        """The messages the model of the run is given: its agent's executor's, or else (an
+        agent's own kickoff) the list the model was last given in the run."""
+        found = executor_messages(agent)
+        if found is not None:
+            return found
+        state = self._run(run)
+        with state.lock:
+            return state.messages
+
     def _capture(self, run: str, agent: object | None) -> Capture:
         role = getattr(agent, "role", None)
         return self.runs.get(run, role if isinstance(role, str) else None)
 
     def _turn(self, run: str, ctx: ToolCallHookContext, name: str, args: Mapping[str, Any]) -> Turn:
         """The model turn this call is part of (see `rippl_crewai.runs`)."""
-        messages = executor_messages(ctx.agent)
+        messages = self._messages(run, ctx.agent)
         if messages is None:  # no executor to read the turn from: a turn of its own
             return single_turn(name, args, f"crewai-{uuid.uuid4().hex[:16]}")
         run_state = self._run(run)
@@ -324,7 +337,7 @@ class RipplHooks:
                 state.decided = True
                 seen = turn.seen
                 if seen.context is not None:
-                    self._written(capture, executor_messages(ctx.agent) or [], seen,
+                    self._written(capture, self._messages(run, ctx.agent) or [], seen,
                                   task_outputs(ctx.crew, ctx.task))
                 verdicts = capture.decide(turn.id, turn.calls, context=seen.context,
                                           told=seen.told, inputs=seen.inputs,
@@ -446,6 +459,8 @@ class RipplHooks:
             self._written(self._capture(run, ctx.agent), messages, seen, outputs)
             with state.lock:
                 state.last = seen
+                if executor_messages(ctx.agent) is None:
+                    state.messages = messages
         except Exception:
             return
 

@@ -12,7 +12,8 @@ turn a call is part of, and what the model had in its input when it made that tu
   one another, so a task's output quoted in a later task's prompt (its `context`) carries into
   the later task's run what it carried in its own (a hand-over).
 - **Turn, native function calling**: the assistant message carrying the turn's tool calls (all of
-  them, with their ids) is in the executor's messages when the first call's `PRE_TOOL_CALL` runs;
+  them, with their ids) is in the executor's messages when the first call's `PRE_TOOL_CALL` runs
+  (an agent's own kickoff keeps its executor off the agent: the list its model was last given);
   a call finds its own id there by its name and parsed arguments.
 - **Turn, ReAct**: one call per turn and no ids: the turn (and its call) is named by a digest of
   what the model had been shown and the call.
