@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+from helpers_mcp import wait_for_port
 
 from rippl_core import AsyncRippl
 from rippl_core.console.app import create_app
 from rippl_core.console.auth import parse_reviewers
+from rippl_core.testing import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 INCIDENT = REPO / "examples" / "incident.yaml"
@@ -27,6 +33,29 @@ async def client(rippl: AsyncRippl, **options: Any):  # type: ignore[no-untyped-
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url=BASE) as http:
         yield http
+
+
+@contextmanager
+def serving(url: str, graph: str, log: Path, *options: str,
+            env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """`rippl --url URL --graph G serve --port P [options]` as a process on a free loopback port,
+    stopped afterwards (its output in `log`): the console's address."""
+    port = free_port()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rippl_core.cli", "--url", url, "--graph", graph, "serve",
+             "--port", str(port), *options], stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+            env={**os.environ, **(env or {})})
+        try:
+            wait_for_port(port, process, log)
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 async def sign_in(http: httpx.AsyncClient, token: str = ALICE) -> str:

@@ -9,11 +9,8 @@ a test run leaves the tree as it was."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -21,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_console import ALICE, INCIDENT, REPO
-from helpers_mcp import wait_for_port
+from helpers_console import ALICE, INCIDENT, REPO, serving
 
 from rippl_core import Rippl
-from rippl_core.testing import FalkorDBServer, free_port
+from rippl_core.testing import FalkorDBServer
 
 CHROMIUM = Path("/usr/bin/chromium")
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -55,23 +51,9 @@ def console_url(falkordb_server: FalkorDBServer, graph: Rippl,
     folder = tmp_path_factory.mktemp("console")
     reviewers = folder / "reviewers"
     reviewers.write_text(f"# who may decide\nalice: {ALICE}\n", encoding="utf-8")
-    port = free_port()
-    log = folder / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "rippl_core.cli", "--url", falkordb_server.url, "--graph",
-             graph.graph, "serve", "--port", str(port), "--reviewers", str(reviewers),
-             "--distinct-approver"], stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-        try:
-            wait_for_port(port, process, log)
-            yield f"http://127.0.0.1:{port}/"
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with serving(falkordb_server.url, graph.graph, folder / "server.log", "--reviewers",
+                 str(reviewers), "--distinct-approver") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -237,53 +219,39 @@ def test_a_reviewer_signs_in_the_browser_with_their_own_key(
     key = Ed25519PrivateKey.generate()
     reviewers = tmp_path / "reviewers"
     reviewers.write_text(f"alice: {ALICE} ed25519:{public_hex(key)}\n", encoding="utf-8")
-    port = free_port()
-    log = tmp_path / "server.log"
     try:
         handle.load(INCIDENT)
         item = handle.propose_retraction("CLM-001", reason="SMART errors", by="monitor:disk")
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "rippl_core.cli", "--url", falkordb_server.url, "--graph",
-                 handle.graph, "serve", "--port", str(port), "--reviewers", str(reviewers)],
-                stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-            try:
-                wait_for_port(port, process, log)
-                page = Page(browser, f"http://127.0.0.1:{port}/#queue")
-                assert page.page.evaluate("async () => await (await import('./js/keys.js')).supported()")
-                # without the key, deciding in alice's name is refused
-                page.page.click("#sign-in")
-                page.page.fill("#token", ALICE)
-                page.page.click("#sign-in-form button[type=submit]")
-                page.page.wait_for_selector("#sign-in-error:has-text('load it')")
-                refused = page.page.evaluate("""async ([id, csrf]) => {
-                    const r = await fetch('api/reviews/' + id + '/approve', {method: 'POST',
-                        headers: {'Content-Type': 'application/json', 'X-CSRF-Token': csrf},
-                        body: JSON.stringify({note: 'unsigned'})});
-                    return [r.status, (await r.json()).detail]; }""",
-                    [item.id, page.page.evaluate("window.rippl.session.csrf")])
-                assert refused[0] == 422 and "sign the decision" in refused[1]
-                page.errors.clear()  # the refused request logs an error; it was ours
-                assert handle.review(item.id).status == "pending"
-                # with the key: registered in the log, then the approval is signed in the page
-                page.page.fill("#token", ALICE)
-                page.page.fill("#reviewer-key", key.private_bytes_raw().hex())
-                page.page.click("#sign-in-form button[type=submit]")
-                page.page.wait_for_selector("#toast:has-text('with your key')", timeout=15_000)
-                page.page.wait_for_selector("#decide label:has-text('signed with your key')")
-                assert page.page.inner_text("#who") == "reviewer: alice"
-                page.page.fill("#decision-note", "confirmed on the host")
-                page.page.click("#approve")
-                page.page.wait_for_selector("#toast:has-text('signed with their key')",
-                                            timeout=15_000)
-                assert page.errors == []
-            finally:
-                process.terminate()
-                try:
-                    process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+        with serving(falkordb_server.url, handle.graph, tmp_path / "server.log", "--reviewers",
+                     str(reviewers)) as url:
+            page = Page(browser, url + "#queue")
+            assert page.page.evaluate("async () => await (await import('./js/keys.js')).supported()")
+            # without the key, deciding in alice's name is refused
+            page.page.click("#sign-in")
+            page.page.fill("#token", ALICE)
+            page.page.click("#sign-in-form button[type=submit]")
+            page.page.wait_for_selector("#sign-in-error:has-text('load it')")
+            refused = page.page.evaluate("""async ([id, csrf]) => {
+                const r = await fetch('api/reviews/' + id + '/approve', {method: 'POST',
+                    headers: {'Content-Type': 'application/json', 'X-CSRF-Token': csrf},
+                    body: JSON.stringify({note: 'unsigned'})});
+                return [r.status, (await r.json()).detail]; }""",
+                [item.id, page.page.evaluate("window.rippl.session.csrf")])
+            assert refused[0] == 422 and "sign the decision" in refused[1]
+            page.errors.clear()  # the refused request logs an error; it was ours
+            assert handle.review(item.id).status == "pending"
+            # with the key: registered in the log, then the approval is signed in the page
+            page.page.fill("#token", ALICE)
+            page.page.fill("#reviewer-key", key.private_bytes_raw().hex())
+            page.page.click("#sign-in-form button[type=submit]")
+            page.page.wait_for_selector("#toast:has-text('with your key')", timeout=15_000)
+            page.page.wait_for_selector("#decide label:has-text('signed with your key')")
+            assert page.page.inner_text("#who") == "reviewer: alice"
+            page.page.fill("#decision-note", "confirmed on the host")
+            page.page.click("#approve")
+            page.page.wait_for_selector("#toast:has-text('signed with their key')",
+                                        timeout=15_000)
+            assert page.errors == []
         registration, approval = handle.receipts()[-2:]
         assert registration.kind == "key_registered" and registration.body["reviewer"] == "alice"
         assert registration.body["public_key"] == public_hex(key)
@@ -303,28 +271,6 @@ def test_a_reviewer_signs_in_the_browser_with_their_own_key(
     finally:
         handle.drop()
         handle.close()
-
-
-@contextlib.contextmanager
-def serving(url: str, graph: str, reviewers: Path, *extra: str) -> Iterator[str]:
-    """`rippl --url URL --graph G serve --port P --reviewers FILE [extra]`, stopped afterwards."""
-    port = free_port()
-    log = reviewers.parent / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "rippl_core.cli", "--url", url, "--graph", graph, "serve",
-             "--port", str(port), "--reviewers", str(reviewers), *extra],
-            stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-        try:
-            wait_for_port(port, process, log)
-            yield f"http://127.0.0.1:{port}/"
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
 
 
 def test_an_override_in_the_queue_is_shown_as_one_call_and_approved_signed(
@@ -352,7 +298,8 @@ def test_an_override_in_the_queue_is_shown_as_one_call_and_approved_signed(
         [veto] = agent.decide("t2", [migrate], context=["c1"])
         assert not veto.allowed
         item = handle.override(veto.target, run="thread-1", reason="checked by hand", by="bob")
-        with serving(falkordb_server.url, handle.graph, reviewers, "--distinct-approver") as url:
+        with serving(falkordb_server.url, handle.graph, tmp_path / "server.log", "--reviewers",
+                     str(reviewers), "--distinct-approver") as url:
             page = Page(browser, url + "#queue")
             page.page.wait_for_selector(f"[data-review='{item.id}']", timeout=15_000)
             card = page.page.inner_text(f"[data-review='{item.id}']")

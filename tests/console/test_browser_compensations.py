@@ -6,7 +6,6 @@ resolve is refused, and the signed-in reviewer's resolution writes a receipt tha
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -16,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_console import ALICE, INCIDENT, REPO
-from helpers_mcp import wait_for_port
+from helpers_console import ALICE, INCIDENT, serving
 
 from rippl_core import Rippl
 from rippl_core.testing import FalkorDBServer, free_port
@@ -50,24 +48,9 @@ def serve(falkordb_server: FalkorDBServer, graph: Rippl, tmp_path_factory: pytes
     folder = tmp_path_factory.mktemp("console")
     reviewers = folder / "reviewers"
     reviewers.write_text(f"alice: {ALICE}\n", encoding="utf-8")
-    port = free_port()
-    log = folder / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "rippl_core.cli", "--url", falkordb_server.url, "--graph",
-             graph.graph, "serve", "--port", str(port), "--reviewers", str(reviewers), *options],
-            stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-            env={**os.environ, "RIPPL_NOTIFY_SECRET": "s3cret-for-the-test"})
-        try:
-            wait_for_port(port, process, log)
-            yield f"http://127.0.0.1:{port}/"
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with serving(falkordb_server.url, graph.graph, folder / "server.log", "--reviewers",
+                 str(reviewers), *options, env={"RIPPL_NOTIFY_SECRET": "s3cret-for-the-test"}) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

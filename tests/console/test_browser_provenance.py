@@ -7,8 +7,6 @@ approves it as one wave with one receipt, and the executed calls downstream are 
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers_console import ALICE, REPO
-from helpers_mcp import wait_for_port
+from helpers_console import ALICE, serving
 
 from rippl_core import Rippl
-from rippl_core.testing import Clock, FalkorDBServer, free_port
+from rippl_core.testing import Clock, FalkorDBServer
 from tests.console.test_monitors import FIRING, RULES, WATCHER
 from tests.helpers_provenance import Incident, seed
 
@@ -47,24 +44,10 @@ def console_url(falkordb_server: FalkorDBServer, graph: tuple[Rippl, Incident],
     (folder / "reviewers").write_text(f"alice: {ALICE}\n", encoding="utf-8")
     (folder / "proposers").write_text(f"alertmanager: {WATCHER}\n", encoding="utf-8")
     (folder / "rules.yaml").write_text(RULES, encoding="utf-8")
-    port = free_port()
-    log = folder / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "rippl_core.cli", "--url", falkordb_server.url, "--graph",
-             graph[0].graph, "serve", "--port", str(port), "--reviewers", str(folder / "reviewers"),
-             "--proposers", str(folder / "proposers"), "--alert-rules", str(folder / "rules.yaml")],
-            stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-        try:
-            wait_for_port(port, process, log)
-            yield f"http://127.0.0.1:{port}/"
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with serving(falkordb_server.url, graph[0].graph, folder / "server.log",
+                 "--reviewers", str(folder / "reviewers"), "--proposers", str(folder / "proposers"),
+                 "--alert-rules", str(folder / "rules.yaml")) as url:
+        yield url
 
 
 def test_the_queue_shows_a_retraction_by_provenance(console_url: str,

@@ -8,19 +8,16 @@ turn."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_console import REPO
-from helpers_mcp import wait_for_port
+from helpers_console import serving
 
 from rippl_core import Rippl, ToolCall
-from rippl_core.testing import FalkorDBServer, free_port
+from rippl_core.testing import FalkorDBServer
 
 CHROMIUM = Path("/usr/bin/chromium")
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -48,23 +45,8 @@ def console_url(falkordb_server: FalkorDBServer, graph: Rippl,
                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`rippl --url URL --graph G serve --port P`: no reviewers, reads open on loopback."""
     folder = tmp_path_factory.mktemp("console-runs")
-    port = free_port()
-    log = folder / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "rippl_core.cli", "--url", falkordb_server.url, "--graph",
-             graph.graph, "serve", "--port", str(port)], stdout=out, stderr=subprocess.STDOUT,
-            cwd=REPO)
-        try:
-            wait_for_port(port, process, log)
-            yield f"http://127.0.0.1:{port}/"
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with serving(falkordb_server.url, graph.graph, folder / "server.log") as url:
+        yield url
 
 
 def test_the_runs_tab_and_a_run_page_update_live(browser: Any, console_url: str,  # noqa: F811
