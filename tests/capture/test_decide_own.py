@@ -22,7 +22,7 @@ from rippl_core.capture import run as capture_run
 # times and what depends on them differ from one run of the flow to the other
 CLOCKS = {"created_at", "at", "started_at", "last_active", "recorded_at", "valid_from",
           "executed_at", "read_at", "fresh_until", "observed_at", "expires_at", "retracted_at",
-          "superseded_at"}
+          "superseded_at", "recorded_ns"}
 
 
 def flow(rippl: Rippl) -> None:
