@@ -71,8 +71,9 @@ MODULES: dict[str, list[str]] = {
     "causal/tms.py": ["tests/causal/test_tms.py", "tests/causal/test_tms_graph.py"],
     "capture/context.py": ["tests/capture/test_context_property.py"],
     "capture/run.py": ["tests/capture/test_run.py", "tests/capture/test_veto_holds.py",
-                       "tests/capture/test_flow.py"],
-    "console/auth.py": ["tests/console/test_auth.py", "tests/console/test_auth_limits.py"],
+                       "tests/capture/test_flow.py", "tests/causal/test_round_trips.py"],
+    "console/auth.py": ["tests/console/test_auth.py", "tests/console/test_auth_limits.py",
+                        "tests/console/test_monitors.py"],
     "adapters/checkpoints.py": ["integrations/langgraph/tests/test_langgraph_tamper.py"],
 }
 

@@ -262,3 +262,16 @@ def test_a_remote_bind_needs_the_flag_then_reviewers_then_host_names() -> None:
                           extra_hosts=["review.example.com"])
     assert wildcard == LOOPBACK_NAMES | {"review.example.com"}
     assert "0.0.0.0" not in wildcard
+
+
+def test_proposers_load_apart_from_reviewers_and_never_hold_a_key() -> None:
+    from rippl_core.console.auth import AuthConfigError, load_proposers, load_reviewers
+
+    reviewers = load_reviewers(None, "alice: alice-token-0123456789abcdef")
+    proposers = load_proposers(None, "scanner: scanner-token-0123456789abcdef", reviewers)
+    assert list(proposers.names) == ["scanner"]
+    with pytest.raises(AuthConfigError, match="a proposer has no reviewer key"):
+        load_proposers(None, "scanner: scanner-token-0123456789abcdef ed25519:" + "ab" * 32,
+                       reviewers)
+    with pytest.raises(AuthConfigError, match="alice is both a reviewer and a proposer"):
+        load_proposers(None, "alice: other-token-0123456789abcdefgh", reviewers)
