@@ -232,6 +232,7 @@ texts = st.one_of(st.sampled_from(HOSTILE),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(node_id=ids_, text=texts, reason=texts, actor=ids_, key=texts)
 @example(node_id=HOSTILE[0], text=HOSTILE[1], reason=HOSTILE[3], actor=HOSTILE[2], key=HOSTILE[4])
+@example(node_id=HOSTILE[0], text=HOSTILE[1], reason=HOSTILE[3], actor=HOSTILE[2], key="n")
 def test_hostile_strings_round_trip_verbatim(backend: dict[str, object], node_id: str, text: str,
                                              reason: str, actor: str, key: str) -> None:
     with fresh(backend) as handle:
@@ -249,7 +250,8 @@ def test_hostile_strings_round_trip_verbatim(backend: dict[str, object], node_id
         assert handle.get(node_id).text == text
         assert handle.add_claim(node_id, text) == handle.get(node_id)  # same content: a no-op
         assert [r.id for r in handle.blast_radius(node_id)] == [decision_id, action.id]
-        call = ToolCall(name=actor, args={"n": 1, key: [text, reason]})
+        # the same arguments in the other key order (`key` may itself be "n": one key then)
+        call = ToolCall(name=actor, args=dict(reversed({key: [text, reason], "n": 1}.items())))
         assert handle.check(call).target == action.id
         handle.retract(node_id, reason=reason, by=actor)
         stored = handle.get(node_id)
