@@ -144,11 +144,15 @@ def traced[**P, T](spec: Spec[P, T]) -> Callable[[Callable[P, Op[T]]], Callable[
 class _Instruments:
     def __init__(self) -> None:
         meter = metrics.get_meter(SCOPE, VERSION)
-        self.latency = meter.create_histogram(
-            "rippl.check.duration", unit="s",
-            description="How long a check of a call took (check, capture decide and judge)",
-            explicit_bucket_boundaries_advisory=[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                                 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5])
+        name, what = "rippl.check.duration", ("How long a check of a call took (check, capture "
+                                              "decide and judge)")
+        try:
+            self.latency = meter.create_histogram(
+                name, unit="s", description=what, explicit_bucket_boundaries_advisory=[
+                    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                    0.5, 1.0, 2.5])
+        except TypeError:  # an API before bucket advice (the proxy meter of 1.27 takes none)
+            self.latency = meter.create_histogram(name, unit="s", description=what)
         self.verdicts = meter.create_counter(
             "rippl.verdicts", unit="{verdict}", description="Verdicts given, by outcome")
         self.vetoes = meter.create_counter(
