@@ -157,9 +157,14 @@ class _Instruments:
             "rippl.verdicts", unit="{verdict}", description="Verdicts given, by outcome")
         self.vetoes = meter.create_counter(
             "rippl.vetoes", unit="{veto}", description="Calls denied, by reason")
-        self.wave_size = meter.create_histogram(
-            "rippl.wave.size", unit="{node}", description="Status changes of each wave",
-            explicit_bucket_boundaries_advisory=[1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000])
+        try:
+            self.wave_size = meter.create_histogram(
+                "rippl.wave.size", unit="{node}", description="Status changes of each wave",
+                explicit_bucket_boundaries_advisory=[1, 2, 5, 10, 20, 50, 100, 200, 500, 1000,
+                                                     5000])
+        except TypeError:  # an API before bucket advice (as above)
+            self.wave_size = meter.create_histogram(
+                "rippl.wave.size", unit="{node}", description="Status changes of each wave")
         self.compensations = meter.create_counter(
             "rippl.compensations", unit="{action}",
             description="Compensations opened: executed actions a wave took out (premise retracted)")
