@@ -177,6 +177,21 @@ def external_scripts(folder: Path = BENCHMARKS / "scripts") -> list[Path]:
     return sorted(folder.glob("bench_*.py")) if folder.is_dir() else []
 
 
+def _run_script(command: list[str], cwd: Path) -> dict[str, Any]:
+    """Run one benchmark script in its own process: its return code, the tail of its stderr when
+    it failed (or the timeout), and how long it took."""
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
+                              timeout=EXTERNAL_TIMEOUT_S, check=False)
+        status: dict[str, Any] = {"returncode": done.returncode,
+                                  "stderr_tail": done.stderr[-2000:] if done.returncode else ""}
+    except subprocess.TimeoutExpired:
+        status = {"returncode": None, "stderr_tail": f"timed out after {EXTERNAL_TIMEOUT_S} s"}
+    status["seconds"] = time.perf_counter() - start
+    return status
+
+
 def run_external(scripts: list[Path], *, quick: bool, step: Step | None = None) -> dict[str, Any]:
     """Run each script in its own process (`python bench_x.py [--quick]`); what happened to each."""
     say = step or (lambda label: None)
@@ -184,15 +199,7 @@ def run_external(scripts: list[Path], *, quick: bool, step: Step | None = None) 
     for script in scripts:
         say(f"external benchmark {script.name}")
         command = [sys.executable, str(script), *(["--quick"] if quick else [])]
-        start = time.perf_counter()
-        try:
-            done = subprocess.run(command, cwd=script.parent.parent, capture_output=True, text=True,
-                                  timeout=EXTERNAL_TIMEOUT_S, check=False)
-            status: dict[str, Any] = {"returncode": done.returncode,
-                                      "stderr_tail": done.stderr[-2000:] if done.returncode else ""}
-        except subprocess.TimeoutExpired:
-            status = {"returncode": None, "stderr_tail": f"timed out after {EXTERNAL_TIMEOUT_S} s"}
-        status["seconds"] = time.perf_counter() - start
+        status = _run_script(command, script.parent.parent)
         outcome[script.name] = status
     return outcome
 
@@ -214,14 +221,6 @@ def run_ratio_scripts(folder: Path, *, skip: dict[str, Any] | None = None,
         if name in (skip or {}) or not script.is_file():
             continue
         command = [sys.executable, str(script), *(o.format(folder=folder) for o in options)]
-        start = time.perf_counter()
-        try:
-            done = subprocess.run(command, cwd=script.parent.parent, capture_output=True, text=True,
-                                  timeout=EXTERNAL_TIMEOUT_S, check=False)
-            status: dict[str, Any] = {"returncode": done.returncode,
-                                      "stderr_tail": done.stderr[-2000:] if done.returncode else ""}
-        except subprocess.TimeoutExpired:
-            status = {"returncode": None, "stderr_tail": f"timed out after {EXTERNAL_TIMEOUT_S} s"}
-        status["seconds"] = time.perf_counter() - start
+        status = _run_script(command, script.parent.parent)
         outcome[name] = status
     return outcome
