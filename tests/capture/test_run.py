@@ -215,6 +215,8 @@ def test_bad_input_is_refused_before_anything_is_written(rippl: Rippl) -> None:
         run.decide(" t1", [MIGRATE])
     with pytest.raises(InvalidInputError):
         rippl.run("")
+    with pytest.raises(InvalidInputError, match="results must map the call ids"):
+        run.decide("t1", [MIGRATE], context=["c0"], results=["c0"])  # type: ignore[arg-type]
     assert rippl.stats() == before
 
 

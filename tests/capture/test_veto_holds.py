@@ -118,9 +118,11 @@ def test_a_repeat_is_judged_again_at_execution(rippl: Rippl) -> None:
     assert not judged.allowed and "repeats the call vetoed at turn t2" in judged.reason
 
 
-def test_repeat_scope_tool_binds_every_later_call_of_the_tool(rippl: Rippl) -> None:
+@pytest.mark.parametrize("scope", [{"migrate": "tool"}, "tool"])
+def test_repeat_scope_tool_binds_every_later_call_of_the_tool(
+        rippl: Rippl, scope: dict[str, str] | str) -> None:
     vetoed_once(rippl)
-    run = rippl.run("r1", repeat_scope={"migrate": "tool"})
+    run = rippl.run("r1", repeat_scope=scope)  # type: ignore[arg-type]
     [other] = run.decide("t3", [migrate("c3", shard="07", table="billing")],
                          context=["c1", "c2"], told=["c2"])
     assert not other.allowed and "repeats the call vetoed at turn t2" in other.reason
