@@ -22,7 +22,7 @@ from rippl_core.capture import run as capture_run
 # times and what depends on them differ from one run of the flow to the other
 CLOCKS = {"created_at", "at", "started_at", "last_active", "recorded_at", "valid_from",
           "executed_at", "read_at", "fresh_until", "observed_at", "expires_at", "retracted_at",
-          "superseded_at", "recorded_ns"}
+          "superseded_at", "recorded_ns", "reads_until"}
 
 
 def flow(rippl: Rippl) -> None:
@@ -140,3 +140,28 @@ def test_a_turn_the_smaller_query_does_not_cover_is_recorded_whole(
     [verdict] = run.decide("t3", [third], context=[])  # the run is gone: recorded again, whole
     assert verdict.allowed and rippl.get(ids.run_claim("r1")).state.value == "IN"
 
+
+
+def test_a_turn_on_the_runs_own_summary_takes_the_smaller_query(
+        rippl: Rippl, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `wrote` recorded is a carrier of the run itself: the client knows it (its hint) and
+    the next turn whose input holds the summary sends the smaller query, first time."""
+    sent: list[str] = []
+    args = driver._args
+
+    def spy(graph: str, query: Query) -> tuple[str, ...]:
+        sent.append(query.text)
+        return args(graph, query)
+
+    monkeypatch.setattr(driver, "_args", spy)
+    run = rippl.run("r1")
+    read = ToolCall(name="read", args={}, id="c1")
+    run.decide("t1", [read], context=[])
+    run.executed(read, "healthy")
+    run.wrote("s1", context=["c1"], kind="summary")
+    sent.clear()
+    [verdict] = run.decide("t2", [ToolCall(name="noop", args={}, id="c2")], context=["s1"])
+    assert verdict.allowed
+    own_texts = {capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=root).text
+                 for root in (False, True)}
+    assert sum(text in own_texts for text in sent) == 1
