@@ -109,8 +109,9 @@ GRAPH_SCHEMA = dataclasses.replace(
     # 8: the receipt log's Merkle tree, 9: tool-result observations keep their output's digest,
     # 10: sources found by provenance (tool, reading time, run, kind, uri, a reading's URL host;
     # a run's agent, framework), readings given the host of their URL arguments; 11: claims'
-    # keys, proposals' pairs, claims' words (full text): contradictions
-    version="11", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
+    # keys, proposals' pairs, claims' words (full text): contradictions; 12: what rests on a
+    # reading, found by it (the index of `reads`: a superseded reading lowers their `reads_until`)
+    version="12", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
                             nodes.backfill_call_keys, log.backfill_tree,
                             capture.backfill_result_digests, capture.backfill_reading_hosts))
 

@@ -25,7 +25,7 @@ SCHEMA = Schema("3", unique_ids=(RUN, OBSERVATION, OVERRIDE), indexes=(
     Index(OBSERVATION, "run"), Index("Node", "run"), Index(RUN, "last_active"),
     Index("Decision", "key"), Index("Action", "vkey"), Index("Action", "vtool"),
     Index(OVERRIDE, "vkey"), Index(RUN, "scope"), Index("Claim", "read_key"),
-    Index("Claim", "read_tool")))
+    Index("Claim", "read_tool"), Index("Node", "reads")))
 
 
 def call_ref(run: str, call_id: str) -> str:
@@ -101,6 +101,12 @@ def _run_root(run: Mapping[str, Any]) -> str:
     )
 
 
+# The bound the check reads (`causal_cypher.FOREVER`): on a turn's action and decision, from the
+# freshness of the readings they rest on (`reads`, the READ_PAIRs of `x.reads`; the same as d's).
+_KEEP_UNTIL = ("SET x.reads_until = " + causal_cypher.reads_until("reads") + ", "
+               "d.reads_until = " + causal_cypher.reads_until("reads") + " ")
+
+
 # The actions of a turn (or an edited call), each driven by the turn's decision `d` and, when it
 # repeats a call vetoed earlier in the run (found by its repeat keys), by what that veto bound it
 # to (the vetoed call's decision, or the declared actions that vetoed it): labelled from all of
@@ -132,6 +138,7 @@ _ACTIONS = (
     "UNWIND CASE WHEN size(coalesce(x.reads, [])) = 0 THEN [NULL] ELSE x.reads END AS rid "
     "OPTIONAL MATCH (rc:Claim {id: rid}) "
     f"WITH d, x, created, ov, repeats, collect({causal_cypher.READ_PAIR}) AS reads "
+    + _KEEP_UNTIL +
     "RETURN x.id, x.state, x.executed_at, created, d.state, repeats, ov.id, ov.premises, reads"
 )
 
@@ -367,6 +374,7 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         + _CREATED.format(id="act.id", kind="'Action'", after="x.state") + " "
         "WITH d, x " + _each("x.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
         f"WITH d, x, collect({causal_cypher.READ_PAIR}) AS reads "
+        + _KEEP_UNTIL +
         "RETURN x.id, x.state, x.executed_at, true AS created, d.state, [] AS repeats, "
         "NULL AS ov, NULL AS overridden, reads",
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
@@ -526,6 +534,11 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         "y.fresh_until = CASE WHEN y.fresh_until IS NULL OR y.fresh_until > $now THEN $now "
         "ELSE y.fresh_until END "
         "WITH c, unlinked, shifts, collect(DISTINCT y.id) AS ended "
+        # what rests on an ended reading is fresh until now at the latest (`reads_until`)
+        "UNWIND CASE WHEN size(ended) = 0 THEN [NULL] ELSE ended END AS yid "
+        "OPTIONAL MATCH (z:Node) WHERE yid IN z.reads "
+        "SET z.reads_until = CASE WHEN z.reads_until > $now THEN $now ELSE z.reads_until END "
+        "WITH c, unlinked, shifts, ended, count(z) AS lowered "
         "RETURN c.state, NOT (unlinked AND shifts), ended",
         {"run": run, "action": action_id, "result": result, "obs": observation, "now": now,
          "handed": handed, "read": read or {"key": None, "tool": None, "until": None,

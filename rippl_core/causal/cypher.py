@@ -58,17 +58,37 @@ def get_nodes(ids: Sequence[str]) -> Query:
 
 def node_state(node_id: str) -> Query:
     """The pre-flight read: one indexed lookup of the materialised state, what blocks the node
-    when it is not IN, and the freshness of the read claims it rests on (a captured action's
-    `reads`; an index lookup each, none for a node that rests on no reading)."""
+    when it is not IN, whether it rests on captured readings (`reads`) and until when they are
+    all fresh at the latest (`reads_until`, kept on the node: see `READS_UNTIL`)."""
     return Query("MATCH (n:Node {id: $id}) "
-                 "UNWIND CASE WHEN size(coalesce(n.reads, [])) = 0 THEN [NULL] ELSE n.reads END "
-                 "AS cid OPTIONAL MATCH (rc:Claim {id: cid}) "
                  "RETURN n.kind, n.state, n.executed_at, n.blockers, "
-                 f"collect({READ_PAIR})", {"id": node_id}, read_only=True)
+                 "size(coalesce(n.reads, [])) > 0, n.reads_until", {"id": node_id}, read_only=True)
+
+
+def node_reads(node_id: str) -> Query:
+    """The freshness of each read claim a node rests on (its `reads`): [[claim id, fresh_until]]
+    (an index lookup each). Read only when the node's `reads_until` does not settle it."""
+    return Query("MATCH (n:Node {id: $id}) UNWIND coalesce(n.reads, []) AS cid "
+                 f"OPTIONAL MATCH (rc:Claim {{id: cid}}) RETURN collect({READ_PAIR})",
+                 {"id": node_id}, read_only=True)
 
 
 # [claim id, fresh_until] of a read claim `rc` found by an OPTIONAL MATCH (NULL when none)
 READ_PAIR = "CASE WHEN rc IS NULL THEN NULL ELSE [rc.id, rc.fresh_until] END"
+
+# A node resting on readings keeps `reads_until`: a time before which every one of them is surely
+# still fresh (epoch ms; FOREVER when none expires). Set when the node is recorded, from its
+# readings' `fresh_until` then (`reads_until(pairs)`, over READ_PAIRs); lowered to the moment a
+# newer reading supersedes one of them. A re-read that refreshes a reading does not raise it: it
+# stays a lower bound, and a check past it reads the readings themselves (`node_reads`). A node
+# without it (recorded before it existed) is always checked that way.
+FOREVER = 2**63 - 1
+
+
+def reads_until(pairs: str) -> str:
+    """Cypher: the earliest `fresh_until` of a list of READ_PAIRs (FOREVER when none has one)."""
+    return (f"reduce(m = {FOREVER}, p IN {pairs} | CASE WHEN p IS NULL OR p[1] IS NULL OR p[1] >= m "
+            "THEN m ELSE p[1] END)")
 
 
 def reads_of(ids: Sequence[str]) -> Query:

@@ -62,11 +62,12 @@ def check(target: str | ToolCall, policy: Policy) -> Op[Verdict]:
 
     A tool call is allowed only if every declared action matching it is allowed (so declaring one
     more action can only add a veto, never lift one); with no match, the policy's `unknown`
-    decides. One indexed read when allowed, by id or by tool call."""
+    decides. One indexed read when allowed, by id or by tool call; a second (the readings
+    themselves) only for a node whose readings' kept bound (`reads_until`) has passed."""
     call = target if isinstance(target, ToolCall) else None
-    reads: freshness.Reads | None = None  # declared actions rest on no captured reading
+    unsure: str | None = None  # a node whose readings may have expired: read them
     if call is not None and call.action_id is None:
-        rows, carried = yield from _declared(call)
+        rows, carried = yield from _declared(call)  # declared actions rest on no captured reading
     else:
         node_id = check_id(call.action_id if call is not None else target,
                            what="action_id" if call is not None else "target")
@@ -76,11 +77,15 @@ def check(target: str | ToolCall, policy: Policy) -> Op[Verdict]:
                    else {})
         if not rows:
             return _unknown(call, node_id, policy)
-        reads = found[0][4]
+        has_reads, until = found[0][4], found[0][5]
+        if has_reads and (until is None or until <= now_ms()):
+            unsure = node_id
     if not rows:
         return _unknown(call, None, policy)
     verdict = yield from judge(rows, policy, call, carried)
-    verdict = yield from fresh(verdict, reads)
+    if unsure is not None and verdict.allowed:
+        [[reads]] = yield cypher.node_reads(unsure)
+        verdict = yield from fresh(verdict, reads)
     return verdict
 
 

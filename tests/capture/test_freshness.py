@@ -10,6 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from rippl_core import Rippl, ToolCall
+from rippl_core._runtime import driver
+from rippl_core._runtime.wire import Query
 from rippl_core.testing import Clock
 
 HEALTH = ToolCall(name="get_health", args={"shard": "09"}, id="h1")
@@ -172,3 +174,54 @@ def test_a_claim_is_fresh_until_the_latest_end_of_its_valid_readings(rippl: Ripp
     assert rippl.run("r2").decide("t2", [migrate("m1")], context=["h2"])[0].allowed
     clock.advance(minutes=5)
     assert not rippl.run("r2").decide("t3", [migrate("m2")], context=["h2"])[0].allowed
+
+
+def test_the_check_reads_the_kept_bound_and_the_readings_only_past_it(rippl: Rippl,
+                                                                      clock: Clock) -> None:
+    """An allowed check reads the node alone while the bound it keeps (`reads_until`) lies ahead;
+    a supersession lowers the bound of every node resting on the old reading, in every run; past
+    the bound the readings themselves decide (a refresh makes the call fresh again)."""
+    sent: list[str] = []
+    args = driver._args
+
+    def spy(graph: str, query: Query) -> tuple[str, ...]:
+        sent.append(query.text)
+        return args(graph, query)
+
+    read(rippl, "r1", "h1", "shard 09: healthy")
+    [plan] = rippl.run("r1").decide("t2", [migrate("m1")], context=["h1"])
+    [other] = rippl.run("r1").decide("t3", [migrate("m2", shard="07")], context=[])  # no reading
+    decision = rippl.get(plan.target).justifications[0][0]
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(driver, "_args", spy)
+        assert rippl.check(plan.target).allowed and rippl.check(decision).allowed
+        assert rippl.check(other.target).allowed
+    assert len(sent) == 3  # one read each
+    clock.advance(minutes=6)  # past the bound: the readings are read, and they have expired
+    sent.clear()
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(driver, "_args", spy)
+        stale = rippl.check(plan.target)
+    assert not stale.allowed and [e.status for e in stale.expired] == ["stale"]
+    assert len(sent) == 3  # the node, its readings, the readings' texts for the reason
+    read(rippl, "r2", "h2", "shard 09: healthy")  # another run reads the same again: a refresh
+    assert rippl.check(plan.target).allowed and rippl.check(decision).allowed
+    clock.advance(minutes=1)
+    read(rippl, "r3", "h3", "shard 09: degraded")  # a third run reads it otherwise: superseded
+    clock.advance(seconds=1)
+    superseded = rippl.check(plan.target)
+    assert not superseded.allowed and [e.status for e in superseded.expired] == ["superseded"]
+    assert not rippl.check(decision).allowed
+    assert rippl.check(other.target).allowed
+
+
+def test_a_supersession_ends_the_kept_bound_of_what_rests_on_the_old_reading(
+        rippl: Rippl, clock: Clock) -> None:
+    read(rippl, "r1", "h1", "shard 09: healthy")
+    [plan] = rippl.run("r1").decide("t2", [migrate("m1")], context=["h1"])
+    decision = rippl.get(plan.target).justifications[0][0]
+    clock.advance(minutes=1)  # well inside the five minutes the plan's bound promised
+    read(rippl, "r2", "h2", "shard 09: degraded")
+    for target in (plan.target, decision):
+        verdict = rippl.check(target)
+        assert not verdict.allowed and [e.status for e in verdict.expired] == ["superseded"]

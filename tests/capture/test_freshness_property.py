@@ -99,8 +99,10 @@ def test_verdicts_agree_with_the_reference(open_rippl: Callable[..., Rippl],
             elif kind == "judge" and calls:
                 run_id, call, claims, _ = calls[int(values[0]) % len(calls)]
                 verdict = rippl.run(run_id).judge(call)
-                assert verdict.allowed == all(fresh(c, clock.now, readings) for c in claims), \
-                    (verdict.reason, claims, readings)
+                expected = all(fresh(c, clock.now, readings) for c in claims)
+                assert verdict.allowed == expected, (verdict.reason, claims, readings)
+                now = rippl.check(str(verdict.target))  # the pre-flight check of its action
+                assert now.allowed == expected, (now.reason, claims, readings)
             elif kind == "asof" and calls:
                 run_id, call, claims, at = calls[int(values[0]) % len(calls)]
                 t = at + int(values[1]) * 30_000
