@@ -98,6 +98,7 @@ def test_a_declared_veto_still_applies_to_a_captured_call(rippl: Rippl) -> None:
     [verdict] = rippl.run("r").decide("t1", [MIGRATE])
     assert not verdict.allowed and verdict.target == "ACT-ANY"
     assert verdict.blockers[0].premise == "CLM-FREEZE"
+    assert "repeats" not in verdict.reason and "CLM-FREEZE" in verdict.reason  # a first veto
 
 
 def test_a_call_mapped_to_an_action_is_judged_by_it_too(rippl: Rippl) -> None:
@@ -369,8 +370,12 @@ def test_the_small_print_of_a_run(rippl: Rippl) -> None:
     from rippl_core.adapters import output_digest
 
     run = rippl.run("small-1", agent="ops", framework="langgraph")
-    run.decide("t1", [HEALTH], context=[])
+    [read] = run.decide("t1", [HEALTH], context=[])
     assert rippl.get(ids.run_source("small-1")).text == "run small-1 of ops (langgraph) started"
+    decision = rippl.get(read.target).justifications[0][0]
+    assert rippl.get(decision).text == "ops calls get_shard_health (turn t1 of run small-1)"
+    [anon] = rippl.run("small-2").decide("t1", [HEALTH], context=[])
+    assert rippl.get(rippl.get(anon.target).justifications[0][0]).text.startswith("the agent calls")
     assert run.observe([]) == []
     forged = output_digest("shard 09: healthy")
     [denied] = run.decide("t2", [MIGRATE], context=["h0"], results={"h0": forged})
