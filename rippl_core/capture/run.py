@@ -386,9 +386,11 @@ def _verdict(run: RunRef, named_call: ids.Call, own: Own, declared: list[ActionR
     findable as vetoed (a repeat of it rests on what denied it); an approved override the call may
     take turns a denial its premises cover into an allowance, once."""
     if declared is None:
+        why = ("is the action its own capture records: a call cannot vouch for itself; map it to "
+               "a declared action, or leave its action id unset" if call.action_id == own.row[0]
+               else "is not in the graph; add it or check the id")
         return Verdict(allowed=False, target=call.action_id, tool_call=call, reason=(
-            f"denied (fail closed): {call.action_id}, the action {call.name} is mapped to, is not "
-            "in the graph; add it or check the id"))
+            f"denied (fail closed): {call.action_id}, the action {call.name} is mapped to, {why}"))
     if not declared and policy.unknown in ("deny", "allow"):  # no declared match: the policy says
         allowed = policy.unknown == "allow"
         return Verdict(allowed=allowed, target=own.row[0], kind=own.row[1], state=own.row[2],

@@ -449,7 +449,10 @@ def test_a_call_mapped_to_its_own_captured_action_is_denied(rippl: Rippl) -> Non
     pinned = MIGRATE.model_copy(update={"action_id": first.target})
     [verdict] = run.decide("t1", [pinned])
     assert not verdict.allowed and verdict.target == first.target
-    assert "denied (fail closed)" in verdict.reason
+    assert "denied (fail closed)" in verdict.reason and "cannot vouch for itself" in verdict.reason
+    [unknown] = run.decide("t1", [MIGRATE.model_copy(update={"action_id": "ACT-NOPE"})])
+    assert not unknown.allowed and "ACT-NOPE, the action migrate_tables is mapped to, is not in " \
+        "the graph" in unknown.reason
 
 
 def test_a_denial_on_readings_no_longer_valid_is_published_stale_or_superseded(
