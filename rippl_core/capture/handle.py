@@ -99,7 +99,8 @@ class Run(_RunHandle["SyncDriver"]):
         """Re-check a call (with its call id) just before it executes: after a pause, the premises
         of its turn may have been retracted."""
         return self._driver.run(lambda: ops.judge(self.ref, call, policy=self._policy(policy),
-                                                  repeat_scope=self._repeats(repeat_scope)))
+                                                  repeat_scope=self._repeats(repeat_scope),
+                                                  carriers=self._carriers))
 
     def executed(self, call: ToolCall, output: Any, *, ok: bool = True,
                  fresh_for: float | timedelta | None = None, reads: bool | None = None) -> str:
@@ -171,7 +172,8 @@ class AsyncRun(_RunHandle["AsyncDriver"]):
         """Re-check a call (with its call id) just before it executes: after a pause, the premises
         of its turn may have been retracted."""
         return await self._driver.run(lambda: ops.judge(
-            self.ref, call, policy=self._policy(policy), repeat_scope=self._repeats(repeat_scope)))
+            self.ref, call, policy=self._policy(policy), repeat_scope=self._repeats(repeat_scope),
+            carriers=self._carriers))
 
     async def executed(self, call: ToolCall, output: Any, *, ok: bool = True,
                        fresh_for: float | timedelta | None = None, reads: bool | None = None) -> str:

@@ -190,7 +190,7 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
            told: SequenceNotStr[str], policy: Policy, repeat_scope: RepeatScopes = "args",
            inputs: SequenceNotStr[str] = (),
            results: Mapping[str, str | None] | None = None,
-           carriers: Carriers | None = None) -> Op[list[Verdict]]:
+           carriers: Carriers) -> Op[list[Verdict]]:
     """Record a model turn that emits `calls` and judge each call (see the module docstring).
     `carriers`: what this client knows it recorded (chooses the smaller query; see `Carriers`)."""
     turn = check_id(turn, what="turn id")
@@ -213,8 +213,8 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     declared_query = cypher.declared(keys, _pinned(calls))
     replies: list[Any] = []
     ref_keys = [r["key"] for r in refs or ()]
-    if refs is not None and not told_ids and carriers is not None \
-            and carriers.common(run.id, ref_keys):  # the common turn: a smaller query
+    if refs is not None and not told_ids and carriers.common(run.id, ref_keys):
+        # the common turn: a smaller query
         root = carriers.knows_run(run.id)  # then only the ids of the run and its root are read
         smaller = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)}}
                                         if root else run.props(now), decision, refs, actions, now,
@@ -234,10 +234,9 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
             replies = yield commit
         except ConflictError:  # the same turn recorded concurrently: this time it finds it
             replies = yield commit
-    if carriers is not None:
-        carriers.mark(run.id, [decision["key"]], sure=True)
-        carriers.mark(run.id, ref_keys, sure=False)
-        carriers.mark_run(run.id)
+    carriers.mark(run.id, [decision["key"]], sure=True)
+    carriers.mark(run.id, ref_keys, sure=False)
+    carriers.mark_run(run.id)
     rows = {row[0]: row for row in replies[0]}
     declared = replies[1]
     verdicts = []
@@ -248,14 +247,14 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
         verdict = yield from _verdict(run, named_call, own, _matching(declared, call, named_call,
                                                                       own.row[0]), call, policy)
         verdicts.append(verdict)
-    if carriers is not None and not all(v.allowed for v in verdicts):
+    if not all(v.allowed for v in verdicts):
         carriers.mark_vetoed(run.id)
     return verdicts
 
 
 def wrote(run: RunRef, ref: str, *, context: SequenceNotStr[str] | None,
           told: SequenceNotStr[str], kind: str, inputs: SequenceNotStr[str] = (),
-          carriers: Carriers | None = None) -> Op[list[str]]:
+          carriers: Carriers) -> Op[list[str]]:
     """Record that the model wrote the message `ref` (a text reply, a summary) from an input whose
     messages are `context`, less what the vetoes it read (`told`) named: later turns whose input
     holds it rest on what it carries. Its first recording stands. Returns the claims it carries."""
@@ -266,9 +265,8 @@ def wrote(run: RunRef, ref: str, *, context: SequenceNotStr[str] | None,
     carrier = {"id": ids.carrier(run.id, ref), "run": run.id, "ref": ref, "key": run.key(ref),
                "kind": kind, "at": now}
     replies = yield Commit([cypher.wrote(run.props(now), carrier, refs, told_ids, now)], blind=True)
-    if carriers is not None:
-        carriers.mark(run.id, [run.key(ref)], sure=True)
-        carriers.mark_run(run.id)
+    carriers.mark(run.id, [run.key(ref)], sure=True)
+    carriers.mark_run(run.id)
     return sorted({row[0] for row in replies[0] if row[0] is not None})
 
 
@@ -466,7 +464,7 @@ def _repeat_reason(verdict: Verdict, own: Own) -> str:
 
 
 @telemetry.traced(telemetry.JUDGE)
-def judge(run: RunRef, call: ToolCall, *, policy: Policy,
+def judge(run: RunRef, call: ToolCall, *, policy: Policy, carriers: Carriers,
           repeat_scope: RepeatScopes = "args") -> Op[Verdict]:
     """Re-check a call about to execute. Its captured action (by the run and the call id) and
     every declared match must allow it. A call whose arguments changed since its turn was
@@ -482,7 +480,7 @@ def judge(run: RunRef, call: ToolCall, *, policy: Policy,
     same = [r for r in found if r[2] == named.args]
     if not found:
         verdicts = yield from decide(run, f"call:{named.ref}", [call], context=None, told=(),
-                                     policy=policy, repeat_scope=repeat_scope)
+                                     policy=policy, repeat_scope=repeat_scope, carriers=carriers)
         return verdicts[0]
     if not same:  # edited since its turn: the same decision drives the edited call
         edited = yield from _edited(run, call, named, decision=found[0][6], policy=policy,
@@ -527,7 +525,7 @@ class Recorded(NamedTuple):
 @telemetry.traced(telemetry.EXECUTED)
 def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
              fresh_for: float | None = None, reads: bool | None = None,
-             carriers: Carriers | None = None) -> Op[Recorded]:
+             carriers: Carriers) -> Op[Recorded]:
     """Mark a captured call executed and record its output as an observation of the run (a
     `tool_result` source for this call: a reading; and the claim "`tool(args)` returned …"), in
     one commit. Returns the result claim's id, and, when the output makes an existing claim that
@@ -590,7 +588,7 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
         yield Commit([], [{"type": "reading_superseded", "node": old, "kind": Kind.CLAIM.value,
                            "by": claim_id, "run": run.id, "at": iso(now)} for old in ended],
                      blind=True)
-    if carriers is not None and replies[0]:
+    if replies[0]:
         carriers.mark(run.id, [run.key(named.ref)], sure=True)
     return Recorded(claim_id, again, now)
 

@@ -76,8 +76,16 @@ def test_a_differing_re_read_supersedes_the_old_reading_in_every_run(rippl: Ripp
     [planned] = planner.decide("t2", [migrate("m1")], context=["h1"])
     assert planned.allowed
     clock.advance(minutes=1)
-    degraded = read(rippl, "checker", "c1", "shard 09: degraded")  # another agent reads again
+    events = rippl.subscribe()
+    try:
+        degraded = read(rippl, "checker", "c1", "shard 09: degraded")  # another agent reads again
+        seen = []
+        while (event := events.get(timeout=1)) is not None:
+            seen += [(event.node, event.run) for e in [event] if e.type == "reading_superseded"]
+    finally:
+        events.close()
     assert degraded != healthy
+    assert seen == [(healthy, "checker")]  # published: the old reading, by the run that read anew
     judged = planner.judge(migrate("m1"))
     assert not judged.allowed and "denied as superseded" in judged.reason
     assert "shard 09: degraded" in judged.reason and "in run checker" in judged.reason

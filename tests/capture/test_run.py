@@ -9,6 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from rippl_core import AsyncRippl, InvalidInputError, NotFoundError, Policy, Rippl, State, ToolCall
+from rippl_core._runtime.wire import Query
+from rippl_core.adapters import output_digest
 from rippl_core.capture import ids
 
 HEALTH = ToolCall(name="get_shard_health", args={"shard": "09"}, id="c1")
@@ -198,6 +200,22 @@ def test_a_call_no_turn_decided_is_decided_on_everything_the_run_saw(rippl: Ripp
     assert verdict.allowed and claim in premises_of(rippl, verdict.target)  # type: ignore[arg-type]
 
 
+def test_an_execution_needs_its_call_id_and_an_edit_needs_its_decision(rippl: Rippl) -> None:
+    run = rippl.run("r")
+    run.decide("t1", [MIGRATE])
+    before = rippl.stats()
+    with pytest.raises(InvalidInputError, match="needs the call id it was decided with"):
+        run.executed(MIGRATE.model_copy(update={"id": None}), "done")
+    assert rippl.stats() == before
+    [(decision,)] = rippl._driver.query(Query(
+        "MATCH (d:Decision)-[:DRIVES]->(a:Action {call_id: 'c3'}) RETURN d.id", read_only=True))
+    rippl._driver.run(lambda: (yield Query("MATCH (d:Decision {id: $id}) DETACH DELETE d",
+                                           {"id": decision})), write=True)
+    edited = MIGRATE.model_copy(update={"args": {"table": "ledger", "shard": "09"}})
+    with pytest.raises(NotFoundError, match="has lost its decision"):
+        run.judge(edited)
+
+
 def test_executing_an_undecided_call_is_refused(rippl: Rippl) -> None:
     with pytest.raises(NotFoundError, match="never decided"):
         rippl.run("r").executed(MIGRATE, "done")
@@ -288,8 +306,14 @@ def test_prune_removes_closed_runs_and_keeps_what_is_retracted(rippl: Rippl) -> 
 
 
 def test_mark_executed_lists_a_declared_action_too(incident: Rippl) -> None:
-    incident.mark_executed("ACT-001")
+    incident.mark_executed("ACT-001", output="moved 3 tables")
     assert incident.get("ACT-001").status == "Executed"
+    [(digest,)] = incident._driver.query(Query("MATCH (a:Action {id: 'ACT-001'}) RETURN a.output",
+                                               read_only=True))
+    assert digest == output_digest("moved 3 tables")
+    incident.mark_executed("ACT-001")  # again without an output: the digest stays
+    assert incident._driver.query(Query("MATCH (a:Action {id: 'ACT-001'}) RETURN a.output",
+                                        read_only=True)) == [(digest,)]
     incident.retract("CLM-001", reason="disk errors", by="monitor")
     assert "ACT-001" in [c.action for c in incident.compensations()]
     with pytest.raises(NotFoundError):
@@ -367,7 +391,6 @@ def test_a_veto_is_published_retracted_or_at_risk(rippl: Rippl) -> None:
 def test_the_small_print_of_a_run(rippl: Rippl) -> None:
     """What a run's root says about who runs it, an empty observation, and the digest a veto on an
     unrecorded tool result quotes."""
-    from rippl_core.adapters import output_digest
 
     run = rippl.run("small-1", agent="ops", framework="langgraph")
     [read] = run.decide("t1", [HEALTH], context=[])

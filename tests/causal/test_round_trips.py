@@ -117,6 +117,9 @@ def test_a_captured_turn_and_its_execution_are_one_round_trip_each(rippl: Rippl,
     sent.clear()
     assert rippl.check(str(allowed.target)).allowed
     assert commands(sent) == [b"MULTI"]  # the allowed check: one read, freshness included
+    sent.clear()
+    run.executed(migrate, "migrated")  # not a read: the smaller query, once
+    assert commands(sent) == [b"MULTI"]
 
 
 def test_asking_a_belief_as_of_a_past_time_is_two_round_trips(rippl: Rippl,
