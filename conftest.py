@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import settings
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
@@ -29,6 +30,11 @@ from rippl_core.testing import (
     start_falkordb_cluster,
     start_falkordb_server,
 )
+
+# Tests never assert wall-clock times: no property test fails because an example ran slowly on a
+# busy machine (hypothesis's default 200 ms deadline per example is one such assertion).
+settings.register_profile("rippl", deadline=None)
+settings.load_profile("rippl")
 
 # Every process this session starts inherits this mark, so that the session's clean-up stops only
 # its own servers, never those of another session running beside it (CI runs steps in parallel).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -74,7 +75,10 @@ def test_quick_run_on_tiny_sizes(limits: ModuleType, tmp_path: Path) -> None:
             "cold start: import rippl_core", "cold start: rippl --help",
             "LangGraph guard overhead per call"} <= paths
     for row in results["summary"]:
-        assert row["ratio"] > 0
+        assert math.isfinite(row["ratio"])
+        # a ratio of two times is positive; the guard's overhead is a difference of two medians,
+        # which noise can make negative on a busy machine (no wall-clock assertion here)
+        assert row["ratio"] > 0 or row["path"] == "LangGraph guard overhead per call"
         assert row["met"] in (True, False, None)
     profiles = results["profiles"]
     explained = {  # where each path's profile goes when it misses
