@@ -489,6 +489,10 @@ def main() -> int:
                         help="seconds per test (a mutant looping forever is killed by it)")
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--no-report", action="store_true", help="do not rewrite docs/mutation.md")
+    parser.add_argument("--only", type=Path, help="a file of mutant ids (one a line): run only those "
+                        "(e.g. the survivors of an earlier run, after tests were added)")
+    parser.add_argument("--part", help="K/N: every Nth of the chosen mutants from the Kth (runs "
+                        "split between processes; each reports its own part)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up (the finally blocks) on TERM
     chosen = args.module or list(MODULES)
@@ -504,8 +508,11 @@ def main() -> int:
         shutil.copytree(ROOT / "rippl_core", scratch / "rippl_core",
                         ignore=shutil.ignore_patterns("__pycache__"))
         runner = Runner(scratch, args.timeout)
+        only = set(args.only.read_text().split()) if args.only else None
+        k, n = (int(x) for x in args.part.split("/")) if args.part else (1, 1)
         for module in chosen:
-            found = _chosen(module, args.sample, args.seed)
+            found = [m for m in _chosen(module, args.sample, args.seed)
+                     if only is None or m.id in only][k - 1::n]
             results[module] = []
             started = time.monotonic()
             covered, order = runner.baseline(module)
