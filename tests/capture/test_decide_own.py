@@ -162,6 +162,28 @@ def test_a_turn_on_the_runs_own_summary_takes_the_smaller_query(
     sent.clear()
     [verdict] = run.decide("t2", [ToolCall(name="noop", args={}, id="c2")], context=["s1"])
     assert verdict.allowed
+    # the smaller query, knowing the run's root exists (the client recorded the run)
+    known_root = capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=True).text
+    assert sent.count(known_root) == 1
+
+
+def test_a_turn_repeating_its_input_keeps_taking_the_smaller_query(
+        rippl: Rippl, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's message, first recorded by the whole query, is guessed the run's own from then
+    on: every later turn on it takes the smaller query (a success does not unlearn the guess)."""
+    sent: list[str] = []
+    args = driver._args
+
+    def spy(graph: str, query: Query) -> tuple[str, ...]:
+        sent.append(query.text)
+        return args(graph, query)
+
+    monkeypatch.setattr(driver, "_args", spy)
+    run = rippl.run("r1")
+    for n in range(1, 4):
+        [verdict] = run.decide(f"t{n}", [ToolCall(name="noop", args={"n": n}, id=f"c{n}")],
+                               context=["u1"], inputs=["u1"])
+        assert verdict.allowed
     own_texts = {capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=root).text
                  for root in (False, True)}
-    assert sum(text in own_texts for text in sent) == 1
+    assert sum(text in own_texts for text in sent) == 2  # t2 and t3
