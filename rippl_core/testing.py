@@ -73,12 +73,22 @@ class FalkorDBServer:
         return self.process.poll() is None
 
     def log_tail(self, lines: int = 40) -> str:
-        """The last lines the process printed (its log file in its folder)."""
+        """The last lines the process printed (its log file in its folder); for a crash, the
+        crash report's head instead (the signal, the stack trace and the command it ran: the tail
+        of a Redis crash report is only its configuration)."""
         log = self.folder / f"process-{self.port}.log"
         try:
-            return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+            text = log.read_text(errors="replace").splitlines()
         except OSError as exc:
             return f"(no log: {exc})"
+        crash = next((i for i, line in enumerate(text) if "BUG REPORT START" in line
+                      or "crashed by signal" in line), None)
+        if crash is None:
+            return "\n".join(text[-lines:])
+        head = text[crash:crash + 4 * lines]
+        client = next((i for i, line in enumerate(text) if "CURRENT CLIENT INFO" in line), None)
+        current = text[client:client + 12] if client is not None else []
+        return "\n".join([*head, "...", *current])
 
     def kill(self) -> None:
         """SIGKILL the process (a crash: nothing is flushed), keeping its folder."""
@@ -346,9 +356,20 @@ def start_falkordb_cluster(shards: int = 3, timeout: float = 30.0) -> FalkorDBCl
         raise
 
 
-def drop_graph(handle: Any) -> None:
+def drop_graph(handle: Any, settle_s: float = 10.0) -> None:
     """Delete a handle's graph and every key Rippl keeps beside it (without recreating the schema,
-    unlike `Rippl.drop`): for tests cleaning up after themselves."""
+    unlike `Rippl.drop`): for tests cleaning up after themselves. A graph whose indexes FalkorDB
+    is still building in the background is left to finish first (at most `settle_s`): deleting
+    a graph under construction is a race no test needs to run."""
+    with contextlib.suppress(redis.RedisError):
+        deadline = time.monotonic() + settle_s
+        while time.monotonic() < deadline and handle.redis.exists(handle.keys.graph):
+            reply = handle.redis.execute_command(
+                "GRAPH.RO_QUERY", handle.keys.graph,
+                "CALL db.indexes() YIELD status WHERE status <> 'OPERATIONAL' RETURN count(status)")
+            if not reply[1] or not reply[1][0][0]:
+                break
+            time.sleep(0.01)
     with contextlib.suppress(redis.RedisError):
         doomed = list(handle.redis.scan_iter(match=handle.keys.pattern, count=1000))
         if doomed:
