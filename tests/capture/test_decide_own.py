@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from rippl_core import Rippl, ToolCall
-from rippl_core._runtime import driver
 from rippl_core._runtime.wire import Query
 from rippl_core.adapters import output_digest
 from rippl_core.capture import ids
@@ -87,15 +86,7 @@ def dump(rippl: Rippl) -> tuple[list[Any], list[Any]]:
 
 
 def test_the_smaller_query_records_what_the_whole_one_does(
-        open_rippl: Callable[..., Rippl], monkeypatch: pytest.MonkeyPatch) -> None:
-    sent: list[str] = []
-    args = driver._args
-
-    def spy(graph: str, query: Query) -> tuple[str, ...]:
-        sent.append(query.text)
-        return args(graph, query)
-
-    monkeypatch.setattr(driver, "_args", spy)
+        open_rippl: Callable[..., Rippl], monkeypatch: pytest.MonkeyPatch, sent: list[str]) -> None:
     chosen = open_rippl()
     flow(chosen)
     own_texts = {capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=root).text
@@ -141,19 +132,10 @@ def test_a_turn_the_smaller_query_does_not_cover_is_recorded_whole(
     assert verdict.allowed and rippl.get(ids.run_claim("r1")).state.value == "IN"
 
 
-
-def test_a_turn_on_the_runs_own_summary_takes_the_smaller_query(
-        rippl: Rippl, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_turn_on_the_runs_own_summary_takes_the_smaller_query(rippl: Rippl,
+                                                                sent: list[str]) -> None:
     """What `wrote` recorded is a carrier of the run itself: the client knows it (its hint) and
     the next turn whose input holds the summary sends the smaller query, first time."""
-    sent: list[str] = []
-    args = driver._args
-
-    def spy(graph: str, query: Query) -> tuple[str, ...]:
-        sent.append(query.text)
-        return args(graph, query)
-
-    monkeypatch.setattr(driver, "_args", spy)
     run = rippl.run("r1")
     read = ToolCall(name="read", args={}, id="c1")
     run.decide("t1", [read], context=[])
@@ -167,18 +149,10 @@ def test_a_turn_on_the_runs_own_summary_takes_the_smaller_query(
     assert sent.count(known_root) == 1
 
 
-def test_a_turn_repeating_its_input_keeps_taking_the_smaller_query(
-        rippl: Rippl, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_turn_repeating_its_input_keeps_taking_the_smaller_query(rippl: Rippl,
+                                                                   sent: list[str]) -> None:
     """The user's message, first recorded by the whole query, is guessed the run's own from then
     on: every later turn on it takes the smaller query (a success does not unlearn the guess)."""
-    sent: list[str] = []
-    args = driver._args
-
-    def spy(graph: str, query: Query) -> tuple[str, ...]:
-        sent.append(query.text)
-        return args(graph, query)
-
-    monkeypatch.setattr(driver, "_args", spy)
     run = rippl.run("r1")
     for n in range(1, 4):
         [verdict] = run.decide(f"t{n}", [ToolCall(name="noop", args={"n": n}, id=f"c{n}")],
