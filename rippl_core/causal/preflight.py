@@ -71,13 +71,13 @@ def check(target: str | ToolCall, policy: Policy) -> Op[Verdict]:
     else:
         node_id = check_id(call.action_id if call is not None else target,
                            what="action_id" if call is not None else "target")
-        found = yield cypher.node_state(node_id)
+        found = [row[0] for row in (yield cypher.node_state(node_id))]
         rows = [(node_id, Kind(r[0]), State(r[1]), r[2] is not None) for r in found]
         carried = ({node_id: stored_blockers(found[0][3])} if found and found[0][3] is not None
                    else {})
         if not rows:
             return _unknown(call, node_id, policy)
-        has_reads, until = found[0][4], found[0][5]
+        until, has_reads = found[0][4], found[0][5]
         if has_reads and (until is None or until <= now_ms()):
             unsure = node_id
     if not rows:
