@@ -76,7 +76,7 @@ def both(value: Any) -> tuple[str | None, str | None]:
     return run(literal), run(reference)
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(values(KEYS), values(st.one_of(KEYS, BAD_KEYS)), ROWS,
                  st.lists(TEXTS, min_size=8, max_size=20),
                  st.lists(st.one_of(SCALARS, st.dictionaries(KEYS, SCALARS)), min_size=8,
