@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -433,6 +434,9 @@ def timeline(agent: str, topic: str, *, known_at: TimeLike | None) -> Op[list[Be
     agent, topic, key = subject(agent, topic)
     known = to_ms(known_at, name="known_at", default=now_ms())
     records = yield cypher.timeline(key, _as_known(known))
+    times = itemgetter(1, 2, 3, 4, 9)
+    if not {type(t) for t in chain.from_iterable(map(times, records))} <= {int, type(None)}:
+        records = [_numeric_times(r) for r in records]
     records.sort(key=itemgetter(1, 3))  # valid_from, recorded_at
     sep = cypher.ID_SEPARATOR
     evidence = {joined: tuple(joined.split(sep)) if joined else ()
@@ -443,6 +447,17 @@ def timeline(agent: str, topic: str, *, known_at: TimeLike | None) -> Op[list[Be
         found = yield causal_cypher.node_briefs(ids[start:start + READ_CHUNK])
         nodes.update({r[0]: (r[2], r[3]) for r in found})
     return _timeline_models(agent, topic, records, evidence, nodes)
+
+
+def _numeric_times(record: Sequence[Any]) -> list[Any]:
+    """A timeline row whose stored times are not all integers (a double or a number written as
+    text by hand: the plain reply gives both as text) with them as the numbers the compact reply
+    gives, so that it reads as any stored time does (`from_ms`)."""
+    row = list(record)
+    for i in (1, 2, 3, 4, 9):
+        if isinstance(row[i], str | bytes):
+            row[i] = float(row[i])
+    return row
 
 
 def _timeline_models(agent: str, topic: str, records: Sequence[Sequence[Any]],
