@@ -435,7 +435,7 @@ def timeline(agent: str, topic: str, *, known_at: TimeLike | None) -> Op[list[Be
     known = to_ms(known_at, name="known_at", default=now_ms())
     records = yield cypher.timeline(key, _as_known(known))
     times = itemgetter(1, 2, 3, 4, 9)
-    if not {type(t) for t in chain.from_iterable(map(times, records))} <= {int, type(None)}:
+    if not set(map(type, chain.from_iterable(map(times, records)))) <= {int, type(None)}:
         records = [_numeric_times(r) for r in records]
     records.sort(key=itemgetter(1, 3))  # valid_from, recorded_at
     sep = cypher.ID_SEPARATOR
@@ -468,7 +468,7 @@ def _timeline_models(agent: str, topic: str, records: Sequence[Sequence[Any]],
     computed once, and the models are built as `models.constructed` builds them."""
     open_end, out, default = cypher.OPEN, State.OUT.value, ("", State.IN.value)
     columns = list(zip(*records, strict=True)) or [()] * len(cypher.TIMELINE_FIELDS)
-    starts = {ms: from_ms(ms) for ms in {*columns[1], *columns[3], *columns[9]} if ms is not None}
+    starts = {ms: from_ms(ms) for ms in {*columns[1], *columns[3], *columns[9]}}
     ends = {ms: None if ms >= open_end else from_ms(ms) for ms in {*columns[2], *columns[4]}}
     retracted = {joined: [e for e in ids if e in nodes and nodes[e][1] == out]
                  for joined, ids in evidence.items()}
