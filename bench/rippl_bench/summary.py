@@ -106,6 +106,11 @@ BENCHES: tuple[Bench, ...] = (
          lambda d: " / ".join(_ms(d["overhead"]["native"]["added_p50_ms_per_tool_call"][k])
                               for k in ("hooks", "capture"))),
     )),
+    Bench("timeline.json", "bench/scripts/bench_timeline.py",
+          "Long timelines read plain (issue 28, item 4)", (
+        ("timeline of 10,000 changes, before / after (target 50 ms)",
+         lambda d: " / ".join(_ms(d["rows"][-1][k]["p50_ms"]) for k in ("before", "after"))),
+    )),
     Bench("checkpoints.json", "bench/scripts/bench_checkpoints.py",
           "Checkpoints that notice tampering (issue 32; get_tuple of issue 28)", (
         ("put / get_tuple, chained checkpoints",

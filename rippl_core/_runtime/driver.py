@@ -50,8 +50,8 @@ class NotPrimaryError(redis.ConnectionError):
 
 
 def _args(graph: str, query: Query) -> tuple[str, ...]:
-    return ("GRAPH.RO_QUERY" if query.read_only else "GRAPH.QUERY", graph, query.command(),
-            "--compact")
+    command = ("GRAPH.RO_QUERY" if query.read_only else "GRAPH.QUERY", graph, query.command())
+    return command if query.plain else (*command, "--compact")
 
 
 @contextmanager

@@ -2,7 +2,10 @@
 
 Parameters travel in the `CYPHER name=value ...` prefix that FalkorDB parses as literals, so every
 user value is data, never query text. Results are read in the compact format; queries return only
-scalars, lists and maps (never whole nodes), so no schema lookup is needed.
+scalars, lists and maps (never whole nodes), so no schema lookup is needed. A query marked `plain`
+(it returns only strings, integers and nulls) is read in FalkorDB's verbose format instead, whose
+cells are the values themselves: one object a cell instead of a typed pair to decode, which is
+what reading a reply of many rows costs (`parse` tells the two formats apart by their header).
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ class Query:
     text: str
     params: Mapping[str, Any] = field(default_factory=dict)
     read_only: bool = False
+    # Every column is a string, an integer or null: the reply is read in the verbose format, its
+    # rows as they arrive (booleans, doubles, lists and maps would arrive as text there, so a
+    # plain query never returns one; join a list of ids with `string.join` instead).
+    plain: bool = False
 
     def command(self) -> str:
         """The query string with its parameters prefixed."""
@@ -156,8 +163,13 @@ def _value(cell: list[Any]) -> Any:
     raise TypeError(f"queries must return scalars, lists or maps, not type {kind}")
 
 
-def parse(reply: list[Any]) -> list[tuple[Any, ...]]:
-    """Rows of a compact GRAPH.QUERY reply (an empty list for queries without RETURN)."""
+def parse(reply: list[Any]) -> list[Any]:
+    """Rows of a GRAPH.QUERY reply (an empty list for queries without RETURN): of the compact
+    format, each a tuple of decoded values; of the verbose format (a `plain` query: its header
+    names the columns without their types), each the list of values as it arrived."""
     if len(reply) < 3:
         return []
+    header = reply[0]
+    if header and type(header[0]) is not list:  # verbose: the cells are the values
+        return reply[1]  # type: ignore[no-any-return]
     return [tuple(map(_value, row)) for row in reply[1]]

@@ -146,6 +146,27 @@ def visible(key: str, known: int) -> Query:
                  params, read_only=True)
 
 
+# The columns of a timeline row (`timeline`): the edge's own fields without the agent and topic
+# (its key names them) and without the claim's text and state (read with the evidence's states),
+# the evidence ids joined on `ID_SEPARATOR` (ids are printable, so it is free): every column is a
+# string, an integer or null, so the reply is read plain (see `wire.Query.plain`).
+TIMELINE_FIELDS = ("claim", "valid_from", "valid_to", "recorded_at", "superseded_at", "evidence",
+                   "note", "cause", "reason", "first_recorded")
+ID_SEPARATOR = "\x1f"
+
+
+def timeline(key: str, known: int | None) -> Query:
+    """The whole timeline of `key` as recorded at `known` (None: now, the never superseded rows,
+    an equality in the index), in `TIMELINE_FIELDS`, read plain."""
+    where = ["r.key = $key"]
+    params: dict[str, Any] = {"key": key, "sep": ID_SEPARATOR}
+    _visibility(where, params, known)
+    return Query(f"MATCH ()-[r:{BELIEVES}]->() WHERE {' AND '.join(where)} RETURN r.claim, "
+                 "r.valid_from, r.valid_to, r.recorded_at, r.superseded_at, "
+                 "string.join(coalesce(r.evidence, []), $sep), r.note, r.cause, r.reason, "
+                 "r.first_recorded", params, read_only=True, plain=True)
+
+
 def current_overlapping(key: str, start: int, end: int) -> Query:
     """Current (never superseded) intervals of `key` overlapping [start, end)."""
     return Query(f"MATCH ()-[r:{BELIEVES}]->(c) WHERE r.key = $key AND r.superseded_at = $open AND "

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from rippl_core._runtime.op import Batch, Commit, Op
@@ -423,12 +425,78 @@ def beliefs(agent: str, *, as_of: TimeLike | None, known_at: TimeLike | None) ->
 
 
 def timeline(agent: str, topic: str, *, known_at: TimeLike | None) -> Op[list[Belief]]:
-    """Every interval of the agent's belief about `topic`, oldest first, as recorded at `known_at`."""
-    _, _, key = subject(agent, topic)
+    """Every interval of the agent's belief about `topic`, oldest first, as recorded at `known_at`.
+
+    A long timeline is read as compactly as it can be, with the same Beliefs as `_beliefs`
+    gives: its rows plain and without what rows share (the agent and topic, the claims' text and
+    state, read with the evidence's states in a second round trip), the models built straight
+    from them."""
+    agent, topic, key = subject(agent, topic)
     known = to_ms(known_at, name="known_at", default=now_ms())
-    records = yield cypher.visible(key, known)
-    result = yield from _beliefs(rows_of(records))
-    return result
+    records = yield cypher.timeline(key, _as_known(known))
+    times = itemgetter(1, 2, 3, 4, 9)
+    if not set(map(type, chain.from_iterable(map(times, records)))) <= {int, type(None)}:
+        records = [_numeric_times(r) for r in records]
+    records.sort(key=itemgetter(1, 3))  # valid_from, recorded_at
+    sep = cypher.ID_SEPARATOR
+    evidence = {joined: tuple(joined.split(sep)) if joined else ()
+                for joined in {r[5] for r in records}}
+    ids = sorted({r[0] for r in records}.union(*evidence.values()))
+    nodes: dict[str, tuple[str, str]] = {}
+    for start in range(0, len(ids), READ_CHUNK):
+        found = yield causal_cypher.node_briefs(ids[start:start + READ_CHUNK])
+        nodes.update({r[0]: (r[2], r[3]) for r in found})
+    return _timeline_models(agent, topic, records, evidence, nodes)
+
+
+def _numeric_times(record: Sequence[Any]) -> list[Any]:
+    """A timeline row whose stored times are not all integers (a double or a number written as
+    text by hand: the plain reply gives both as text) with them as the numbers the compact reply
+    gives, so that it reads as any stored time does (`from_ms`)."""
+    row = list(record)
+    for i in (1, 2, 3, 4, 9):
+        if isinstance(row[i], str | bytes):
+            row[i] = float(row[i])
+    return row
+
+
+def _timeline_models(agent: str, topic: str, records: Sequence[Sequence[Any]],
+                     evidence: Mapping[str | None, tuple[str, ...]],
+                     nodes: Mapping[str, tuple[str, str]]) -> list[Belief]:
+    """`belief_model` of each timeline row (`cypher.TIMELINE_FIELDS`), given the text and state
+    now of its claim and evidence (`nodes`); what rows share (times, states, evidence) is
+    computed once, and the models are built as `models.constructed` builds them."""
+    open_end, out, default = cypher.OPEN, State.OUT.value, ("", State.IN.value)
+    columns = list(zip(*records, strict=True)) or [()] * len(cypher.TIMELINE_FIELDS)
+    starts = {ms: from_ms(ms) for ms in {*columns[1], *columns[3], *columns[9]}}
+    ends = {ms: None if ms >= open_end else from_ms(ms) for ms in {*columns[2], *columns[4]}}
+    retracted = {joined: [e for e in ids if e in nodes and nodes[e][1] == out]
+                 for joined, ids in evidence.items()}
+    claims = {}
+    for claim in set(columns[0]):
+        text, name = nodes.get(claim, default)
+        state = State(name or State.IN.value)
+        claims[claim] = (text or "", state, public_status(Kind.CLAIM, state), state is State.OUT)
+    beliefs, new, set_, fields = [], Belief.__new__, object.__setattr__, set(Belief.model_fields)
+    for (claim, valid_from, valid_to, recorded_at, superseded_at, joined, note, cause, reason,
+         first_recorded) in records:
+        text, state, status, retracted_claim = claims[claim]
+        model = new(Belief)
+        set_(model, "__dict__", {  # the fields in the model's order, as belief_model gives them
+            "agent": agent, "topic": topic, "claim": claim, "text": text,
+            "valid_from": starts[valid_from], "valid_to": ends[valid_to],
+            "recorded_at": starts[recorded_at], "superseded_at": ends[superseded_at],
+            "evidence": list(evidence[joined]), "note": note, "claim_state": state,
+            "claim_status": status, "claim_state_now": state, "claim_status_now": status,
+            "rests_on_retracted": retracted_claim, "retracted_evidence": list(retracted[joined]),
+            "cause": cause or "believe", "reason": reason,
+            "first_recorded_at": starts[first_recorded if first_recorded is not None
+                                        else recorded_at]})
+        set_(model, "__pydantic_fields_set__", fields.copy())
+        set_(model, "__pydantic_extra__", None)
+        set_(model, "__pydantic_private__", None)
+        beliefs.append(model)
+    return beliefs
 
 
 def why_changed(agent: str, topic: str, at: TimeLike, *,

@@ -3,6 +3,7 @@ by a fast path: both must give exactly what the plain construction gives."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from rippl_core._runtime.timeutil import EARLIEST, END_OF_TIME
 from rippl_core.beliefs import cypher
-from rippl_core.beliefs.memory import Row, belief_model, belief_models
+from rippl_core.beliefs.memory import Row, _timeline_models, belief_model, belief_models
 from rippl_core.beliefs.models import Belief
 from rippl_core.vocabulary import Kind, State, public_status
 
@@ -77,3 +78,31 @@ def test_a_constructed_belief_is_frozen_and_validates_again() -> None:
         assert "frozen" in str(exc).lower()
     else:
         raise AssertionError("a constructed belief must stay frozen")
+
+
+nodes = st.dictionaries(ids, st.tuples(st.text(max_size=5),
+                                       st.sampled_from([s.value for s in State])), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(rows, max_size=8), nodes)
+def test_timeline_models_are_belief_models(many: list[Row], known: dict[str, tuple[str, str]]) -> None:
+    """A timeline's rows arrive plain (`cypher.timeline`: no agent, topic, claim text or state;
+    the evidence joined) and are built in one pass: the same Beliefs as `belief_models` of the
+    full rows, the claim's text and state and the evidence's states being those of its node."""
+    many = [replace(r, agent="ag", topic="tp", text=known.get(r.claim, ("", ""))[0],
+                    claim_state=known.get(r.claim, ("", State.IN.value))[1]) for r in many]
+    records = [[r.claim, r.valid_from, r.valid_to, r.recorded_at, r.superseded_at,
+                cypher.ID_SEPARATOR.join(r.evidence), r.note,
+                None if r.cause == "believe" else r.cause, r.reason, r.first_recorded]
+               for r in many]
+    evidence = {rec[5]: tuple(rec[5].split(cypher.ID_SEPARATOR)) if rec[5] else ()
+                for rec in records}
+    built = _timeline_models("ag", "tp", records, evidence, known)
+    expected = belief_models(many, {node: state for node, (_, state) in known.items()})
+    assert len(built) == len(expected)
+    for mine, theirs in zip(built, expected, strict=True):
+        same(mine, theirs)
+    if built:  # no list is shared between models
+        assert built[0].evidence is not expected[0].evidence
+        assert len({id(b.evidence) for b in built}) == len(built)

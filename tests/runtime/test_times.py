@@ -6,6 +6,7 @@ hand). Both backends."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -121,3 +122,40 @@ def test_reads_cope_with_any_stored_time(shared: Rippl) -> None:
     shared.timeline("ag", "t")
     shared.ask("ag", "t")
     shared.check("A1", as_of="2026-06-01T00:00:00Z")
+
+
+def test_a_timeline_reads_times_stored_as_doubles_or_text(embedded_db: Any) -> None:
+    """A timeline is read plain, where a stored double or a number stored as text both arrive as
+    text: it reads them as the compact reply did (numbers; `from_ms` the nearest end of the range
+    for one out of it), the same Beliefs as the general path of `_beliefs`."""
+    from rippl_core.beliefs import cypher as beliefs_cypher
+    from rippl_core.beliefs import memory
+
+    with fresh({"path": embedded_db}) as handle:
+        handle.add_source("S1", "source")
+        handle.add_claim("C1", "holds", sources=["S1"])
+        handle.add_claim("C2", "other", sources=["S1"])
+        start = datetime(2026, 1, 1, tzinfo=UTC)
+        for i in range(4):
+            handle.believe("ag", "C1" if i % 2 else "C2", topic="t", evidence=["S1"],
+                           valid_from=start + timedelta(days=i),
+                           recorded_at=start + timedelta(days=i))
+        for cypher in ("MATCH ()-[b:BELIEVES]->() WHERE b.valid_from > 0 "
+                       "SET b.first_recorded = toFloat(b.first_recorded)",
+                       "MATCH ()-[b:BELIEVES]->() WHERE b.valid_to < 9000000000000000 "
+                       "SET b.valid_to = toString(b.valid_to)",
+                       "MATCH ()-[b:BELIEVES]->() WITH b ORDER BY b.valid_from LIMIT 1 "
+                       "SET b.valid_from = -1.0e17"):
+            handle.redis.execute_command("GRAPH.QUERY", handle.keys.graph, Query(cypher).command(),
+                                         "--compact")
+        key = beliefs_cypher.belief_key("ag", "t")
+
+        def general() -> Any:
+            records = yield beliefs_cypher.visible(key, memory.now_ms())
+            # the compact reply gives the times stored as text as text: as numbers they read
+            rows = [replace(row, valid_to=float(row.valid_to)) for row in memory.rows_of(records)]
+            return (yield from memory._beliefs(rows))
+
+        got = handle.timeline("ag", "t")
+        assert got == handle._driver.run(general)
+        assert got[0].valid_from.year == 1 and len(got) == 4

@@ -76,7 +76,7 @@ def both(value: Any) -> tuple[str | None, str | None]:
     return run(literal), run(reference)
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(values(KEYS), values(st.one_of(KEYS, BAD_KEYS)), ROWS,
                  st.lists(TEXTS, min_size=8, max_size=20),
                  st.lists(st.one_of(SCALARS, st.dictionaries(KEYS, SCALARS)), min_size=8,
@@ -119,3 +119,25 @@ def test_falkordb_reads_back_every_value_as_sent(client: redis.Redis, value: lis
     rows = parse(client.execute_command("GRAPH.QUERY", "wire-roundtrip", query.command(),
                                         "--compact"))
     assert rows == [(value,)]
+
+
+PLAIN = st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1),
+                  st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00")))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(st.lists(PLAIN, min_size=1, max_size=6))
+def test_a_plain_query_reads_back_strings_integers_and_nulls_as_sent(client: redis.Redis,
+                                                                     values: list[Any]) -> None:
+    """A `plain` query's reply comes in FalkorDB's verbose format (the driver leaves out
+    --compact): `parse` returns its rows as they arrive, the same values the compact format
+    gives for strings, integers and nulls."""
+    query = Query("RETURN " + ", ".join(f"$x{i}" for i in range(len(values))),
+                  {f"x{i}": v for i, v in enumerate(values)}, read_only=True, plain=True)
+    plain = parse(client.execute_command("GRAPH.RO_QUERY", "wire-roundtrip", query.command()))
+    compact = parse(client.execute_command("GRAPH.RO_QUERY", "wire-roundtrip", query.command(),
+                                           "--compact"))
+    assert [list(row) for row in compact] == plain == [values]
+    assert parse(client.execute_command("GRAPH.RO_QUERY", "wire-roundtrip",
+                                        "UNWIND [] AS x RETURN x")) == []
