@@ -161,3 +161,24 @@ def test_a_turn_repeating_its_input_keeps_taking_the_smaller_query(rippl: Rippl,
     own_texts = {capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=root).text
                  for root in (False, True)}
     assert sum(text in own_texts for text in sent) == 2  # t2 and t3
+
+
+def test_what_the_run_recorded_itself_stays_known_when_a_guess_fails(
+        open_rippl: Callable[..., Rippl], sent: list[str]) -> None:
+    """A failed smaller query forgets the guessed messages (another client's run's, here), not
+    the run's own turns and summaries: the next turn on those takes the smaller query again."""
+    rippl = open_rippl()
+    other = open_rippl(graph=rippl.graph)  # another client: this one's hint knows none of it
+    a, b = rippl.run("ra", scope="s"), other.run("rb", scope="s")
+    health = ToolCall(name="get_health", args={}, id="h9")
+    b.decide("b1", [health], context=[])
+    b.executed(health, "healthy")
+    a.decide("t1", [ToolCall(name="noop", args={"n": 1}, id="c1")], context=[])
+    a.wrote("s1", context=["t1"], kind="summary")
+    a.decide("t2", [ToolCall(name="noop", args={"n": 2}, id="c2")], context=["h9"])  # b's: whole
+    a.decide("t3", [ToolCall(name="noop", args={"n": 3}, id="c3")],
+             context=["t1", "s1", "h9"])  # guessed common, refused: the guess about h9 forgotten
+    sent.clear()
+    a.decide("t4", [ToolCall(name="noop", args={"n": 4}, id="c4")], context=["t1", "s1"])
+    known_root = capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=True).text
+    assert sent.count(known_root) == 1

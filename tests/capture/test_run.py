@@ -399,6 +399,11 @@ def test_the_small_print_of_a_run(rippl: Rippl) -> None:
     assert rippl.get(decision).text == "ops calls get_shard_health (turn t1 of run small-1)"
     [anon] = rippl.run("small-2").decide("t1", [HEALTH], context=[])
     assert rippl.get(rippl.get(anon.target).justifications[0][0]).text.startswith("the agent calls")
+    for run_id, who, framework, says in (("small-3", "ops", None, "ops"),
+                                          ("small-4", None, "crewai", "crewai"),
+                                          ("small-5", None, None, "an agent")):
+        rippl.run(run_id, agent=who, framework=framework).decide("t1", [HEALTH], context=[])
+        assert rippl.get(ids.run_source(run_id)).text == f"run {run_id} of {says} started"
     assert run.observe([]) == []
     forged = output_digest("shard 09: healthy")
     [denied] = run.decide("t2", [MIGRATE], context=["h0"], results={"h0": forged})
@@ -558,3 +563,48 @@ def test_prune_removes_an_unrecorded_result_claim_once_a_person_accepted_it(ripp
     with pytest.raises(NotFoundError):
         rippl.get(forged)
     assert rippl.verify_receipts().ok  # the reinstatement's receipt stays
+
+
+def test_an_execution_is_announced_once_with_its_status(rippl: Rippl) -> None:
+    """Each recorded execution publishes one `action_executed`, a retry too (its smaller query
+    refused, the whole one records it); a failed call's result is recorded as an error."""
+    run = rippl.run("r")
+    failing = ToolCall(name="deploy", args={}, id="d1")
+    run.decide("t1", [MIGRATE, failing], context=[])
+    events = rippl.subscribe()
+    try:
+        run.executed(MIGRATE, "migrated")
+        run.executed(MIGRATE, "migrated")  # a retry: the result source exists already
+        run.executed(failing, "permission denied", ok=False)
+        seen = []
+        while (event := events.get(timeout=1)) is not None:
+            seen += [event.node for e in [event] if e.type == "action_executed"]
+    finally:
+        events.close()
+    statuses = dict(rippl._driver.query(Query(
+        "MATCH (a:Action) WHERE a.call_id IN ['c3', 'd1'] RETURN a.call_id, a.exec_status",
+        read_only=True)))
+    assert statuses == {"c3": "ok", "d1": "error"}
+    [migrate_id] = {n for n in seen if n != seen[-1]}
+    assert seen == [migrate_id, migrate_id, seen[-1]] and seen[-1] != migrate_id
+
+
+def test_a_turn_is_announced_once(rippl: Rippl) -> None:
+    """`turn_recorded` once per turn: a first turn (the whole query) and a common one (the smaller
+    query), and a turn the smaller query did not cover (tried, then whole)."""
+    a, b = rippl.run("ra", scope="s"), rippl.run("rb", scope="s")
+    health = ToolCall(name="get_health", args={}, id="h9")
+    b.decide("b1", [health], context=[])
+    b.executed(health, "healthy")
+    events = rippl.subscribe()
+    try:
+        a.decide("t1", [ToolCall(name="noop", args={"n": 1}, id="c1")], context=[])
+        a.decide("t2", [ToolCall(name="noop", args={"n": 2}, id="c2")], context=["t1"])
+        a.decide("t3", [ToolCall(name="noop", args={"n": 3}, id="c3")], context=["h9"])
+        a.decide("t4", [ToolCall(name="noop", args={"n": 4}, id="c4")], context=["t1", "h9"])
+        seen = []
+        while (event := events.get(timeout=1)) is not None:
+            seen += [event.node for e in [event] if e.type == "turn_recorded"]
+    finally:
+        events.close()
+    assert len(seen) == 4 and len(set(seen)) == 4
