@@ -39,7 +39,7 @@ export function init(consoleInfo) {
   });
   $("#whole-btn").addEventListener("click", () => loadWhole());
   $("#fit-btn").addEventListener("click", () => { fit(); schedule(); });
-  window.rippl = Object.assign(window.rippl || {}, { explorer: { nodeAt, stateOf, select: find } });
+  window.rippl = Object.assign(window.rippl || {}, { explorer: { nodeAt, stateOf, select: find, stats: () => ({ ...stats, animating: pulses.length > 0, k: view.k }) } });
   loadWhole();
 }
 
@@ -79,6 +79,7 @@ function setGraph(data, keepView) {
     graph = { ...graph, nodes: [], edges: [] };
   }
   geo = layout(graph.nodes, graph.edges);
+  version += 1;
   selected = previous !== null && geo.index.has(previous) ? geo.index.get(previous) : -1;
   const ids = $("#node-ids");
   if (graph.nodes.length <= 5000) clear(ids, graph.nodes.map((n) => h("option", { value: n.id })));
@@ -120,6 +121,7 @@ export function events(batch, seq) {
     pulses.push({ i, t0: now + Math.min(column * WAVE_STEP_MS, 1200), colour: COLOURS[event.after] });
   }
   if (changed) {
+    version += 1;
     counts();
     schedule();
     if (selected >= 0 && batch.some((e) => e.node === graph.nodes[selected].id)) {
@@ -156,6 +158,18 @@ function counts() {
 }
 
 // -- drawing ------------------------------------------------------------------------------------
+// Two layers. The scene (bands, edges, nodes, the selection, labels) is drawn into an offscreen
+// canvas only when what it shows changes: the view, the graph, a node's state, the selection. An
+// animation frame copies that bitmap and draws only the wave's rings over it, so a wave of
+// thousands of nodes costs one scene drawing per frame of events, not one per animation frame.
+// Zoomed far out (a node box under 2 px tall) the scene has a level of detail of its own
+// ("dense", see denseScene): no labels, whole-pixel node marks and aliased one-pixel edges
+// rasterised in a pixel buffer.
+const STROKE_BATCH = 64;
+let scene = null, sctx = null, sceneKey = "";
+let version = 0;  // bumped when the graph or a node's state changes
+const stats = { sceneDraws: 0, frames: 0, lod: "full", edgesDrawn: 0, labelsDrawn: 0 };
+
 function resize() {
   const box = canvas.parentElement.getBoundingClientRect();
   const dpr = window.devicePixelRatio || 1;
@@ -187,81 +201,261 @@ function frame(now) {
   if (pulses.length) schedule();
 }
 
+const isDense = () => view.k * NODE_H < 2;
+
 function draw(now = performance.now()) {
+  if (!scene) {
+    scene = document.createElement("canvas");
+    sctx = scene.getContext("2d");
+  }
+  if (scene.width !== canvas.width || scene.height !== canvas.height) {
+    scene.width = canvas.width;
+    scene.height = canvas.height;
+    sceneKey = "";
+  }
+  const key = `${version}|${selected}|${view.k}|${view.x}|${view.y}`;
+  if (key !== sceneKey) {
+    drawScene(sctx);
+    sceneKey = key;
+    stats.sceneDraws += 1;
+  }
+  stats.frames += 1;
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
+  ctx.drawImage(scene, 0, 0);
+  if (geo && pulses.length) rings(now);
+}
+
+// what part of the layout the view shows, in layout units
+function viewport() {
+  const { k, x: ox, y: oy } = view;
+  const w = canvas.clientWidth, hgt = canvas.clientHeight;
+  const left = -ox / k, top = -oy / k, right = (w - ox) / k, bottom = (hgt - oy) / k;
+  const { xs, ys } = geo;
+  return (i) => xs[i] + NODE_W >= left && xs[i] <= right && ys[i] + NODE_H >= top && ys[i] <= bottom;
+}
+
+function drawScene(g) {
   const dpr = window.devicePixelRatio || 1;
   const w = canvas.clientWidth, hgt = canvas.clientHeight;
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, w, hgt);
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, w, hgt);
+  stats.edgesDrawn = 0;
+  stats.labelsDrawn = 0;
   if (!geo) return;
-  const { k, x: ox, y: oy } = view;
-  const left = -ox / k, top = -oy / k, right = (w - ox) / k, bottom = (hgt - oy) / k;
-  ctx.font = "600 12px system-ui, sans-serif";
-  ctx.fillStyle = "#5c6577";
-  for (const band of geo.bands) {
-    const sx = ox + band.x * k;
-    if (graph.nodes.length) ctx.fillText(band.kind, Math.max(sx, 4), 18);
-    ctx.strokeStyle = "#e5e7eb";
-    ctx.beginPath(); ctx.moveTo(sx - 20 * k, 26); ctx.lineTo(sx - 20 * k, hgt); ctx.stroke();
-  }
-  ctx.save();
-  ctx.translate(ox, oy);
-  ctx.scale(k, k);
-  const { xs, ys } = geo;
-  const nodes = graph.nodes;
-  const visible = (i) => xs[i] + NODE_W >= left && xs[i] <= right && ys[i] + NODE_H >= top && ys[i] <= bottom;
-  // Edges are stroked in small batches: one stroke of thousands of overlapping curves (a hub with
-  // thousands of dependents) costs the rasteriser far more than many strokes of a few.
-  ctx.lineWidth = 1.2 / k;
-  const batches = { IN: [new Path2D(), 0], AT_RISK: [new Path2D(), 0], OUT: [new Path2D(), 0] };
-  const flush = (state) => {
-    ctx.strokeStyle = EDGE_COLOURS[state];
-    ctx.stroke(batches[state][0]);
-    batches[state] = [new Path2D(), 0];
-  };
-  // zoomed far out, many nodes share a screen pixel: draw one edge (and one ring) per pixel pair
-  const cell = (i) => `${Math.round(xs[i] * k)}:${Math.round(ys[i] * k)}`;
-  const dense = NODE_H * k < 2;
-  const drawn = new Set();
-  for (const e of graph.edges) {
-    const s = geo.index.get(e.source), t = geo.index.get(e.target);
-    if (s === undefined || t === undefined || (!visible(s) && !visible(t))) continue;
-    const state = batches[nodes[s].state] ? nodes[s].state : "IN";
-    if (dense) {
-      const key = `${cell(s)}>${cell(t)}|${state}`;
-      if (drawn.has(key)) continue;
-      drawn.add(key);
+  const { k, x: ox } = view;
+  const visible = viewport();
+  const dense = isDense();
+  stats.lod = dense ? "dense" : "full";
+  if (dense) {
+    denseScene(g, visible);  // its pixels replace the canvas's: the band names go over them
+  } else {
+    g.strokeStyle = "#e5e7eb";
+    g.lineWidth = 1;
+    for (const band of geo.bands) {
+      const sx = ox + band.x * k - 20 * k;
+      g.beginPath(); g.moveTo(sx, 26); g.lineTo(sx, hgt); g.stroke();
     }
-    link(batches[state][0], s, t);
-    if (++batches[state][1] >= 64) flush(state);
+    fullScene(g, visible);
   }
-  for (const state of Object.keys(batches)) if (batches[state][1]) flush(state);
+  g.font = "600 12px system-ui, sans-serif";
+  g.fillStyle = "#5c6577";
+  if (graph.nodes.length) for (const band of geo.bands) g.fillText(band.kind, Math.max(ox + band.x * k, 4), 18);
+  if (!graph.nodes.length) {
+    g.fillStyle = "#5c6577";
+    g.font = "14px system-ui, sans-serif";
+    g.fillText(graph.truncated ? "Too many nodes to draw at once: find a node above and press Focus."
+      : "The graph is empty.", 20, 60);
+  }
+}
+
+// Strokes paths in batches of STROKE_BATCH: one stroke of thousands of overlapping lines (a hub
+// with thousands of dependents) costs the rasteriser far more than many strokes of a few.
+function batcher(g, colourOf) {
+  const open = new Map();
+  const flush = (style, entry) => { g.strokeStyle = style; g.stroke(entry.path); open.delete(style); };
+  return {
+    add(style, fn) {
+      let entry = open.get(style);
+      if (!entry) { entry = { path: new Path2D(), n: 0 }; open.set(style, entry); }
+      fn(entry.path);
+      stats.edgesDrawn += 1;
+      if (++entry.n >= STROKE_BATCH) flush(colourOf(style), entry);
+    },
+    done() { for (const [style, entry] of [...open]) flush(colourOf(style), entry); },
+  };
+}
+
+function fullScene(g, visible) {
+  const { k, x: ox, y: oy } = view;
+  const { xs, ys, index } = geo;
+  const nodes = graph.nodes;
+  g.save();
+  g.translate(ox, oy);
+  g.scale(k, k);
+  g.lineWidth = 1.2 / k;
+  const edges = batcher(g, (state) => EDGE_COLOURS[state]);
+  for (const e of graph.edges) {
+    const s = index.get(e.source), t = index.get(e.target);
+    if (s === undefined || t === undefined || (!visible(s) && !visible(t))) continue;
+    edges.add(EDGE_COLOURS[nodes[s].state] ? nodes[s].state : "IN", (path) => link(path, s, t));
+  }
+  edges.done();
   if (selected >= 0) {
-    ctx.strokeStyle = "#1c5fd4";
-    ctx.lineWidth = Math.max(2, 2.5 / k);
-    const path = new Path2D();
-    for (const p of geo.preds[selected]) link(path, p, selected);
-    for (const s of geo.succs[selected]) link(path, selected, s);
-    ctx.stroke(path);
+    g.lineWidth = Math.max(2, 2.5 / k);
+    const chosen = batcher(g, (style) => style);
+    for (const p of geo.preds[selected]) if (visible(p)) chosen.add("#1c5fd4", (path) => link(path, p, selected));
+    for (const s of geo.succs[selected]) if (visible(s)) chosen.add("#1c5fd4", (path) => link(path, selected, s));
+    chosen.done();
   }
   for (let i = 0; i < nodes.length; i++) {
     if (!visible(i)) continue;
     const n = nodes[i];
-    if (dense) {
-      const key = `${cell(i)}#${n.state}`;
-      if (drawn.has(key)) continue;
-      drawn.add(key);
-    }
-    ctx.fillStyle = COLOURS[n.state] || "#888";
-    ctx.fillRect(xs[i], ys[i], NODE_W, NODE_H);
-    if (n.executed) { ctx.fillStyle = "rgba(255,255,255,0.35)"; ctx.fillRect(xs[i], ys[i], 6, NODE_H); }
+    g.fillStyle = COLOURS[n.state] || "#888";
+    g.fillRect(xs[i], ys[i], NODE_W, NODE_H);
+    if (n.executed) { g.fillStyle = "rgba(255,255,255,0.35)"; g.fillRect(xs[i], ys[i], 6, NODE_H); }
   }
   if (selected >= 0) {
-    ctx.strokeStyle = "#111827";
-    ctx.lineWidth = Math.max(3, 3 / k);
-    ctx.strokeRect(xs[selected] - 3, ys[selected] - 3, NODE_W + 6, NODE_H + 6);
+    g.strokeStyle = "#111827";
+    g.lineWidth = Math.max(3, 3 / k);
+    g.strokeRect(xs[selected] - 3, ys[selected] - 3, NODE_W + 6, NODE_H + 6);
   }
-  // the wave: rings that grow and fade, in batches of 32 (like the edges)
+  g.restore();
+  labels(g, visible);
+}
+
+// Zoomed far out the scene is rasterised here, into a pixel buffer put on the canvas at once:
+// band rules, then edges as one-pixel aliased lines (coloured by their premise's state, the
+// selection's two pixels wide in blue, a later colour over an earlier one), then each node as a
+// whole-pixel mark in its status colour. The cost is the pixels the lines cross, whatever their
+// overlap: the canvas's own antialiased strokes of hundreds of near-collinear translucent lines
+// (a hub's fan a few pixels wide) took the software rasteriser hundreds of ms.
+let pixels = null;
+const rgba = (hex, alpha = 1) => {
+  const n = parseInt(hex.slice(1), 16);
+  return ((Math.round(alpha * 255) << 24) | ((n & 0xff) << 16) | (n & 0xff00) | (n >> 16)) >>> 0;
+};
+const DENSE_EDGE = { IN: rgba("#5a6478", 0.35), AT_RISK: rgba("#e67700", 0.6), OUT: rgba("#c92a2a", 0.55) };
+const DENSE_NODE = { IN: rgba(COLOURS.IN), AT_RISK: rgba(COLOURS.AT_RISK), OUT: rgba(COLOURS.OUT) };
+const DENSE_SELECTED = rgba("#1c5fd4");
+const DENSE_RULE = rgba("#e5e7eb");
+
+// a node's mark when zoomed far out, in canvas (device) pixels
+function mark(i) {
+  const dpr = window.devicePixelRatio || 1;
+  const { k, x: ox, y: oy } = view;
+  return { x: Math.round((ox + geo.xs[i] * k) * dpr), y: Math.round((oy + geo.ys[i] * k) * dpr),
+    w: Math.max(1, Math.round(NODE_W * k * dpr)), h: Math.max(1, Math.round(NODE_H * k * dpr)) };
+}
+
+// A line from (x0, y0) to (x1, y1) (device pixels), clipped to the buffer (Liang-Barsky), one
+// pixel per step along its longer axis; `thick`: a second pixel beside it.
+function rasterLine(buf, W, H, x0, y0, x1, y1, colour, thick) {
+  const dx = x1 - x0, dy = y1 - y0;
+  let t0 = 0, t1 = 1;
+  const edges = [-dx, x0, dx, W - 1 - x0, -dy, y0, dy, H - 1 - y0];
+  for (let e = 0; e < 8; e += 2) {
+    const p = edges[e], q = edges[e + 1];
+    if (p === 0) { if (q < 0) return 0; continue; }
+    const r = q / p;
+    if (p < 0) { if (r > t1) return 0; if (r > t0) t0 = r; } else { if (r < t0) return 0; if (r < t1) t1 = r; }
+  }
+  const ax = x0 + t0 * dx, ay = y0 + t0 * dy, bx = x0 + t1 * dx, by = y0 + t1 * dy;
+  const steps = Math.round(Math.max(Math.abs(bx - ax), Math.abs(by - ay)));
+  const sx = steps ? (bx - ax) / steps : 0, sy = steps ? (by - ay) / steps : 0;
+  const flat = Math.abs(dx) > Math.abs(dy);
+  let x = ax + 0.5, y = ay + 0.5;
+  for (let n = 0; n <= steps; n++, x += sx, y += sy) {
+    const px = Math.min(W - 1, x | 0), py = Math.min(H - 1, y | 0);
+    buf[py * W + px] = colour;
+    if (thick) {
+      if (flat && py + 1 < H) buf[(py + 1) * W + px] = colour;
+      else if (!flat && px + 1 < W) buf[py * W + px + 1] = colour;
+    }
+  }
+  return 1;
+}
+
+function denseScene(g, visible) {
+  const dpr = window.devicePixelRatio || 1;
+  const W = scene.width, H = scene.height;
+  if (!W || !H) return;
+  if (!pixels || pixels.width !== W || pixels.height !== H) pixels = g.createImageData(W, H);
+  const buf = new Uint32Array(pixels.data.buffer);
+  buf.fill(0);
+  const { k, x: ox, y: oy } = view;
+  const { xs, ys, index } = geo;
+  const nodes = graph.nodes;
+  for (const band of geo.bands) {
+    const x = Math.round((ox + band.x * k - 20 * k) * dpr);
+    if (x >= 0 && x < W) for (let y = Math.round(26 * dpr); y < H; y++) buf[y * W + x] = DENSE_RULE;
+  }
+  // where an edge leaves a node and where it arrives, in device pixels
+  const outX = (i) => Math.round((ox + (xs[i] + NODE_W) * k) * dpr);
+  const inX = (i) => Math.round((ox + xs[i] * k) * dpr);
+  const midY = (i) => Math.round((oy + (ys[i] + NODE_H / 2) * k) * dpr);
+  const lines = { IN: [], AT_RISK: [], OUT: [] };
+  const seen = new Set();
+  for (const e of graph.edges) {
+    const s = index.get(e.source), t = index.get(e.target);
+    if (s === undefined || t === undefined || (!visible(s) && !visible(t))) continue;
+    const state = lines[nodes[s].state] ? nodes[s].state : "IN";
+    const key = `${outX(s)},${midY(s)},${inX(t)},${midY(t)},${state}`;
+    if (seen.has(key)) continue;  // the same pixels: one line is enough
+    seen.add(key);
+    lines[state].push(s, t);
+  }
+  for (const state of ["IN", "AT_RISK", "OUT"]) {
+    const list = lines[state];
+    for (let j = 0; j < list.length; j += 2) {
+      stats.edgesDrawn += rasterLine(buf, W, H, outX(list[j]), midY(list[j]), inX(list[j + 1]), midY(list[j + 1]),
+        DENSE_EDGE[state], false);
+    }
+  }
+  if (selected >= 0) {
+    const chosen = new Set();
+    const highlight = (s, t) => {
+      if (!visible(s) && !visible(t)) return;
+      const key = `${outX(s)},${midY(s)},${inX(t)},${midY(t)}`;
+      if (chosen.has(key)) return;
+      chosen.add(key);
+      rasterLine(buf, W, H, outX(s), midY(s), inX(t), midY(t), DENSE_SELECTED, true);
+    };
+    for (const p of geo.preds[selected]) highlight(p, selected);
+    for (const t of geo.succs[selected]) highlight(selected, t);
+  }
+  for (let i = 0; i < nodes.length; i++) {
+    if (!visible(i)) continue;
+    const m = mark(i);
+    const colour = DENSE_NODE[nodes[i].state] ?? rgba("#888888");
+    const x0 = Math.max(0, m.x), x1 = Math.min(W, m.x + m.w), y0 = Math.max(0, m.y), y1 = Math.min(H, m.y + m.h);
+    for (let y = y0; y < y1; y++) buf.fill(colour, y * W + x0, y * W + Math.max(x0, x1));
+  }
+  g.putImageData(pixels, 0, 0);
+  if (selected >= 0) {
+    const m = mark(selected);
+    g.setTransform(1, 0, 0, 1, 0, 0);
+    g.strokeStyle = "#111827";
+    g.lineWidth = 2 * dpr;
+    g.strokeRect(m.x - 2 * dpr, m.y - 2 * dpr, m.w + 4 * dpr, m.h + 4 * dpr);
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  }
+}
+
+// The wave: rings that grow and fade, over the scene, in batches of 32 (like the edges); zoomed
+// far out one ring per screen pixel.
+function rings(now) {
+  const dpr = window.devicePixelRatio || 1;
+  const { k, x: ox, y: oy } = view;
+  const { xs, ys } = geo;
+  const visible = viewport();
+  const dense = isDense();
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.save();
+  ctx.translate(ox, oy);
+  ctx.scale(k, k);
   ctx.lineWidth = 4 / Math.max(k, 0.3);
+  const drawn = new Set();
   let ring = new Path2D(), inRing = 0, style = "";
   const strokeRing = () => { if (inRing) ctx.stroke(ring); ring = new Path2D(); inRing = 0; };
   for (const p of pulses) {
@@ -270,7 +464,7 @@ function draw(now = performance.now()) {
     const step = Math.min(9, Math.floor(age * 10));
     const key = `${p.colour}|${step}`;
     if (dense) {
-      const spot = `${cell(p.i)}|${key}`;
+      const spot = `${Math.round(xs[p.i] * k)}:${Math.round(ys[p.i] * k)}|${key}`;
       if (drawn.has(spot)) continue;
       drawn.add(spot);
     }
@@ -287,30 +481,25 @@ function draw(now = performance.now()) {
   strokeRing();
   ctx.globalAlpha = 1;
   ctx.restore();
-  labels(visible);
-  if (!nodes.length) {
-    ctx.fillStyle = "#5c6577";
-    ctx.font = "14px system-ui, sans-serif";
-    ctx.fillText(graph.truncated ? "Too many nodes to draw at once: find a node above and press Focus."
-      : "The graph is empty.", 20, 60);
-  }
 }
 
 // Labels are drawn at screen size (readable at any zoom), once a node is wide enough for its id.
-function labels(visible) {
+function labels(g, visible) {
   const { k, x: ox, y: oy } = view;
   const width = NODE_W * k, height = NODE_H * k;
   if (width < 44 || height < 10) return;
   const size = Math.min(12, Math.max(9, height * 0.55));
-  ctx.font = `${size}px ui-monospace, monospace`;
-  ctx.textBaseline = "middle";
-  ctx.fillStyle = "#fff";
+  g.font = `${size}px ui-monospace, monospace`;
+  g.textBaseline = "middle";
+  g.fillStyle = "#fff";
   for (let i = 0; i < graph.nodes.length; i++) {
     if (!visible(i)) continue;
     const n = graph.nodes[i];
     const text = width > 150 ? `${n.id} ${n.text}` : n.id;
-    ctx.fillText(clip(text, width - 10), ox + geo.xs[i] * k + 5, oy + (geo.ys[i] + NODE_H / 2) * k);
+    g.fillText(clip(g, text, width - 10), ox + geo.xs[i] * k + 5, oy + (geo.ys[i] + NODE_H / 2) * k);
+    stats.labelsDrawn += 1;
   }
+  g.textBaseline = "alphabetic";
 }
 
 function link(path, s, t) {
@@ -321,12 +510,12 @@ function link(path, s, t) {
 }
 
 const clipCache = new Map();
-function clip(text, width) {
-  const key = `${text}|${width}`;
+function clip(g, text, width) {
+  const key = `${text}|${width}|${g.font}`;
   if (clipCache.has(key)) return clipCache.get(key);
   let out = text;
-  if (ctx.measureText(out).width > width) {
-    while (out.length > 1 && ctx.measureText(`${out}…`).width > width) out = out.slice(0, -1);
+  if (g.measureText(out).width > width) {
+    while (out.length > 1 && g.measureText(`${out}…`).width > width) out = out.slice(0, -1);
     out = `${out}…`;
   }
   if (clipCache.size > 20000) clipCache.clear();
@@ -337,8 +526,10 @@ function clip(text, width) {
 // -- interaction --------------------------------------------------------------------------------
 function hit(px, py) {
   const x = (px - view.x) / view.k, y = (py - view.y) / view.k;
+  const slack = isDense() ? 1 / view.k : 0;  // zoomed far out, a mark is a pixel or two: a pixel's grace
   for (let i = graph.nodes.length - 1; i >= 0; i--) {
-    if (x >= geo.xs[i] && x <= geo.xs[i] + NODE_W && y >= geo.ys[i] && y <= geo.ys[i] + NODE_H) return i;
+    if (x >= geo.xs[i] - slack && x <= geo.xs[i] + NODE_W + slack &&
+        y >= geo.ys[i] - slack && y <= geo.ys[i] + NODE_H + slack) return i;
   }
   return -1;
 }
@@ -436,9 +627,13 @@ async function find(nodeId) {
 function nodeAt(nodeId) {
   const i = geo ? geo.index.get(nodeId) : undefined;
   if (i === undefined) return null;
-  // the centre, and a point inside the box that no label covers (its top-right corner)
+  // the centre, and a point inside the box that no label covers (its top-right corner; zoomed far
+  // out, inside the node's whole-pixel mark)
+  const m = isDense() ? mark(i) : null;
+  const dpr = window.devicePixelRatio || 1;
   return { x: view.x + (geo.xs[i] + NODE_W / 2) * view.k, y: view.y + (geo.ys[i] + NODE_H / 2) * view.k,
-    fillX: view.x + (geo.xs[i] + NODE_W) * view.k - 2, fillY: view.y + geo.ys[i] * view.k + 2,
+    fillX: m ? (m.x + (m.w - 1) / 2) / dpr : view.x + (geo.xs[i] + NODE_W) * view.k - 2,
+    fillY: m ? (m.y + (m.h - 1) / 2) / dpr : view.y + geo.ys[i] * view.k + 2,
     state: graph.nodes[i].state };
 }
 
