@@ -100,28 +100,60 @@ function setGraph(data, keepView) {
 const reloadSoon = debounce(() => (graph.focus ? focusOn(graph.focus, true) : loadWhole(true)), 300);
 
 // -- live events --------------------------------------------------------------------------------
+// A frame of events is applied in slices of at most APPLY_BUDGET_MS per task (a 10k-node wave
+// arrives as five frames of 2,000), so the page keeps painting while it lands; frames are applied
+// in order, and `rippl:applied` is dispatched once a frame is applied in full.
+const APPLY_BUDGET_MS = 8;
+const inbox = [];
+let pumping = false;
+
 export function events(batch, seq) {
   if (!geo) return;
+  inbox.push({ batch, seq, next: 0, changed: 0, unknown: false, moves: { AT_RISK: 0, OUT: 0, IN: 0 } });
+  if (!pumping) pump();
+}
+
+function pump() {
+  pumping = true;
+  const deadline = performance.now() + APPLY_BUDGET_MS;
+  while (inbox.length) {
+    if (!applySome(inbox[0], deadline)) {
+      schedule();  // paint what has landed so far
+      setTimeout(pump, 0);
+      return;
+    }
+    finish(inbox.shift());
+  }
+  pumping = false;
+}
+
+// Applies the frame's events from where the last slice stopped until the deadline; true when done.
+function applySome(job, deadline) {
+  const { batch } = job;
   const now = performance.now();
-  let changed = 0;
-  let unknown = false;
-  const moves = { AT_RISK: 0, OUT: 0, IN: 0 };
-  for (const event of batch) {
-    if (!event.node || !event.after) continue;  // not a change of state (an execution, a compensation)
+  let n = 0;
+  while (job.next < batch.length) {
+    if (++n % 256 === 0 && performance.now() > deadline) return false;
+    const event = batch[job.next++];
+    if (!event.node || !event.after) continue;  // not a change of state (a turn, a call, a compensation)
     const i = geo.index.get(event.node);
-    if (i === undefined) { unknown = true; continue; }
-    if (!event.after) continue;  // not a status change (a turn recorded, a call vetoed or executed)
+    if (i === undefined) { job.unknown = true; continue; }
     const node = graph.nodes[i];
     node.state = event.after;
     node.status = publicStatus(node.kind, node.state, node.executed);
     if (event.after === "OUT") node.retracted = node.retracted || event.node === event.claim;
-    moves[event.after] += 1;
-    changed += 1;
+    job.moves[event.after] += 1;
+    job.changed += 1;
+    version += 1;
     const column = Math.round(geo.xs[i] / COL_W);
     pulses.push({ i, t0: now + Math.min(column * WAVE_STEP_MS, 1200), colour: COLOURS[event.after] });
   }
+  return true;
+}
+
+function finish(job) {
+  const { batch, seq, changed, moves } = job;
   if (changed) {
-    version += 1;
     counts();
     schedule();
     if (selected >= 0 && batch.some((e) => e.node === graph.nodes[selected].id)) {
@@ -129,7 +161,7 @@ export function events(batch, seq) {
     }
   }
   ticker(batch, moves);
-  if (unknown && !graph.truncated && !graph.focus) reloadSoon();  // new nodes: redraw the whole graph
+  if (job.unknown && !graph.truncated && !graph.focus) reloadSoon();  // new nodes: redraw the whole graph
   document.dispatchEvent(new CustomEvent("rippl:applied", { detail: { seq, changed, at: performance.now() } }));
 }
 
@@ -167,6 +199,7 @@ function counts() {
 // rasterised in a pixel buffer.
 const STROKE_BATCH = 64;
 let scene = null, sctx = null, sceneKey = "";
+let overlayKey = 0;  // the rings last drawn (ringsKey)
 let version = 0;  // bumped when the graph or a node's state changes
 const stats = { sceneDraws: 0, frames: 0, lod: "full", edgesDrawn: 0, labelsDrawn: 0 };
 
@@ -214,16 +247,34 @@ function draw(now = performance.now()) {
     sceneKey = "";
   }
   const key = `${version}|${selected}|${view.k}|${view.x}|${view.y}`;
-  if (key !== sceneKey) {
+  const sceneChanged = key !== sceneKey;
+  if (sceneChanged) {
     drawScene(sctx);
     sceneKey = key;
     stats.sceneDraws += 1;
   }
+  // the rings move in ten steps: a frame where no ring changed its step shows nothing new
+  const overlay = geo && pulses.length ? ringsKey(now) : 0;
+  if (!sceneChanged && overlay === overlayKey) return;
+  overlayKey = overlay;
   stats.frames += 1;
   ctx.setTransform(1, 0, 0, 1, 0, 0);
   ctx.clearRect(0, 0, canvas.width, canvas.height);
   ctx.drawImage(scene, 0, 0);
-  if (geo && pulses.length) rings(now);
+  if (overlay) rings(now);
+}
+
+// which rings are drawn and at which step, as one number (0: none)
+function ringsKey(now) {
+  const visible = viewport();
+  let key = 0, any = false;
+  for (const p of pulses) {
+    const age = (now - p.t0) / PULSE_MS;
+    if (age < 0 || age > 1 || !visible(p.i)) continue;
+    key = (Math.imul(key, 31) + p.i * 10 + Math.min(9, Math.floor(age * 10))) | 0;
+    any = true;
+  }
+  return any ? key || 1 : 0;
 }
 
 // what part of the layout the view shows, in layout units
@@ -349,28 +400,32 @@ function mark(i) {
 }
 
 // A line from (x0, y0) to (x1, y1) (device pixels), clipped to the buffer (Liang-Barsky), one
-// pixel per step along its longer axis; `thick`: a second pixel beside it.
-function rasterLine(buf, W, H, x0, y0, x1, y1, colour, thick) {
+// pixel per step along its longer axis; `thick`: a second pixel beside it. A line whose clipped
+// ends are those of one in `seen` is the same pixels: skipped. Returns 1 if drawn.
+function rasterLine(buf, W, H, seen, x0, y0, x1, y1, colour, thick) {
   const dx = x1 - x0, dy = y1 - y0;
   let t0 = 0, t1 = 1;
-  const edges = [-dx, x0, dx, W - 1 - x0, -dy, y0, dy, H - 1 - y0];
+  const bounds = [-dx, x0, dx, W - 1 - x0, -dy, y0, dy, H - 1 - y0];
   for (let e = 0; e < 8; e += 2) {
-    const p = edges[e], q = edges[e + 1];
+    const p = bounds[e], q = bounds[e + 1];
     if (p === 0) { if (q < 0) return 0; continue; }
     const r = q / p;
     if (p < 0) { if (r > t1) return 0; if (r > t0) t0 = r; } else { if (r < t0) return 0; if (r < t1) t1 = r; }
   }
-  const ax = x0 + t0 * dx, ay = y0 + t0 * dy, bx = x0 + t1 * dx, by = y0 + t1 * dy;
-  const steps = Math.round(Math.max(Math.abs(bx - ax), Math.abs(by - ay)));
+  const ax = Math.round(x0 + t0 * dx), ay = Math.round(y0 + t0 * dy);
+  const bx = Math.round(x0 + t1 * dx), by = Math.round(y0 + t1 * dy);
+  const key = ((ax * H + ay) * W + bx) * H + by;  // under 2^53 for any canvas under 8192 px a side
+  if (seen.has(key)) return 0;
+  seen.add(key);
+  const steps = Math.max(Math.abs(bx - ax), Math.abs(by - ay));
   const sx = steps ? (bx - ax) / steps : 0, sy = steps ? (by - ay) / steps : 0;
   const flat = Math.abs(dx) > Math.abs(dy);
   let x = ax + 0.5, y = ay + 0.5;
   for (let n = 0; n <= steps; n++, x += sx, y += sy) {
-    const px = Math.min(W - 1, x | 0), py = Math.min(H - 1, y | 0);
-    buf[py * W + px] = colour;
+    const at = (y | 0) * W + (x | 0);
+    buf[at] = colour;
     if (thick) {
-      if (flat && py + 1 < H) buf[(py + 1) * W + px] = colour;
-      else if (!flat && px + 1 < W) buf[py * W + px + 1] = colour;
+      if (flat) { if ((y | 0) + 1 < H) buf[at + W] = colour; } else if ((x | 0) + 1 < W) buf[at + 1] = colour;
     }
   }
   return 1;
@@ -395,34 +450,27 @@ function denseScene(g, visible) {
   const inX = (i) => Math.round((ox + xs[i] * k) * dpr);
   const midY = (i) => Math.round((oy + (ys[i] + NODE_H / 2) * k) * dpr);
   const lines = { IN: [], AT_RISK: [], OUT: [] };
-  const seen = new Set();
   for (const e of graph.edges) {
     const s = index.get(e.source), t = index.get(e.target);
     if (s === undefined || t === undefined || (!visible(s) && !visible(t))) continue;
-    const state = lines[nodes[s].state] ? nodes[s].state : "IN";
-    const key = `${outX(s)},${midY(s)},${inX(t)},${midY(t)},${state}`;
-    if (seen.has(key)) continue;  // the same pixels: one line is enough
-    seen.add(key);
-    lines[state].push(s, t);
+    lines[lines[nodes[s].state] ? nodes[s].state : "IN"].push(s, t);
   }
   for (const state of ["IN", "AT_RISK", "OUT"]) {
     const list = lines[state];
+    const seen = new Set();
     for (let j = 0; j < list.length; j += 2) {
-      stats.edgesDrawn += rasterLine(buf, W, H, outX(list[j]), midY(list[j]), inX(list[j + 1]), midY(list[j + 1]),
-        DENSE_EDGE[state], false);
+      const s = list[j], t = list[j + 1];
+      stats.edgesDrawn += rasterLine(buf, W, H, seen, outX(s), midY(s), inX(t), midY(t), DENSE_EDGE[state], false);
     }
   }
   if (selected >= 0) {
-    const chosen = new Set();
-    const highlight = (s, t) => {
-      if (!visible(s) && !visible(t)) return;
-      const key = `${outX(s)},${midY(s)},${inX(t)},${midY(t)}`;
-      if (chosen.has(key)) return;
-      chosen.add(key);
-      rasterLine(buf, W, H, outX(s), midY(s), inX(t), midY(t), DENSE_SELECTED, true);
-    };
-    for (const p of geo.preds[selected]) highlight(p, selected);
-    for (const t of geo.succs[selected]) highlight(selected, t);
+    const seen = new Set();
+    for (const p of geo.preds[selected]) {
+      if (visible(p) || visible(selected)) rasterLine(buf, W, H, seen, outX(p), midY(p), inX(selected), midY(selected), DENSE_SELECTED, true);
+    }
+    for (const t of geo.succs[selected]) {
+      if (visible(t) || visible(selected)) rasterLine(buf, W, H, seen, outX(selected), midY(selected), inX(t), midY(t), DENSE_SELECTED, true);
+    }
   }
   for (let i = 0; i < nodes.length; i++) {
     if (!visible(i)) continue;
@@ -442,20 +490,20 @@ function denseScene(g, visible) {
   }
 }
 
-// The wave: rings that grow and fade, over the scene, in batches of 32 (like the edges); zoomed
-// far out one ring per screen pixel.
+// The wave: rings that grow and fade, over the scene, in batches of 32 (like the edges). Zoomed
+// far out a ring is a halo a pixel or three around the node's mark, and the halos of one step of
+// the animation that touch in a column are one rectangle: a few fills instead of thousands.
 function rings(now) {
   const dpr = window.devicePixelRatio || 1;
   const { k, x: ox, y: oy } = view;
   const { xs, ys } = geo;
   const visible = viewport();
-  const dense = isDense();
+  if (isDense()) { halos(now, visible); return; }
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.save();
   ctx.translate(ox, oy);
   ctx.scale(k, k);
   ctx.lineWidth = 4 / Math.max(k, 0.3);
-  const drawn = new Set();
   let ring = new Path2D(), inRing = 0, style = "";
   const strokeRing = () => { if (inRing) ctx.stroke(ring); ring = new Path2D(); inRing = 0; };
   for (const p of pulses) {
@@ -463,11 +511,6 @@ function rings(now) {
     if (age < 0 || age > 1 || !visible(p.i)) continue;
     const step = Math.min(9, Math.floor(age * 10));
     const key = `${p.colour}|${step}`;
-    if (dense) {
-      const spot = `${Math.round(xs[p.i] * k)}:${Math.round(ys[p.i] * k)}|${key}`;
-      if (drawn.has(spot)) continue;
-      drawn.add(spot);
-    }
     if (key !== style || inRing >= 32) {
       strokeRing();
       style = key;
@@ -481,6 +524,45 @@ function rings(now) {
   strokeRing();
   ctx.globalAlpha = 1;
   ctx.restore();
+}
+
+function halos(now, visible) {
+  const dpr = window.devicePixelRatio || 1;
+  const groups = new Map();  // colour|step -> [x, y, w, h, ...] in device pixels
+  for (const p of pulses) {
+    const age = (now - p.t0) / PULSE_MS;
+    if (age < 0 || age > 1 || !visible(p.i)) continue;
+    const step = Math.min(9, Math.floor(age * 10));
+    const key = `${p.colour}|${step}`;
+    let list = groups.get(key);
+    if (!list) groups.set(key, (list = []));
+    const m = mark(p.i);
+    const grow = Math.round((1 + step / 4) * dpr);
+    list.push(m.x - grow, m.y - grow, m.w + 2 * grow, m.h + 2 * grow);
+  }
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  for (const [key, list] of groups) {
+    const [colour, step] = key.split("|");
+    const order = [];
+    for (let j = 0; j < list.length; j += 4) order.push(j);
+    order.sort((a, b) => list[a] - list[b] || list[a + 2] - list[b + 2] || list[a + 1] - list[b + 1]);
+    ctx.globalAlpha = 0.5 * (1 - Number(step) / 10);
+    ctx.fillStyle = colour;
+    const path = new Path2D();
+    let run = null;
+    for (const j of order) {
+      const [x, y, w, h] = [list[j], list[j + 1], list[j + 2], list[j + 3]];
+      if (run && run[0] === x && run[2] === w && y <= run[1] + run[3]) {
+        run[3] = Math.max(run[3], y + h - run[1]);
+      } else {
+        if (run) path.rect(...run);
+        run = [x, y, w, h];
+      }
+    }
+    if (run) path.rect(...run);
+    ctx.fill(path);
+  }
+  ctx.globalAlpha = 1;
 }
 
 // Labels are drawn at screen size (readable at any zoom), once a node is wide enough for its id.
