@@ -9,6 +9,7 @@ const COLOURS = { IN: "#2b8a3e", AT_RISK: "#e67700", OUT: "#c92a2a" };
 const EDGE_COLOURS = { IN: "rgba(90,100,120,0.35)", AT_RISK: "rgba(230,119,0,0.6)", OUT: "rgba(201,42,42,0.55)" };
 const WAVE_STEP_MS = 70;
 const PULSE_MS = 900;
+const RING_STEP_MS = PULSE_MS / 10;  // a ring moves in ten steps, all rings at once
 
 let info = {};
 let canvas, ctx;
@@ -100,10 +101,12 @@ function setGraph(data, keepView) {
 const reloadSoon = debounce(() => (graph.focus ? focusOn(graph.focus, true) : loadWhole(true)), 300);
 
 // -- live events --------------------------------------------------------------------------------
-// A frame of events is applied in slices of at most APPLY_BUDGET_MS per task (a 10k-node wave
-// arrives as five frames of 2,000), so the page keeps painting while it lands; frames are applied
-// in order, and `rippl:applied` is dispatched once a frame is applied in full.
+// A frame of events is applied in slices, each of at most SLICE_EVENTS events and APPLY_BUDGET_MS
+// (a 10k-node wave arrives as five frames of 2,000), one slice a task, so the page keeps painting
+// while it lands; frames are applied in order, and `rippl:applied` is dispatched once a frame is
+// applied in full.
 const APPLY_BUDGET_MS = 8;
+const SLICE_EVENTS = 500;
 const inbox = [];
 let pumping = false;
 
@@ -115,9 +118,10 @@ export function events(batch, seq) {
 
 function pump() {
   pumping = true;
-  const deadline = performance.now() + APPLY_BUDGET_MS;
+  const slice = { deadline: performance.now() + APPLY_BUDGET_MS, left: SLICE_EVENTS };
+  stats.slices += 1;
   while (inbox.length) {
-    if (!applySome(inbox[0], deadline)) {
+    if (!applySome(inbox[0], slice)) {
       schedule();  // paint what has landed so far
       setTimeout(pump, 0);
       return;
@@ -127,13 +131,13 @@ function pump() {
   pumping = false;
 }
 
-// Applies the frame's events from where the last slice stopped until the deadline; true when done.
-function applySome(job, deadline) {
+// Applies the frame's events from where the last slice stopped, as far as the slice allows; true
+// when the frame is done.
+function applySome(job, slice) {
   const { batch } = job;
   const now = performance.now();
-  let n = 0;
   while (job.next < batch.length) {
-    if (++n % 256 === 0 && performance.now() > deadline) return false;
+    if (slice.left-- <= 0 || (slice.left % 64 === 0 && performance.now() > slice.deadline)) return false;
     const event = batch[job.next++];
     if (!event.node || !event.after) continue;  // not a change of state (a turn, a call, a compensation)
     const i = geo.index.get(event.node);
@@ -146,7 +150,8 @@ function applySome(job, deadline) {
     job.changed += 1;
     version += 1;
     const column = Math.round(geo.xs[i] / COL_W);
-    pulses.push({ i, t0: now + Math.min(column * WAVE_STEP_MS, 1200), colour: COLOURS[event.after] });
+    const t0 = Math.ceil((now + Math.min(column * WAVE_STEP_MS, 1200)) / RING_STEP_MS) * RING_STEP_MS;
+    pulses.push({ i, t0, colour: COLOURS[event.after] });
   }
   return true;
 }
@@ -195,13 +200,17 @@ function counts() {
 // animation frame copies that bitmap and draws only the wave's rings over it, so a wave of
 // thousands of nodes costs one scene drawing per frame of events, not one per animation frame.
 // Zoomed far out (a node box under 2 px tall) the scene has a level of detail of its own
-// ("dense", see denseScene): no labels, whole-pixel node marks and aliased one-pixel edges
-// rasterised in a pixel buffer.
+// ("dense", see pixelScene): no labels, whole-pixel node marks and aliased one-pixel edges
+// rasterised in a pixel buffer; zoomed in but with more than EDGE_CAP edges in view, the edges
+// alone are rasterised so (straight), the nodes and labels drawn over them as usual.
 const STROKE_BATCH = 64;
+const EDGE_CAP = 600;  // more edges in view than this: drawn as pixels, not curves
 let scene = null, sctx = null, sceneKey = "";
 let overlayKey = 0;  // the rings last drawn (ringsKey)
 let version = 0;  // bumped when the graph or a node's state changes
-const stats = { sceneDraws: 0, frames: 0, lod: "full", edgesDrawn: 0, labelsDrawn: 0 };
+// what the drawing did, for the browser tests: scenes drawn, frames painted, the level of detail,
+// edges and labels in the last scene, slices of events applied
+const stats = { sceneDraws: 0, frames: 0, lod: "full", edgesDrawn: 0, labelsDrawn: 0, slices: 0 };
 
 function resize() {
   const box = canvas.parentElement.getBoundingClientRect();
@@ -297,9 +306,11 @@ function drawScene(g) {
   const { k, x: ox } = view;
   const visible = viewport();
   const dense = isDense();
-  stats.lod = dense ? "dense" : "full";
-  if (dense) {
-    denseScene(g, visible);  // its pixels replace the canvas's: the band names go over them
+  const manyEdges = !dense && edgesInView(visible) > EDGE_CAP;
+  if (dense) stats.lod = "dense"; else stats.lod = manyEdges ? "full, edges as pixels" : "full";
+  if (dense || manyEdges) {
+    pixelScene(g, visible, dense);  // its pixels replace the canvas's: the rest goes over them
+    if (manyEdges) fullScene(g, visible, false);
   } else {
     g.strokeStyle = "#e5e7eb";
     g.lineWidth = 1;
@@ -307,7 +318,7 @@ function drawScene(g) {
       const sx = ox + band.x * k - 20 * k;
       g.beginPath(); g.moveTo(sx, 26); g.lineTo(sx, hgt); g.stroke();
     }
-    fullScene(g, visible);
+    fullScene(g, visible, true);
   }
   g.font = "600 12px system-ui, sans-serif";
   g.fillStyle = "#5c6577";
@@ -323,42 +334,37 @@ function drawScene(g) {
 // Strokes paths in batches of STROKE_BATCH: one stroke of thousands of overlapping lines (a hub
 // with thousands of dependents) costs the rasteriser far more than many strokes of a few.
 function batcher(g, colourOf) {
-  const open = new Map();
-  const flush = (style, entry) => { g.strokeStyle = style; g.stroke(entry.path); open.delete(style); };
+  const open = new Map();  // key -> the path being filled and how many it holds
+  const flush = (key, entry) => { g.strokeStyle = colourOf(key); g.stroke(entry.path); open.delete(key); };
   return {
-    add(style, fn) {
-      let entry = open.get(style);
-      if (!entry) { entry = { path: new Path2D(), n: 0 }; open.set(style, entry); }
+    add(key, fn) {
+      let entry = open.get(key);
+      if (!entry) { entry = { path: new Path2D(), n: 0 }; open.set(key, entry); }
       fn(entry.path);
       stats.edgesDrawn += 1;
-      if (++entry.n >= STROKE_BATCH) flush(colourOf(style), entry);
+      if (++entry.n >= STROKE_BATCH) flush(key, entry);
     },
-    done() { for (const [style, entry] of [...open]) flush(colourOf(style), entry); },
+    done() { for (const [key, entry] of [...open]) flush(key, entry); },
   };
 }
 
-function fullScene(g, visible) {
+function edgesInView(visible) {
+  let n = 0;
+  for (const e of graph.edges) {
+    const s = geo.index.get(e.source), t = geo.index.get(e.target);
+    if (s !== undefined && t !== undefined && (visible(s) || visible(t))) n += 1;
+  }
+  return n;
+}
+
+function fullScene(g, visible, withEdges) {
   const { k, x: ox, y: oy } = view;
   const { xs, ys, index } = geo;
   const nodes = graph.nodes;
   g.save();
   g.translate(ox, oy);
   g.scale(k, k);
-  g.lineWidth = 1.2 / k;
-  const edges = batcher(g, (state) => EDGE_COLOURS[state]);
-  for (const e of graph.edges) {
-    const s = index.get(e.source), t = index.get(e.target);
-    if (s === undefined || t === undefined || (!visible(s) && !visible(t))) continue;
-    edges.add(EDGE_COLOURS[nodes[s].state] ? nodes[s].state : "IN", (path) => link(path, s, t));
-  }
-  edges.done();
-  if (selected >= 0) {
-    g.lineWidth = Math.max(2, 2.5 / k);
-    const chosen = batcher(g, (style) => style);
-    for (const p of geo.preds[selected]) if (visible(p)) chosen.add("#1c5fd4", (path) => link(path, p, selected));
-    for (const s of geo.succs[selected]) if (visible(s)) chosen.add("#1c5fd4", (path) => link(path, selected, s));
-    chosen.done();
-  }
+  if (withEdges) curves(g, visible);
   for (let i = 0; i < nodes.length; i++) {
     if (!visible(i)) continue;
     const n = nodes[i];
@@ -375,12 +381,13 @@ function fullScene(g, visible) {
   labels(g, visible);
 }
 
-// Zoomed far out the scene is rasterised here, into a pixel buffer put on the canvas at once:
-// band rules, then edges as one-pixel aliased lines (coloured by their premise's state, the
-// selection's two pixels wide in blue, a later colour over an earlier one), then each node as a
-// whole-pixel mark in its status colour. The cost is the pixels the lines cross, whatever their
-// overlap: the canvas's own antialiased strokes of hundreds of near-collinear translucent lines
-// (a hub's fan a few pixels wide) took the software rasteriser hundreds of ms.
+// Zoomed far out (or with many edges in view) the scene is rasterised here (pixelScene), into a
+// pixel buffer put on the canvas at once: band rules, then edges as one-pixel aliased lines
+// (coloured by their premise's state, the selection's two pixels wide in blue, a later colour
+// over an earlier one), then, zoomed far out, each node as a whole-pixel mark in its status
+// colour. The cost is the pixels the lines cross, whatever their overlap: the canvas's own
+// antialiased strokes of hundreds of near-collinear translucent lines (a hub's fan a few pixels
+// wide) took the software rasteriser hundreds of ms.
 let pixels = null;
 const rgba = (hex, alpha = 1) => {
   const n = parseInt(hex.slice(1), 16);
@@ -389,6 +396,7 @@ const rgba = (hex, alpha = 1) => {
 const DENSE_EDGE = { IN: rgba("#5a6478", 0.35), AT_RISK: rgba("#e67700", 0.6), OUT: rgba("#c92a2a", 0.55) };
 const DENSE_NODE = { IN: rgba(COLOURS.IN), AT_RISK: rgba(COLOURS.AT_RISK), OUT: rgba(COLOURS.OUT) };
 const DENSE_SELECTED = rgba("#1c5fd4");
+const DENSE_OTHER = rgba("#888888");
 const DENSE_RULE = rgba("#e5e7eb");
 
 // a node's mark when zoomed far out, in canvas (device) pixels
@@ -431,7 +439,31 @@ function rasterLine(buf, W, H, seen, x0, y0, x1, y1, colour, thick) {
   return 1;
 }
 
-function denseScene(g, visible) {
+// Edges as curves, coloured by their premise's state, then the selection's in blue.
+function curves(g, visible) {
+  const { k } = view;
+  const { index } = geo;
+  const nodes = graph.nodes;
+  g.lineWidth = 1.2 / k;
+  const edges = batcher(g, (state) => EDGE_COLOURS[state]);
+  for (const e of graph.edges) {
+    const s = index.get(e.source), t = index.get(e.target);
+    if (s === undefined || t === undefined || (!visible(s) && !visible(t))) continue;
+    edges.add(EDGE_COLOURS[nodes[s].state] ? nodes[s].state : "IN", (path) => link(path, s, t));
+  }
+  edges.done();
+  if (selected >= 0) {
+    g.lineWidth = Math.max(2, 2.5 / k);
+    const chosen = batcher(g, (style) => style);
+    for (const p of geo.preds[selected]) if (visible(p)) chosen.add("#1c5fd4", (path) => link(path, p, selected));
+    for (const s of geo.succs[selected]) if (visible(s)) chosen.add("#1c5fd4", (path) => link(path, selected, s));
+    chosen.done();
+  }
+}
+
+// The scene's pixels when zoomed far out (`marks`: node marks too), or the edges alone when there
+// are more than EDGE_CAP of them in view (the nodes and labels are then drawn over them).
+function pixelScene(g, visible, marks) {
   const dpr = window.devicePixelRatio || 1;
   const W = scene.width, H = scene.height;
   if (!W || !H) return;
@@ -472,15 +504,18 @@ function denseScene(g, visible) {
       if (visible(t) || visible(selected)) rasterLine(buf, W, H, seen, outX(selected), midY(selected), inX(t), midY(t), DENSE_SELECTED, true);
     }
   }
-  for (let i = 0; i < nodes.length; i++) {
-    if (!visible(i)) continue;
-    const m = mark(i);
-    const colour = DENSE_NODE[nodes[i].state] ?? rgba("#888888");
-    const x0 = Math.max(0, m.x), x1 = Math.min(W, m.x + m.w), y0 = Math.max(0, m.y), y1 = Math.min(H, m.y + m.h);
-    for (let y = y0; y < y1; y++) buf.fill(colour, y * W + x0, y * W + Math.max(x0, x1));
+  if (marks) {
+    const mw = Math.max(1, Math.round(NODE_W * k * dpr)), mh = Math.max(1, Math.round(NODE_H * k * dpr));
+    for (let i = 0; i < nodes.length; i++) {  // as mark(i), without an object a node
+      if (!visible(i)) continue;
+      const mx = Math.round((ox + xs[i] * k) * dpr), my = Math.round((oy + ys[i] * k) * dpr);
+      const colour = DENSE_NODE[nodes[i].state] ?? DENSE_OTHER;
+      const x0 = Math.max(0, mx), x1 = Math.min(W, mx + mw), y0 = Math.max(0, my), y1 = Math.min(H, my + mh);
+      for (let y = y0; y < y1; y++) buf.fill(colour, y * W + x0, y * W + Math.max(x0, x1));
+    }
   }
   g.putImageData(pixels, 0, 0);
-  if (selected >= 0) {
+  if (marks && selected >= 0) {
     const m = mark(selected);
     g.setTransform(1, 0, 0, 1, 0, 0);
     g.strokeStyle = "#111827";
@@ -528,6 +563,9 @@ function rings(now) {
 
 function halos(now, visible) {
   const dpr = window.devicePixelRatio || 1;
+  const { k, x: ox, y: oy } = view;
+  const { xs, ys } = geo;
+  const mw = Math.max(1, Math.round(NODE_W * k * dpr)), mh = Math.max(1, Math.round(NODE_H * k * dpr));
   const groups = new Map();  // colour|step -> [x, y, w, h, ...] in device pixels
   for (const p of pulses) {
     const age = (now - p.t0) / PULSE_MS;
@@ -536,9 +574,9 @@ function halos(now, visible) {
     const key = `${p.colour}|${step}`;
     let list = groups.get(key);
     if (!list) groups.set(key, (list = []));
-    const m = mark(p.i);
     const grow = Math.round((1 + step / 4) * dpr);
-    list.push(m.x - grow, m.y - grow, m.w + 2 * grow, m.h + 2 * grow);
+    list.push(Math.round((ox + xs[p.i] * k) * dpr) - grow, Math.round((oy + ys[p.i] * k) * dpr) - grow,
+      mw + 2 * grow, mh + 2 * grow);
   }
   ctx.setTransform(1, 0, 0, 1, 0, 0);
   for (const [key, list] of groups) {
