@@ -17,7 +17,10 @@ chromium (Playwright with /usr/bin/chromium; no downloaded browser):
    streams: the page never freezes if these stay short.
 
 Results go to bench/results/console.json (--quick: fewer rounds, bench/results/quick/, docs
-untouched); a full run also rewrites the `## Review console` section of docs/benchmarks.md.
+untouched); a full run also rewrites the `## Review console` section of docs/benchmarks.md, with
+the big wave beside the same run before the explorer's drawing changed (issue 25 item 4;
+bench/results/baselines/console-before-lod.json, measured with the explorer.js of 02d3bd3). The
+machine's load average (one minute) is recorded at the start and the end: the figures move with it.
 Standalone: it needs only rippl-core[console], playwright and chromium.
 """
 
@@ -44,6 +47,7 @@ from rippl_core.testing import free_port, start_falkordb_server
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "benchmarks.md"
+BASELINE = ROOT / "bench" / "results" / "baselines" / "console-before-lod.json"
 SECTION = "## Review console"
 CHROMIUM = "/usr/bin/chromium"
 PROBE = """
@@ -193,7 +197,7 @@ def big_wave(browser: Any, url: str, rippl: Rippl, dependents: int) -> dict[str,
 def machine() -> dict[str, Any]:
     version = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True).stdout.strip()
     return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
-            "chromium": version}
+            "chromium": version, "load_average_1min": [round(os.getloadavg()[0], 2)]}
 
 
 def report(results: dict[str, Any]) -> str:
@@ -221,11 +225,39 @@ focuses on it and draws {big['nodes_drawn']:,} nodes (its cap); each wave stream
 | approval (red) | {a['commit_s']:.2f} s | {a['frames']} | {a['last_applied_ms']:.0f} ms | {a['last_painted_ms']:.0f} ms | {a['longest_task_ms']:.0f} ms | {a['longest_frame_gap_ms']:.0f} ms |
 
 After the approval a node is found, selected and explained in {big['select_after_ms']:.0f} ms.
-The page does not freeze: the wave arrives frame by frame and the page keeps painting, but the
-longest main-thread task while it streams ({max(p['longest_task_ms'], a['longest_task_ms']):.0f} ms, on this 2-core machine with
-software rendering) is a visible stutter: it is the browser rasterising thousands of nodes, edges
-and wave rings drawn into a few hundred pixels at the zoom that fits 2,500 nodes (the script's
-JavaScript itself takes tens of ms per wave). Focusing on a smaller neighbourhood avoids it.
+Load average (1 min) at the start and the end of the run: {' → '.join(f'{x:.1f}' for x in results['machine']['load_average_1min'])}
+(2 cores, shared with other work).
+{before_table(results)}"""
+
+
+def before_table(results: dict[str, Any]) -> str:
+    before = results.get("before")
+    if not before:
+        return ""
+    big, old = results["big_wave"], before["big_wave"]
+    rows = "\n".join(
+        f"| {name} | {old[act]['longest_task_ms']:.0f} ms | {big[act]['longest_task_ms']:.0f} ms "
+        f"| {old[act]['longest_frame_gap_ms']:.0f} ms | {big[act]['longest_frame_gap_ms']:.0f} ms "
+        f"| {old[act]['last_painted_ms']:.0f} ms | {big[act]['last_painted_ms']:.0f} ms |"
+        for name, act in (("proposal (amber)", "propose"), ("approval (red)", "approve")))
+    load = " → ".join(f"{x:.1f}" for x in before["measured"]["load_average_1min"])
+    return f"""
+Before and after the explorer's drawing changed (issue 25 item 4), the same run: before, with
+the explorer.js of 02d3bd3 ({before['measured']['date']}, load average {load}), every animation
+frame of the wave redrew every edge, node and ring, and the focused hub's 2,500 highlighted edges
+were one stroke; the browser's software rasteriser took 0.5-1 s on such a frame (the run
+recorded on 2026-11-30, b031f86, had 635 and 525 ms).
+
+| wave | longest task, before | after | longest gap between frames, before | after | commit → painted, before | after |
+|---|---|---|---|---|---|---|
+{rows}
+
+Now the scene (edges, nodes, selection, labels) is drawn into an offscreen canvas only when the
+view, a state or the selection changes, and an animation frame copies it and draws the rings
+(only when a ring moves to its next step); zoomed far out (here: 2,500 nodes in 900 px) edges and
+node marks are rasterised into a pixel buffer (aliased one-pixel lines, whole-pixel marks) and
+the rings are halos merged per column; the wave's events are applied in slices of at most 500
+events and 8 ms. See docs/design.md, "The review console".
 """
 
 
@@ -259,6 +291,9 @@ def main() -> None:
                 rippl.drop()
     finally:
         server.stop()
+    results["machine"]["load_average_1min"].append(round(os.getloadavg()[0], 2))
+    if BASELINE.exists():
+        results["before"] = json.loads(BASELINE.read_text())
     out = ROOT / "bench" / "results" / ("quick" if args.quick else "") / "console.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(stamp(results), indent=1) + "\n")
