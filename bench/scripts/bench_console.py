@@ -12,7 +12,7 @@ chromium (Playwright with /usr/bin/chromium; no downloaded browser):
    Both clocks are this machine's wall clock (Python's time.time(), the page's timeOrigin + now).
 2. A 10k-dependent approval: one claim under 10,000 decisions. The explorer focuses on the claim
    (2,500 nodes drawn, the cap) and the proposal and the approval each stream 10,001 node events
-   (five frames). Recorded: commit to last frame applied, the longest main-thread task
+   (frames of 500). Recorded: commit to last frame applied, the longest main-thread task
    (PerformanceObserver "longtask") and the longest gap between animation frames while the wave
    streams: the page never freezes if these stay short.
 
@@ -43,6 +43,7 @@ from typing import Any
 from rippl_bench.summary import stamp
 
 from rippl_core import Rippl
+from rippl_core.console.stream import FRAME_EVENTS
 from rippl_core.testing import free_port, start_falkordb_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +158,7 @@ def big_wave(browser: Any, url: str, rippl: Rippl, dependents: int) -> dict[str,
             rippl.approve(item.id, by="bench-reviewer")
         commit_s = time.perf_counter() - t0
         committed = time.time() * 1000
-        frames = -(-(dependents + 2) // 2000)  # node events plus the review event, 2,000 a frame
+        frames = -(-(dependents + 2) // FRAME_EVENTS)  # node events plus the review event
         records = applied_after(page, seen + frames)
         last = records[-1]
         if os.environ.get("BENCH_DEBUG"):
@@ -217,7 +218,7 @@ update after applying the event frame, and to the next painted frame, on one wal
 
 A claim with {big['dependents']:,} dependents (loaded in {big['load_s']:.1f} s); the explorer
 focuses on it and draws {big['nodes_drawn']:,} nodes (its cap); each wave streams
-{big['dependents'] + 1:,} node events in frames of 2,000:
+{big['dependents'] + 1:,} node events in frames of {FRAME_EVENTS:,}:
 
 | wave | commit | frames | commit → last frame applied | → painted | longest main-thread task | longest gap between frames |
 |---|---|---|---|---|---|---|

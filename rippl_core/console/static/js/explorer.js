@@ -91,6 +91,7 @@ function setGraph(data, keepView) {
       ? `${graph.total} nodes: too many to draw at once; find a node and focus on its neighbourhood`
       : `whole graph: ${graph.nodes.length} nodes, ${graph.edges.length} edges`;
   $("#graph-scope").textContent = scope;
+  $("#graph-scope").title = scope;
   counts();
   if (!keepView || !loadedOnce) needsFit = true;
   loadedOnce = true;
@@ -102,7 +103,7 @@ const reloadSoon = debounce(() => (graph.focus ? focusOn(graph.focus, true) : lo
 
 // -- live events --------------------------------------------------------------------------------
 // A frame of events is applied in slices, each of at most SLICE_EVENTS events and APPLY_BUDGET_MS
-// (a 10k-node wave arrives as five frames of 2,000), one slice a task, so the page keeps painting
+// (a 10k-node wave arrives as frames of 500: see stream.py), one slice a task, so the page keeps painting
 // while it lands; frames are applied in order, and `rippl:applied` is dispatched once a frame is
 // applied in full.
 const APPLY_BUDGET_MS = 8;
