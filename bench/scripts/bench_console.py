@@ -257,8 +257,8 @@ Now the scene (edges, nodes, selection, labels) is drawn into an offscreen canva
 view, a state or the selection changes, and an animation frame copies it and draws the rings
 (only when a ring moves to its next step); zoomed far out (here: 2,500 nodes in 900 px) edges and
 node marks are rasterised into a pixel buffer (aliased one-pixel lines, whole-pixel marks) and
-the rings are halos merged per column; the wave's events are applied in slices of at most 500
-events and 8 ms. See docs/design.md, "The review console".
+the rings are halos merged per column; the wave's events are applied in slices of at most 250
+events and 4 ms, and frames of 500 events are parsed one a task. See docs/design.md, "The review console".
 """
 
 

@@ -27,7 +27,9 @@ export function init(consoleInfo) {
   info = consoleInfo;
   canvas = $("#graph");
   ctx = canvas.getContext("2d");
-  new ResizeObserver(() => { resize(); if (needsFit) fit(); draw(); }).observe(canvas.parentElement);
+  // a new pixel size clears the canvas: draw it again at once (else at the next frame)
+  new ResizeObserver(() => { if (resize() || needsFit) { if (needsFit) fit(); draw(); } else schedule(); })
+    .observe(canvas.parentElement);
   setupPointer();
   canvas.addEventListener("keydown", onKey);
   $("#find-form").addEventListener("submit", (event) => {
@@ -106,8 +108,8 @@ const reloadSoon = debounce(() => (graph.focus ? focusOn(graph.focus, true) : lo
 // (a 10k-node wave arrives as frames of 500: see stream.py), one slice a task, so the page keeps painting
 // while it lands; frames are applied in order, and `rippl:applied` is dispatched once a frame is
 // applied in full.
-const APPLY_BUDGET_MS = 8;
-const SLICE_EVENTS = 500;
+const APPLY_BUDGET_MS = 4;
+const SLICE_EVENTS = 250;
 const inbox = [];
 let pumping = false;
 
@@ -138,7 +140,7 @@ function applySome(job, slice) {
   const { batch } = job;
   const now = performance.now();
   while (job.next < batch.length) {
-    if (slice.left-- <= 0 || (slice.left % 64 === 0 && performance.now() > slice.deadline)) return false;
+    if (slice.left-- <= 0 || (slice.left % 32 === 0 && performance.now() > slice.deadline)) return false;
     const event = batch[job.next++];
     if (!event.node || !event.after) continue;  // not a change of state (a turn, a call, a compensation)
     const i = geo.index.get(event.node);
@@ -216,9 +218,12 @@ const stats = { sceneDraws: 0, frames: 0, lod: "full", edgesDrawn: 0, labelsDraw
 function resize() {
   const box = canvas.parentElement.getBoundingClientRect();
   const dpr = window.devicePixelRatio || 1;
-  if (box.width === 0 || box.height === 0) return;
+  if (box.width === 0 || box.height === 0) return false;
   const width = Math.round(box.width * dpr), height = Math.round(box.height * dpr);
-  if (canvas.width !== width || canvas.height !== height) { canvas.width = width; canvas.height = height; }
+  if (canvas.width === width && canvas.height === height) return false;
+  canvas.width = width;
+  canvas.height = height;
+  return true;
 }
 
 function fit() {
