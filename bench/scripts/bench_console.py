@@ -19,7 +19,7 @@ chromium (Playwright with /usr/bin/chromium; no downloaded browser):
 Results go to bench/results/console.json (--quick: fewer rounds, bench/results/quick/, docs
 untouched); a full run also rewrites the `## Review console` section of docs/benchmarks.md, with
 the big wave beside the same run before the explorer's drawing changed (issue 25 item 4;
-bench/results/baselines/console-before-lod.json, measured with the explorer.js of 02d3bd3). The
+bench/results/baselines/console-before-lod.json, measured with the console of 02d3bd3). The
 machine's load average (one minute) is recorded at the start and the end: the figures move with it.
 Standalone: it needs only rippl-core[console], playwright and chromium.
 """
@@ -264,7 +264,7 @@ def before_table(results: dict[str, Any]) -> str:
     load = " → ".join(f"{x:.1f}" for x in before["measured"]["load_average_1min"])
     return f"""
 Before and after the explorer's drawing changed (issue 25 item 4), the same run: before, with
-the explorer.js of 02d3bd3 ({before['measured']['date']}, load average {load}), every animation
+the console of 02d3bd3 ({before['measured']['date']}, load average {load}), every animation
 frame of the wave redrew every edge, node and ring, and the focused hub's 2,500 highlighted edges
 were one stroke; the browser's software rasteriser took 0.5-1 s on such a frame (the run
 recorded on 2026-11-30, b031f86, had 635 and 525 ms).
