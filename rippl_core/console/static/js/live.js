@@ -21,18 +21,18 @@ export function connect(setStatus) {
   });
   source.addEventListener("events", (message) => {
     inbox.push(message.data);
-    if (!draining) drain();
+    if (!draining) { draining = true; setTimeout(drain, 0); }
   });
   return source;
 }
 
 // The browser may deliver many frames (of up to 500 events) in one task when they arrive in one
-// chunk: they are parsed and handed to the views one frame a task, in order (the first at once).
+// chunk: they are parsed and handed to the views one frame a task, in order, after that task.
 const inbox = [];
 let draining = false;
 
 function drain() {
-  draining = true;
+  if (!inbox.length) { draining = false; return; }  // a reset emptied it
   const { events, seq } = JSON.parse(inbox.shift());
   for (const fn of listeners) {
     try { fn(events, seq); } catch (error) { console.warn("event listener failed", error); }
