@@ -9,6 +9,7 @@ const COLOURS = { IN: "#2b8a3e", AT_RISK: "#e67700", OUT: "#c92a2a" };
 const EDGE_COLOURS = { IN: "rgba(90,100,120,0.35)", AT_RISK: "rgba(230,119,0,0.6)", OUT: "rgba(201,42,42,0.55)" };
 const WAVE_STEP_MS = 70;
 const PULSE_MS = 900;
+const RING_STEP_MS = PULSE_MS / 10;  // a ring moves in ten steps, all rings at once
 
 let info = {};
 let canvas, ctx;
@@ -26,7 +27,9 @@ export function init(consoleInfo) {
   info = consoleInfo;
   canvas = $("#graph");
   ctx = canvas.getContext("2d");
-  new ResizeObserver(() => { resize(); if (needsFit) fit(); draw(); }).observe(canvas.parentElement);
+  // a new pixel size clears the canvas: draw it again at once (else at the next frame)
+  new ResizeObserver(() => { if (resize() || needsFit) { if (needsFit) fit(); draw(); } else schedule(); })
+    .observe(canvas.parentElement);
   setupPointer();
   canvas.addEventListener("keydown", onKey);
   $("#find-form").addEventListener("submit", (event) => {
@@ -39,7 +42,7 @@ export function init(consoleInfo) {
   });
   $("#whole-btn").addEventListener("click", () => loadWhole());
   $("#fit-btn").addEventListener("click", () => { fit(); schedule(); });
-  window.rippl = Object.assign(window.rippl || {}, { explorer: { nodeAt, stateOf, select: find } });
+  window.rippl = Object.assign(window.rippl || {}, { explorer: { nodeAt, stateOf, select: find, stats: () => ({ ...stats, animating: pulses.length > 0, k: view.k }) } });
   loadWhole();
 }
 
@@ -79,6 +82,7 @@ function setGraph(data, keepView) {
     graph = { ...graph, nodes: [], edges: [] };
   }
   geo = layout(graph.nodes, graph.edges);
+  version += 1;
   selected = previous !== null && geo.index.has(previous) ? geo.index.get(previous) : -1;
   const ids = $("#node-ids");
   if (graph.nodes.length <= 5000) clear(ids, graph.nodes.map((n) => h("option", { value: n.id })));
@@ -89,6 +93,7 @@ function setGraph(data, keepView) {
       ? `${graph.total} nodes: too many to draw at once; find a node and focus on its neighbourhood`
       : `whole graph: ${graph.nodes.length} nodes, ${graph.edges.length} edges`;
   $("#graph-scope").textContent = scope;
+  $("#graph-scope").title = scope;
   counts();
   if (!keepView || !loadedOnce) needsFit = true;
   loadedOnce = true;
@@ -99,26 +104,63 @@ function setGraph(data, keepView) {
 const reloadSoon = debounce(() => (graph.focus ? focusOn(graph.focus, true) : loadWhole(true)), 300);
 
 // -- live events --------------------------------------------------------------------------------
+// A frame of events is applied in slices, each of at most SLICE_EVENTS events and APPLY_BUDGET_MS
+// (a 10k-node wave arrives as frames of 500: see stream.py), one slice a task, so the page keeps painting
+// while it lands; frames are applied in order, and `rippl:applied` is dispatched once a frame is
+// applied in full.
+const APPLY_BUDGET_MS = 4;
+const SLICE_EVENTS = 250;
+const inbox = [];
+let pumping = false;
+
 export function events(batch, seq) {
   if (!geo) return;
+  inbox.push({ batch, seq, next: 0, changed: 0, unknown: false, moves: { AT_RISK: 0, OUT: 0, IN: 0 } });
+  if (!pumping) pump();
+}
+
+function pump() {
+  pumping = true;
+  const slice = { deadline: performance.now() + APPLY_BUDGET_MS, left: SLICE_EVENTS };
+  stats.slices += 1;
+  while (inbox.length) {
+    if (!applySome(inbox[0], slice)) {
+      schedule();  // paint what has landed so far
+      setTimeout(pump, 0);
+      return;
+    }
+    finish(inbox.shift());
+  }
+  pumping = false;
+}
+
+// Applies the frame's events from where the last slice stopped, as far as the slice allows; true
+// when the frame is done.
+function applySome(job, slice) {
+  const { batch } = job;
   const now = performance.now();
-  let changed = 0;
-  let unknown = false;
-  const moves = { AT_RISK: 0, OUT: 0, IN: 0 };
-  for (const event of batch) {
-    if (!event.node || !event.after) continue;  // not a change of state (an execution, a compensation)
+  while (job.next < batch.length) {
+    if (slice.left-- <= 0 || (slice.left % 32 === 0 && performance.now() > slice.deadline)) return false;
+    const event = batch[job.next++];
+    if (!event.node || !event.after) continue;  // not a change of state (a turn, a call, a compensation)
     const i = geo.index.get(event.node);
-    if (i === undefined) { unknown = true; continue; }
-    if (!event.after) continue;  // not a status change (a turn recorded, a call vetoed or executed)
+    if (i === undefined) { job.unknown = true; continue; }
     const node = graph.nodes[i];
     node.state = event.after;
     node.status = publicStatus(node.kind, node.state, node.executed);
     if (event.after === "OUT") node.retracted = node.retracted || event.node === event.claim;
-    moves[event.after] += 1;
-    changed += 1;
+    job.moves[event.after] += 1;
+    job.changed += 1;
+    version += 1;
     const column = Math.round(geo.xs[i] / COL_W);
-    pulses.push({ i, t0: now + Math.min(column * WAVE_STEP_MS, 1200), colour: COLOURS[event.after] });
+    const t0 = Math.ceil((now + Math.min(column * WAVE_STEP_MS, 1200)) / RING_STEP_MS) * RING_STEP_MS;
+    pulses.push({ i, t0, colour: COLOURS[event.after] });
   }
+  return true;
+}
+
+function finish(job) {
+  const { batch, seq, changed, moves } = job;
   if (changed) {
     counts();
     schedule();
@@ -127,7 +169,7 @@ export function events(batch, seq) {
     }
   }
   ticker(batch, moves);
-  if (unknown && !graph.truncated && !graph.focus) reloadSoon();  // new nodes: redraw the whole graph
+  if (job.unknown && !graph.truncated && !graph.focus) reloadSoon();  // new nodes: redraw the whole graph
   document.dispatchEvent(new CustomEvent("rippl:applied", { detail: { seq, changed, at: performance.now() } }));
 }
 
@@ -156,12 +198,32 @@ function counts() {
 }
 
 // -- drawing ------------------------------------------------------------------------------------
+// Two layers. The scene (bands, edges, nodes, the selection, labels) is drawn into an offscreen
+// canvas only when what it shows changes: the view, the graph, a node's state, the selection. An
+// animation frame copies that bitmap and draws only the wave's rings over it, so a wave of
+// thousands of nodes costs one scene drawing per frame of events, not one per animation frame.
+// Zoomed far out (a node box under 2 px tall) the scene has a level of detail of its own
+// ("dense", see pixelScene): no labels, whole-pixel node marks and aliased one-pixel edges
+// rasterised in a pixel buffer; zoomed in but with more than EDGE_CAP edges in view, the edges
+// alone are rasterised so (straight), the nodes and labels drawn over them as usual.
+const STROKE_BATCH = 64;
+const EDGE_CAP = 600;  // more edges in view than this: drawn as pixels, not curves
+let scene = null, sctx = null, sceneKey = "";
+let overlayKey = 0;  // the rings last drawn (ringsKey)
+let version = 0;  // bumped when the graph or a node's state changes
+// what the drawing did, for the browser tests: scenes drawn, frames painted, the level of detail,
+// edges and labels in the last scene, slices of events applied
+const stats = { sceneDraws: 0, frames: 0, lod: "full", edgesDrawn: 0, labelsDrawn: 0, slices: 0 };
+
 function resize() {
   const box = canvas.parentElement.getBoundingClientRect();
   const dpr = window.devicePixelRatio || 1;
-  if (box.width === 0 || box.height === 0) return;
+  if (box.width === 0 || box.height === 0) return false;
   const width = Math.round(box.width * dpr), height = Math.round(box.height * dpr);
-  if (canvas.width !== width || canvas.height !== height) { canvas.width = width; canvas.height = height; }
+  if (canvas.width === width && canvas.height === height) return false;
+  canvas.width = width;
+  canvas.height = height;
+  return true;
 }
 
 function fit() {
@@ -187,80 +249,301 @@ function frame(now) {
   if (pulses.length) schedule();
 }
 
+const isDense = () => view.k * NODE_H < 2;
+
 function draw(now = performance.now()) {
+  if (!scene) {
+    scene = document.createElement("canvas");
+    sctx = scene.getContext("2d");
+  }
+  if (scene.width !== canvas.width || scene.height !== canvas.height) {
+    scene.width = canvas.width;
+    scene.height = canvas.height;
+    sceneKey = "";
+  }
+  const key = `${version}|${selected}|${view.k}|${view.x}|${view.y}`;
+  const sceneChanged = key !== sceneKey;
+  if (sceneChanged) {
+    drawScene(sctx);
+    sceneKey = key;
+    stats.sceneDraws += 1;
+  }
+  // the rings move in ten steps: a frame where no ring changed its step shows nothing new
+  const overlay = geo && pulses.length ? ringsKey(now) : 0;
+  if (!sceneChanged && overlay === overlayKey) return;
+  overlayKey = overlay;
+  stats.frames += 1;
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
+  ctx.drawImage(scene, 0, 0);
+  if (overlay) rings(now);
+}
+
+// which rings are drawn and at which step, as one number (0: none)
+function ringsKey(now) {
+  const visible = viewport();
+  let key = 0, any = false;
+  for (const p of pulses) {
+    const age = (now - p.t0) / PULSE_MS;
+    if (age < 0 || age > 1 || !visible(p.i)) continue;
+    key = (Math.imul(key, 31) + p.i * 10 + Math.min(9, Math.floor(age * 10))) | 0;
+    any = true;
+  }
+  return any ? key || 1 : 0;
+}
+
+// what part of the layout the view shows, in layout units
+function viewport() {
+  const { k, x: ox, y: oy } = view;
+  const w = canvas.clientWidth, hgt = canvas.clientHeight;
+  const left = -ox / k, top = -oy / k, right = (w - ox) / k, bottom = (hgt - oy) / k;
+  const { xs, ys } = geo;
+  return (i) => xs[i] + NODE_W >= left && xs[i] <= right && ys[i] + NODE_H >= top && ys[i] <= bottom;
+}
+
+function drawScene(g) {
   const dpr = window.devicePixelRatio || 1;
   const w = canvas.clientWidth, hgt = canvas.clientHeight;
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, w, hgt);
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, w, hgt);
+  stats.edgesDrawn = 0;
+  stats.labelsDrawn = 0;
   if (!geo) return;
-  const { k, x: ox, y: oy } = view;
-  const left = -ox / k, top = -oy / k, right = (w - ox) / k, bottom = (hgt - oy) / k;
-  ctx.font = "600 12px system-ui, sans-serif";
-  ctx.fillStyle = "#5c6577";
-  for (const band of geo.bands) {
-    const sx = ox + band.x * k;
-    if (graph.nodes.length) ctx.fillText(band.kind, Math.max(sx, 4), 18);
-    ctx.strokeStyle = "#e5e7eb";
-    ctx.beginPath(); ctx.moveTo(sx - 20 * k, 26); ctx.lineTo(sx - 20 * k, hgt); ctx.stroke();
+  const { k, x: ox } = view;
+  const visible = viewport();
+  const dense = isDense();
+  const manyEdges = !dense && edgesInView(visible) > EDGE_CAP;
+  if (dense) stats.lod = "dense"; else stats.lod = manyEdges ? "full, edges as pixels" : "full";
+  if (dense || manyEdges) {
+    pixelScene(g, visible, dense);  // its pixels replace the canvas's: the rest goes over them
+    if (manyEdges) fullScene(g, visible, false);
+  } else {
+    g.strokeStyle = "#e5e7eb";
+    g.lineWidth = 1;
+    for (const band of geo.bands) {
+      const sx = ox + band.x * k - 20 * k;
+      g.beginPath(); g.moveTo(sx, 26); g.lineTo(sx, hgt); g.stroke();
+    }
+    fullScene(g, visible, true);
   }
-  ctx.save();
-  ctx.translate(ox, oy);
-  ctx.scale(k, k);
-  const { xs, ys } = geo;
-  const nodes = graph.nodes;
-  const visible = (i) => xs[i] + NODE_W >= left && xs[i] <= right && ys[i] + NODE_H >= top && ys[i] <= bottom;
-  // Edges are stroked in small batches: one stroke of thousands of overlapping curves (a hub with
-  // thousands of dependents) costs the rasteriser far more than many strokes of a few.
-  ctx.lineWidth = 1.2 / k;
-  const batches = { IN: [new Path2D(), 0], AT_RISK: [new Path2D(), 0], OUT: [new Path2D(), 0] };
-  const flush = (state) => {
-    ctx.strokeStyle = EDGE_COLOURS[state];
-    ctx.stroke(batches[state][0]);
-    batches[state] = [new Path2D(), 0];
+  g.font = "600 12px system-ui, sans-serif";
+  g.fillStyle = "#5c6577";
+  if (graph.nodes.length) for (const band of geo.bands) g.fillText(band.kind, Math.max(ox + band.x * k, 4), 18);
+  if (!graph.nodes.length) {
+    g.fillStyle = "#5c6577";
+    g.font = "14px system-ui, sans-serif";
+    g.fillText(graph.truncated ? "Too many nodes to draw at once: find a node above and press Focus."
+      : "The graph is empty.", 20, 60);
+  }
+}
+
+// Strokes paths in batches of STROKE_BATCH: one stroke of thousands of overlapping lines (a hub
+// with thousands of dependents) costs the rasteriser far more than many strokes of a few.
+function batcher(g, colourOf) {
+  const open = new Map();  // key -> the path being filled and how many it holds
+  const flush = (key, entry) => { g.strokeStyle = colourOf(key); g.stroke(entry.path); open.delete(key); };
+  return {
+    add(key, fn) {
+      let entry = open.get(key);
+      if (!entry) { entry = { path: new Path2D(), n: 0 }; open.set(key, entry); }
+      fn(entry.path);
+      stats.edgesDrawn += 1;
+      if (++entry.n >= STROKE_BATCH) flush(key, entry);
+    },
+    done() { for (const [key, entry] of [...open]) flush(key, entry); },
   };
-  // zoomed far out, many nodes share a screen pixel: draw one edge (and one ring) per pixel pair
-  const cell = (i) => `${Math.round(xs[i] * k)}:${Math.round(ys[i] * k)}`;
-  const dense = NODE_H * k < 2;
-  const drawn = new Set();
+}
+
+function edgesInView(visible) {
+  let n = 0;
   for (const e of graph.edges) {
     const s = geo.index.get(e.source), t = geo.index.get(e.target);
-    if (s === undefined || t === undefined || (!visible(s) && !visible(t))) continue;
-    const state = batches[nodes[s].state] ? nodes[s].state : "IN";
-    if (dense) {
-      const key = `${cell(s)}>${cell(t)}|${state}`;
-      if (drawn.has(key)) continue;
-      drawn.add(key);
-    }
-    link(batches[state][0], s, t);
-    if (++batches[state][1] >= 64) flush(state);
+    if (s !== undefined && t !== undefined && (visible(s) || visible(t))) n += 1;
   }
-  for (const state of Object.keys(batches)) if (batches[state][1]) flush(state);
-  if (selected >= 0) {
-    ctx.strokeStyle = "#1c5fd4";
-    ctx.lineWidth = Math.max(2, 2.5 / k);
-    const path = new Path2D();
-    for (const p of geo.preds[selected]) link(path, p, selected);
-    for (const s of geo.succs[selected]) link(path, selected, s);
-    ctx.stroke(path);
-  }
+  return n;
+}
+
+function fullScene(g, visible, withEdges) {
+  const { k, x: ox, y: oy } = view;
+  const { xs, ys, index } = geo;
+  const nodes = graph.nodes;
+  g.save();
+  g.translate(ox, oy);
+  g.scale(k, k);
+  if (withEdges) curves(g, visible);
   for (let i = 0; i < nodes.length; i++) {
     if (!visible(i)) continue;
     const n = nodes[i];
-    if (dense) {
-      const key = `${cell(i)}#${n.state}`;
-      if (drawn.has(key)) continue;
-      drawn.add(key);
-    }
-    ctx.fillStyle = COLOURS[n.state] || "#888";
-    ctx.fillRect(xs[i], ys[i], NODE_W, NODE_H);
-    if (n.executed) { ctx.fillStyle = "rgba(255,255,255,0.35)"; ctx.fillRect(xs[i], ys[i], 6, NODE_H); }
+    g.fillStyle = COLOURS[n.state] || "#888";
+    g.fillRect(xs[i], ys[i], NODE_W, NODE_H);
+    if (n.executed) { g.fillStyle = "rgba(255,255,255,0.35)"; g.fillRect(xs[i], ys[i], 6, NODE_H); }
   }
   if (selected >= 0) {
-    ctx.strokeStyle = "#111827";
-    ctx.lineWidth = Math.max(3, 3 / k);
-    ctx.strokeRect(xs[selected] - 3, ys[selected] - 3, NODE_W + 6, NODE_H + 6);
+    g.strokeStyle = "#111827";
+    g.lineWidth = Math.max(3, 3 / k);
+    g.strokeRect(xs[selected] - 3, ys[selected] - 3, NODE_W + 6, NODE_H + 6);
   }
-  // the wave: rings that grow and fade, in batches of 32 (like the edges)
+  g.restore();
+  labels(g, visible);
+}
+
+// Zoomed far out (or with many edges in view) the scene is rasterised here (pixelScene), into a
+// pixel buffer put on the canvas at once: band rules, then edges as one-pixel aliased lines
+// (coloured by their premise's state, the selection's two pixels wide in blue, a later colour
+// over an earlier one), then, zoomed far out, each node as a whole-pixel mark in its status
+// colour. The cost is the pixels the lines cross, whatever their overlap: the canvas's own
+// antialiased strokes of hundreds of near-collinear translucent lines (a hub's fan a few pixels
+// wide) took the software rasteriser hundreds of ms.
+let pixels = null;
+const rgba = (hex, alpha = 1) => {
+  const n = parseInt(hex.slice(1), 16);
+  return ((Math.round(alpha * 255) << 24) | ((n & 0xff) << 16) | (n & 0xff00) | (n >> 16)) >>> 0;
+};
+const DENSE_EDGE = { IN: rgba("#5a6478", 0.35), AT_RISK: rgba("#e67700", 0.6), OUT: rgba("#c92a2a", 0.55) };
+const DENSE_NODE = { IN: rgba(COLOURS.IN), AT_RISK: rgba(COLOURS.AT_RISK), OUT: rgba(COLOURS.OUT) };
+const DENSE_SELECTED = rgba("#1c5fd4");
+const DENSE_OTHER = rgba("#888888");
+const DENSE_RULE = rgba("#e5e7eb");
+
+// a node's mark when zoomed far out, in canvas (device) pixels
+function mark(i) {
+  const dpr = window.devicePixelRatio || 1;
+  const { k, x: ox, y: oy } = view;
+  return { x: Math.round((ox + geo.xs[i] * k) * dpr), y: Math.round((oy + geo.ys[i] * k) * dpr),
+    w: Math.max(1, Math.round(NODE_W * k * dpr)), h: Math.max(1, Math.round(NODE_H * k * dpr)) };
+}
+
+// A line from (x0, y0) to (x1, y1) (device pixels), clipped to the buffer (Liang-Barsky), one
+// pixel per step along its longer axis; `thick`: a second pixel beside it. A line whose clipped
+// ends are those of one in `seen` is the same pixels: skipped. Returns 1 if drawn.
+function rasterLine(buf, W, H, seen, x0, y0, x1, y1, colour, thick) {
+  const dx = x1 - x0, dy = y1 - y0;
+  let t0 = 0, t1 = 1;
+  const bounds = [-dx, x0, dx, W - 1 - x0, -dy, y0, dy, H - 1 - y0];
+  for (let e = 0; e < 8; e += 2) {
+    const p = bounds[e], q = bounds[e + 1];
+    if (p === 0) { if (q < 0) return 0; continue; }
+    const r = q / p;
+    if (p < 0) { if (r > t1) return 0; if (r > t0) t0 = r; } else { if (r < t0) return 0; if (r < t1) t1 = r; }
+  }
+  const ax = Math.round(x0 + t0 * dx), ay = Math.round(y0 + t0 * dy);
+  const bx = Math.round(x0 + t1 * dx), by = Math.round(y0 + t1 * dy);
+  const key = ((ax * H + ay) * W + bx) * H + by;  // under 2^53 for any canvas under 8192 px a side
+  if (seen.has(key)) return 0;
+  seen.add(key);
+  const steps = Math.max(Math.abs(bx - ax), Math.abs(by - ay));
+  const sx = steps ? (bx - ax) / steps : 0, sy = steps ? (by - ay) / steps : 0;
+  const flat = Math.abs(dx) > Math.abs(dy);
+  let x = ax + 0.5, y = ay + 0.5;
+  for (let n = 0; n <= steps; n++, x += sx, y += sy) {
+    const at = (y | 0) * W + (x | 0);
+    buf[at] = colour;
+    if (thick) {
+      if (flat) { if ((y | 0) + 1 < H) buf[at + W] = colour; } else if ((x | 0) + 1 < W) buf[at + 1] = colour;
+    }
+  }
+  return 1;
+}
+
+// Edges as curves, coloured by their premise's state, then the selection's in blue.
+function curves(g, visible) {
+  const { k } = view;
+  const { index } = geo;
+  const nodes = graph.nodes;
+  g.lineWidth = 1.2 / k;
+  const edges = batcher(g, (state) => EDGE_COLOURS[state]);
+  for (const e of graph.edges) {
+    const s = index.get(e.source), t = index.get(e.target);
+    if (s === undefined || t === undefined || (!visible(s) && !visible(t))) continue;
+    edges.add(EDGE_COLOURS[nodes[s].state] ? nodes[s].state : "IN", (path) => link(path, s, t));
+  }
+  edges.done();
+  if (selected >= 0) {
+    g.lineWidth = Math.max(2, 2.5 / k);
+    const chosen = batcher(g, (style) => style);
+    for (const p of geo.preds[selected]) if (visible(p)) chosen.add("#1c5fd4", (path) => link(path, p, selected));
+    for (const s of geo.succs[selected]) if (visible(s)) chosen.add("#1c5fd4", (path) => link(path, selected, s));
+    chosen.done();
+  }
+}
+
+// The scene's pixels when zoomed far out (`marks`: node marks too), or the edges alone when there
+// are more than EDGE_CAP of them in view (the nodes and labels are then drawn over them).
+function pixelScene(g, visible, marks) {
+  const dpr = window.devicePixelRatio || 1;
+  const W = scene.width, H = scene.height;
+  if (!W || !H) return;
+  if (!pixels || pixels.width !== W || pixels.height !== H) pixels = g.createImageData(W, H);
+  const buf = new Uint32Array(pixels.data.buffer);
+  buf.fill(0);
+  const { k, x: ox, y: oy } = view;
+  const { xs, ys, index } = geo;
+  const nodes = graph.nodes;
+  for (const band of geo.bands) {
+    const x = Math.round((ox + band.x * k - 20 * k) * dpr);
+    if (x >= 0 && x < W) for (let y = Math.round(26 * dpr); y < H; y++) buf[y * W + x] = DENSE_RULE;
+  }
+  // where an edge leaves a node and where it arrives, in device pixels
+  const outX = (i) => Math.round((ox + (xs[i] + NODE_W) * k) * dpr);
+  const inX = (i) => Math.round((ox + xs[i] * k) * dpr);
+  const midY = (i) => Math.round((oy + (ys[i] + NODE_H / 2) * k) * dpr);
+  const lines = { IN: [], AT_RISK: [], OUT: [] };
+  for (const e of graph.edges) {
+    const s = index.get(e.source), t = index.get(e.target);
+    if (s === undefined || t === undefined || (!visible(s) && !visible(t))) continue;
+    lines[lines[nodes[s].state] ? nodes[s].state : "IN"].push(s, t);
+  }
+  for (const state of ["IN", "AT_RISK", "OUT"]) {
+    const list = lines[state];
+    const seen = new Set();
+    for (let j = 0; j < list.length; j += 2) {
+      const s = list[j], t = list[j + 1];
+      stats.edgesDrawn += rasterLine(buf, W, H, seen, outX(s), midY(s), inX(t), midY(t), DENSE_EDGE[state], false);
+    }
+  }
+  if (selected >= 0) {
+    const seen = new Set();
+    for (const p of geo.preds[selected]) {
+      if (visible(p) || visible(selected)) rasterLine(buf, W, H, seen, outX(p), midY(p), inX(selected), midY(selected), DENSE_SELECTED, true);
+    }
+    for (const t of geo.succs[selected]) {
+      if (visible(t) || visible(selected)) rasterLine(buf, W, H, seen, outX(selected), midY(selected), inX(t), midY(t), DENSE_SELECTED, true);
+    }
+  }
+  if (marks) {
+    const mw = Math.max(1, Math.round(NODE_W * k * dpr)), mh = Math.max(1, Math.round(NODE_H * k * dpr));
+    for (let i = 0; i < nodes.length; i++) {  // as mark(i), without an object a node
+      if (!visible(i)) continue;
+      const mx = Math.round((ox + xs[i] * k) * dpr), my = Math.round((oy + ys[i] * k) * dpr);
+      const colour = DENSE_NODE[nodes[i].state] ?? DENSE_OTHER;
+      const x0 = Math.max(0, mx), x1 = Math.min(W, mx + mw), y0 = Math.max(0, my), y1 = Math.min(H, my + mh);
+      for (let y = y0; y < y1; y++) buf.fill(colour, y * W + x0, y * W + Math.max(x0, x1));
+    }
+  }
+  g.putImageData(pixels, 0, 0);
+  if (marks && selected >= 0) {
+    const m = mark(selected);
+    g.setTransform(1, 0, 0, 1, 0, 0);
+    g.strokeStyle = "#111827";
+    g.lineWidth = 2 * dpr;
+    g.strokeRect(m.x - 2 * dpr, m.y - 2 * dpr, m.w + 4 * dpr, m.h + 4 * dpr);
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  }
+}
+
+// The wave: rings that grow and fade, over the scene, in batches of 32 (like the edges). Zoomed
+// far out a ring is a halo a pixel or three around the node's mark, and the halos of one step of
+// the animation that touch in a column are one rectangle: a few fills instead of thousands.
+function rings(now) {
+  const dpr = window.devicePixelRatio || 1;
+  const { k, x: ox, y: oy } = view;
+  const { xs, ys } = geo;
+  const visible = viewport();
+  if (isDense()) { halos(now, visible); return; }
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.save();
+  ctx.translate(ox, oy);
+  ctx.scale(k, k);
   ctx.lineWidth = 4 / Math.max(k, 0.3);
   let ring = new Path2D(), inRing = 0, style = "";
   const strokeRing = () => { if (inRing) ctx.stroke(ring); ring = new Path2D(); inRing = 0; };
@@ -269,11 +552,6 @@ function draw(now = performance.now()) {
     if (age < 0 || age > 1 || !visible(p.i)) continue;
     const step = Math.min(9, Math.floor(age * 10));
     const key = `${p.colour}|${step}`;
-    if (dense) {
-      const spot = `${cell(p.i)}|${key}`;
-      if (drawn.has(spot)) continue;
-      drawn.add(spot);
-    }
     if (key !== style || inRing >= 32) {
       strokeRing();
       style = key;
@@ -287,30 +565,67 @@ function draw(now = performance.now()) {
   strokeRing();
   ctx.globalAlpha = 1;
   ctx.restore();
-  labels(visible);
-  if (!nodes.length) {
-    ctx.fillStyle = "#5c6577";
-    ctx.font = "14px system-ui, sans-serif";
-    ctx.fillText(graph.truncated ? "Too many nodes to draw at once: find a node above and press Focus."
-      : "The graph is empty.", 20, 60);
+}
+
+function halos(now, visible) {
+  const dpr = window.devicePixelRatio || 1;
+  const { k, x: ox, y: oy } = view;
+  const { xs, ys } = geo;
+  const mw = Math.max(1, Math.round(NODE_W * k * dpr)), mh = Math.max(1, Math.round(NODE_H * k * dpr));
+  const groups = new Map();  // colour|step -> [x, y, w, h, ...] in device pixels
+  for (const p of pulses) {
+    const age = (now - p.t0) / PULSE_MS;
+    if (age < 0 || age > 1 || !visible(p.i)) continue;
+    const step = Math.min(9, Math.floor(age * 10));
+    const key = `${p.colour}|${step}`;
+    let list = groups.get(key);
+    if (!list) groups.set(key, (list = []));
+    const grow = Math.round((1 + step / 4) * dpr);
+    list.push(Math.round((ox + xs[p.i] * k) * dpr) - grow, Math.round((oy + ys[p.i] * k) * dpr) - grow,
+      mw + 2 * grow, mh + 2 * grow);
   }
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  for (const [key, list] of groups) {
+    const [colour, step] = key.split("|");
+    const order = [];
+    for (let j = 0; j < list.length; j += 4) order.push(j);
+    order.sort((a, b) => list[a] - list[b] || list[a + 2] - list[b + 2] || list[a + 1] - list[b + 1]);
+    ctx.globalAlpha = 0.5 * (1 - Number(step) / 10);
+    ctx.fillStyle = colour;
+    const path = new Path2D();
+    let run = null;
+    for (const j of order) {
+      const [x, y, w, h] = [list[j], list[j + 1], list[j + 2], list[j + 3]];
+      if (run && run[0] === x && run[2] === w && y <= run[1] + run[3]) {
+        run[3] = Math.max(run[3], y + h - run[1]);
+      } else {
+        if (run) path.rect(...run);
+        run = [x, y, w, h];
+      }
+    }
+    if (run) path.rect(...run);
+    ctx.fill(path);
+  }
+  ctx.globalAlpha = 1;
 }
 
 // Labels are drawn at screen size (readable at any zoom), once a node is wide enough for its id.
-function labels(visible) {
+function labels(g, visible) {
   const { k, x: ox, y: oy } = view;
   const width = NODE_W * k, height = NODE_H * k;
   if (width < 44 || height < 10) return;
   const size = Math.min(12, Math.max(9, height * 0.55));
-  ctx.font = `${size}px ui-monospace, monospace`;
-  ctx.textBaseline = "middle";
-  ctx.fillStyle = "#fff";
+  g.font = `${size}px ui-monospace, monospace`;
+  g.textBaseline = "middle";
+  g.fillStyle = "#fff";
   for (let i = 0; i < graph.nodes.length; i++) {
     if (!visible(i)) continue;
     const n = graph.nodes[i];
     const text = width > 150 ? `${n.id} ${n.text}` : n.id;
-    ctx.fillText(clip(text, width - 10), ox + geo.xs[i] * k + 5, oy + (geo.ys[i] + NODE_H / 2) * k);
+    g.fillText(clip(g, text, width - 10), ox + geo.xs[i] * k + 5, oy + (geo.ys[i] + NODE_H / 2) * k);
+    stats.labelsDrawn += 1;
   }
+  g.textBaseline = "alphabetic";
 }
 
 function link(path, s, t) {
@@ -321,12 +636,12 @@ function link(path, s, t) {
 }
 
 const clipCache = new Map();
-function clip(text, width) {
-  const key = `${text}|${width}`;
+function clip(g, text, width) {
+  const key = `${text}|${width}|${g.font}`;
   if (clipCache.has(key)) return clipCache.get(key);
   let out = text;
-  if (ctx.measureText(out).width > width) {
-    while (out.length > 1 && ctx.measureText(`${out}…`).width > width) out = out.slice(0, -1);
+  if (g.measureText(out).width > width) {
+    while (out.length > 1 && g.measureText(`${out}…`).width > width) out = out.slice(0, -1);
     out = `${out}…`;
   }
   if (clipCache.size > 20000) clipCache.clear();
@@ -337,8 +652,10 @@ function clip(text, width) {
 // -- interaction --------------------------------------------------------------------------------
 function hit(px, py) {
   const x = (px - view.x) / view.k, y = (py - view.y) / view.k;
+  const slack = isDense() ? 1 / view.k : 0;  // zoomed far out, a mark is a pixel or two: a pixel's grace
   for (let i = graph.nodes.length - 1; i >= 0; i--) {
-    if (x >= geo.xs[i] && x <= geo.xs[i] + NODE_W && y >= geo.ys[i] && y <= geo.ys[i] + NODE_H) return i;
+    if (x >= geo.xs[i] - slack && x <= geo.xs[i] + NODE_W + slack &&
+        y >= geo.ys[i] - slack && y <= geo.ys[i] + NODE_H + slack) return i;
   }
   return -1;
 }
@@ -436,9 +753,13 @@ async function find(nodeId) {
 function nodeAt(nodeId) {
   const i = geo ? geo.index.get(nodeId) : undefined;
   if (i === undefined) return null;
-  // the centre, and a point inside the box that no label covers (its top-right corner)
+  // the centre, and a point inside the box that no label covers (its top-right corner; zoomed far
+  // out, inside the node's whole-pixel mark)
+  const m = isDense() ? mark(i) : null;
+  const dpr = window.devicePixelRatio || 1;
   return { x: view.x + (geo.xs[i] + NODE_W / 2) * view.k, y: view.y + (geo.ys[i] + NODE_H / 2) * view.k,
-    fillX: view.x + (geo.xs[i] + NODE_W) * view.k - 2, fillY: view.y + geo.ys[i] * view.k + 2,
+    fillX: m ? (m.x + (m.w - 1) / 2) / dpr : view.x + (geo.xs[i] + NODE_W) * view.k - 2,
+    fillY: m ? (m.y + (m.h - 1) / 2) / dpr : view.y + geo.ys[i] * view.k + 2,
     state: graph.nodes[i].state };
 }
 
