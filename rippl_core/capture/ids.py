@@ -47,9 +47,19 @@ class Call:
 
     @classmethod
     def of(cls, call: ToolCall, turn: str, index: int) -> Call:
-        tool = check_id(call.name, what="tool name")
-        ref = check_id(call.id, what="call id") if call.id is not None else f"{turn}#{index}"
-        return cls(ref, tool, canonical_args(call.args) or "{}")
+        """A call of a turn: by its own id, else by its position in the turn."""
+        if call.id is None:
+            return cls._with(call, f"{turn}#{index}")
+        return cls.identified(call)
+
+    @classmethod
+    def identified(cls, call: ToolCall) -> Call:
+        """A call by its own id (one judged or executed: the caller made sure it has one)."""
+        return cls._with(call, check_id(call.id, what="call id"))
+
+    @classmethod
+    def _with(cls, call: ToolCall, ref: str) -> Call:
+        return cls(ref, check_id(call.name, what="tool name"), canonical_args(call.args) or "{}")
 
     @property
     def key(self) -> str:

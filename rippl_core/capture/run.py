@@ -12,6 +12,7 @@ is denied by the adapters' guard.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -473,7 +474,7 @@ def judge(run: RunRef, call: ToolCall, *, policy: Policy, carriers: Carriers,
     if call.id is None:
         raise InvalidInputError("judging a call at execution needs its call id; decide its turn "
                                 "with the call instead")
-    named = ids.Call.of(call, call.id, 0)
+    named = ids.Call.identified(call)
     found, declared = yield Batch(cypher.captured(run.id, [named.ref]),
                                   cypher.declared([named.key, call_key(named.tool, None)],
                                                   _pinned([call])))
@@ -539,7 +540,7 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
     if call.id is None:
         raise InvalidInputError("recording an execution needs the call id it was decided with")
     settings = _settings(fresh_for, reads)
-    named = ids.Call.of(call, call.id, 0)
+    named = ids.Call.identified(call)
     now = now_ms()
     digest = ids.output_digest(output)
     claim_id = ids.result_claim(named, digest)
@@ -623,14 +624,17 @@ def mark_executed(action_id: str, *, at: TimeLike | None, output: Any | None) ->
     yield Commit([cypher.mark_executed(action_id, when, digest)], blind=True)
 
 
+BACKFILL_BATCH = 5000  # readings given their host per commit, on a schema upgrade
+
+
 def backfill_reading_hosts() -> Op[None]:
     """Give the readings recorded before they kept their URL arguments' host that host (a schema
     upgrade), so a retraction by provenance finds them by a URL prefix's host."""
     rows = yield cypher.READINGS_WITH_URLS
     found = [{"id": sid, "host": host} for sid, args in rows
              if (host := arguments_host(args)) is not None]
-    for start in range(0, len(found), 5000):
-        yield Commit([cypher.set_hosts(found[start:start + 5000])], blind=True)
+    for batch in itertools.batched(found, BACKFILL_BATCH):
+        yield Commit([cypher.set_hosts(list(batch))], blind=True)
 
 
 def backfill_result_digests() -> Op[None]:
