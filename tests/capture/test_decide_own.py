@@ -182,3 +182,6 @@ def test_what_the_run_recorded_itself_stays_known_when_a_guess_fails(
     a.decide("t4", [ToolCall(name="noop", args={"n": 4}, id="c4")], context=["t1", "s1"])
     known_root = capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=True).text
     assert sent.count(known_root) == 1
+    sent.clear()  # and the failed guess is forgotten: a turn on h9 sends the whole query at once
+    a.decide("t5", [ToolCall(name="noop", args={"n": 5}, id="c5")], context=["h9"])
+    assert known_root not in sent

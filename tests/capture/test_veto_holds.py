@@ -116,6 +116,23 @@ def test_a_repeat_is_judged_again_at_execution(rippl: Rippl) -> None:
     assert not again.allowed
     judged = rippl.run("r1").judge(migrate("c3"))
     assert not judged.allowed and "repeats the call vetoed at turn t2" in judged.reason
+    # the model's call edited before it runs (another table): a repeat under the tool's scope
+    edited = rippl.run("r1", repeat_scope="tool").judge(migrate("c3", shard="09", table="ledger"))
+    assert not edited.allowed and "repeats the call vetoed at turn t2" in edited.reason
+
+
+def test_a_call_vetoed_only_when_it_is_about_to_run_binds_its_repeat(rippl: Rippl) -> None:
+    """Allowed at its turn, retracted before it ran: the veto at execution binds a repeat too."""
+    run = rippl.run("r1", agent="ops")
+    run.decide("t1", [HEALTH], context=[])
+    claim = run.executed(HEALTH, "shard 09: healthy")
+    [planned] = run.decide("t2", [migrate("c2")], context=["c1"])
+    assert planned.allowed
+    rippl.retract(claim, reason="served from a stale cache", by="monitor")
+    vetoed = run.judge(migrate("c2"))
+    assert not vetoed.allowed
+    again = repeat(rippl, "t3", migrate("c3"))
+    assert not again.allowed and "repeats the call vetoed at turn t2" in again.reason
 
 
 @pytest.mark.parametrize("scope", [{"migrate": "tool"}, "tool"])
