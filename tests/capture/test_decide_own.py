@@ -173,13 +173,15 @@ def test_what_the_run_recorded_itself_stays_known_when_a_guess_fails(
     health = ToolCall(name="get_health", args={}, id="h9")
     b.decide("b1", [health], context=[])
     b.executed(health, "healthy")
-    a.decide("t1", [ToolCall(name="noop", args={"n": 1}, id="c1")], context=[])
+    own = ToolCall(name="noop", args={"n": 1}, id="c1")
+    a.decide("t1", [own], context=[])
+    a.executed(own, "done")
     a.wrote("s1", context=["t1"], kind="summary")
     a.decide("t2", [ToolCall(name="noop", args={"n": 2}, id="c2")], context=["h9"])  # b's: whole
     a.decide("t3", [ToolCall(name="noop", args={"n": 3}, id="c3")],
-             context=["t1", "s1", "h9"])  # guessed common, refused: the guess about h9 forgotten
+             context=["t1", "c1", "s1", "h9"])  # guessed common, refused: the guess about h9 forgotten
     sent.clear()
-    a.decide("t4", [ToolCall(name="noop", args={"n": 4}, id="c4")], context=["t1", "s1"])
+    a.decide("t4", [ToolCall(name="noop", args={"n": 4}, id="c4")], context=["t1", "c1", "s1"])
     known_root = capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=True).text
     assert sent.count(known_root) == 1
     sent.clear()  # and the failed guess is forgotten: a turn on h9 sends the whole query at once

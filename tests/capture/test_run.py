@@ -608,3 +608,20 @@ def test_a_turn_is_announced_once(rippl: Rippl) -> None:
     finally:
         events.close()
     assert len(seen) == 4 and len(set(seen)) == 4
+
+
+def test_a_verdict_says_whether_the_call_already_ran(rippl: Rippl) -> None:
+    """The status a verdict gives a call's action: executed once its execution is recorded (a
+    replayed turn, a judge after it ran), never for a call that has not run (an edited call)."""
+    run = rippl.run("r")
+    [first] = run.decide("t1", [MIGRATE], context=[])
+    assert first.allowed and "Executed" not in first.reason
+    run.executed(MIGRATE, "migrated")
+    [replayed] = run.decide("t1", [MIGRATE], context=[])
+    assert replayed.allowed and f"{first.target} is Executed" in replayed.reason
+    judged = run.judge(MIGRATE)
+    assert f"{first.target} is Executed" in judged.reason
+    edited = run.judge(MIGRATE.model_copy(update={"args": {"table": "ledger", "shard": "09"}}))
+    assert edited.allowed and "Executed" not in edited.reason
+    with pytest.raises(InvalidInputError, match="repeat_scope"):
+        rippl.run("r", repeat_scope={"migrate_tables": "everything"})  # type: ignore[dict-item]
