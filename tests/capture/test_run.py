@@ -297,9 +297,15 @@ def test_prune_removes_closed_runs_and_keeps_what_is_retracted(rippl: Rippl) -> 
     story(rippl, "live")
     rippl.run("old").close()
     rippl.retract(claim, reason="stale", by="monitor")
-    assert rippl.prune_runs(older_than="9999-01-01T00:00:00Z") == ["old"]
+    gone = rippl.run("gone")
+    gone.decide("t1", [HEALTH])
+    only = gone.executed(HEALTH, "a reading no other run made")
+    gone.close()
+    assert sorted(rippl.prune_runs(older_than="9999-01-01T00:00:00Z")) == ["gone", "old"]
     with pytest.raises(NotFoundError):
         rippl.get(ids.run_claim("old"))
+    with pytest.raises(NotFoundError):
+        rippl.get(only)  # a result claim nothing rests on any more goes with its run
     assert rippl.get(claim).retracted  # retracted: its record is kept
     assert rippl.get(ids.run_claim("live"))
     assert rippl.verify_receipts().ok

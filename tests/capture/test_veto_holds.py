@@ -48,6 +48,7 @@ def test_a_repeated_call_stays_vetoed_naming_the_original_veto(rippl: Rippl,
     again = repeat(rippl, "t3", migrate("c3", **args))
     assert not again.allowed
     assert "repeats the call vetoed at turn t2, and" in again.reason and claim in again.reason
+    assert f"(rippl override {again.target})" in again.reason
     assert [b.premise for b in again.blockers] == [claim]
     assert again.blockers[0].trail[0] == claim and again.blockers[0].trail[-1] == again.target
 

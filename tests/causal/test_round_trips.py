@@ -118,6 +118,9 @@ def test_a_captured_turn_and_its_execution_are_one_round_trip_each(rippl: Rippl,
     assert rippl.check(str(allowed.target)).allowed
     assert commands(sent) == [b"MULTI"]  # the allowed check: one read, freshness included
     sent.clear()
+    assert run.judge(migrate).allowed  # the call as decided, judged again: one read
+    assert commands(sent) == [b"MULTI"]
+    sent.clear()
     run.executed(migrate, "migrated")  # not a read: the smaller query, once
     assert commands(sent) == [b"MULTI"]
 
