@@ -463,6 +463,10 @@ def test_a_repeat_of_a_call_a_declared_action_vetoed_names_that_action(rippl: Ri
     rippl.add_claim("CLM-FREEZE", "no change freeze is on")
     rippl.add_decision("DEC-ANY", "migrations are allowed", premises=["CLM-FREEZE"])
     rippl.add_action("ACT-ANY", "any migration", decisions=["DEC-ANY"], tool="migrate_tables")
+    rippl.add_claim("CLM-WINDOW", "the maintenance window is open")
+    rippl.add_decision("DEC-WINDOW", "migrate in the window", premises=["CLM-WINDOW"])
+    rippl.add_action("ACT-WINDOW", "a migration in the window", decisions=["DEC-WINDOW"],
+                     tool="migrate_tables")  # matches the call too, and holds
     rippl.retract("CLM-FREEZE", reason="a freeze started", by="release-manager")
     run = rippl.run("r")
     [veto] = run.decide("t1", [MIGRATE])
@@ -471,7 +475,7 @@ def test_a_repeat_of_a_call_a_declared_action_vetoed_names_that_action(rippl: Ri
                          told=["c3"])
     assert not again.allowed
     assert "repeats the call vetoed by ACT-ANY," in again.reason
-    assert "at turn" not in again.reason
+    assert "at turn" not in again.reason and "ACT-WINDOW" not in again.reason
 
 
 def test_a_call_mapped_to_its_own_captured_action_is_denied(rippl: Rippl) -> None:
