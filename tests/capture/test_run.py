@@ -324,7 +324,7 @@ def test_mark_executed_lists_a_declared_action_too(incident: Rippl) -> None:
     assert "ACT-001" in [c.action for c in incident.compensations()]
     with pytest.raises(NotFoundError):
         incident.mark_executed("ACT-NOPE")
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=r"^CLM-002 is a Claim; only actions are executed$"):
         incident.mark_executed("CLM-002")
 
 
@@ -351,13 +351,14 @@ def test_a_runs_policy_records_by_default_and_obeys_an_explicit_unknown(rippl: R
     fresh = ToolCall(name="resize", args={}, id="s1")
     [denied] = strict.decide("s-turn", [fresh], context=[])
     assert not denied.allowed and "strict allow-list" in denied.reason
+    assert denied.reason.startswith("denied (policy unknown='deny')")
     assert rippl.get(denied.target).tool == "resize"  # still recorded  # type: ignore[arg-type]
     rippl.add_action("ACT-RESIZE", "resize anything", tool="resize")
     [declared] = strict.decide("s-turn-2", [fresh.model_copy(update={"id": "s2"})], context=[])
     assert declared.allowed and declared.target == "ACT-RESIZE"
     loose = rippl.run("strict", policy=Policy(unknown="allow"))
     [unprotected] = loose.decide("l-turn", [MIGRATE.model_copy(update={"id": "l1"})])
-    assert unprotected.allowed and "policy unknown='allow'" in unprotected.reason
+    assert unprotected.allowed and unprotected.reason.startswith("allowed (policy unknown='allow')")
 
 
 def test_a_veto_for_a_premise_under_review_does_not_drop_it(rippl: Rippl) -> None:
@@ -626,7 +627,10 @@ def test_a_verdict_says_whether_the_call_already_ran(rippl: Rippl) -> None:
     run = rippl.run("r")
     [first] = run.decide("t1", [MIGRATE], context=[])
     assert first.allowed and "Executed" not in first.reason
-    run.executed(MIGRATE, "migrated")
+    assert "Executed" not in run.judge(MIGRATE).reason  # not yet run
+    # its output recorded under arguments the turn never saw: the call id names the action
+    run.executed(MIGRATE.model_copy(update={"args": {"table": "billing", "shard": "9"}}), "migrated")
+    assert rippl.get(first.target).status == "Executed"
     [replayed] = run.decide("t1", [MIGRATE], context=[])
     assert replayed.allowed and f"{first.target} is Executed" in replayed.reason
     judged = run.judge(MIGRATE)
