@@ -56,7 +56,8 @@ def snapshot(rippl: Rippl) -> dict[str, Any]:
             "indexes": rows("CALL db.indexes() YIELD label, properties, entitytype "
                             "RETURN label, properties, entitytype"),
             "version": rippl.redis.get(rippl.keys.version),
-            "keys": sorted(rippl.redis.keys("*")),
+            # FalkorDB may add a graph's query telemetry stream (`telemetry{graph}`) on its own
+            "keys": sorted(k for k in rippl.redis.keys("*") if not str(k).startswith("telemetry{")),
             "graphs": sorted(rippl.redis.execute_command("GRAPH.LIST"))}
 
 
