@@ -112,12 +112,17 @@ def rows_of(records: Iterable[Sequence[Any]]) -> list[Row]:
 
 
 def evidence_states(rows: Iterable[Row]) -> Op[dict[str, str]]:
-    ids = sorted({e for row in rows for e in row.evidence})
-    states: dict[str, str] = {}
+    briefs = yield from node_briefs(sorted({e for row in rows for e in row.evidence}))
+    return {node: brief[3] for node, brief in briefs.items()}
+
+
+def node_briefs(ids: Sequence[str]) -> Op[dict[str, Sequence[Any]]]:
+    """`causal_cypher.node_briefs` of many ids, in reads of at most READ_CHUNK, by id."""
+    briefs: dict[str, Sequence[Any]] = {}
     for start in range(0, len(ids), READ_CHUNK):
         records = yield causal_cypher.node_briefs(ids[start:start + READ_CHUNK])
-        states.update({r[0]: r[3] for r in records})
-    return states
+        briefs.update({r[0]: r for r in records})
+    return briefs
 
 
 def belief_model(row: Row, evidence_states: Mapping[str, str], claim_state: State | None = None,
@@ -441,11 +446,8 @@ def timeline(agent: str, topic: str, *, known_at: TimeLike | None) -> Op[list[Be
     sep = cypher.ID_SEPARATOR
     evidence = {joined: tuple(joined.split(sep)) if joined else ()
                 for joined in {r[5] for r in records}}
-    ids = sorted({r[0] for r in records}.union(*evidence.values()))
-    nodes: dict[str, tuple[str, str]] = {}
-    for start in range(0, len(ids), READ_CHUNK):
-        found = yield causal_cypher.node_briefs(ids[start:start + READ_CHUNK])
-        nodes.update({r[0]: (r[2], r[3]) for r in found})
+    briefs = yield from node_briefs(sorted({r[0] for r in records}.union(*evidence.values())))
+    nodes = {node: (brief[2], brief[3]) for node, brief in briefs.items()}
     return _timeline_models(agent, topic, records, evidence, nodes)
 
 
@@ -465,7 +467,7 @@ def _timeline_models(agent: str, topic: str, records: Sequence[Sequence[Any]],
                      nodes: Mapping[str, tuple[str, str]]) -> list[Belief]:
     """`belief_model` of each timeline row (`cypher.TIMELINE_FIELDS`), given the text and state
     now of its claim and evidence (`nodes`); what rows share (times, states, evidence) is
-    computed once, and the models are built as `models.constructed` builds them."""
+    computed once, and each model is `constructed` like belief_model's."""
     open_end, out, default = cypher.OPEN, State.OUT.value, ("", State.IN.value)
     columns = list(zip(*records, strict=True)) or [()] * len(cypher.TIMELINE_FIELDS)
     starts = {ms: from_ms(ms) for ms in {*columns[1], *columns[3], *columns[9]}}
@@ -477,12 +479,11 @@ def _timeline_models(agent: str, topic: str, records: Sequence[Sequence[Any]],
         text, name = nodes.get(claim, default)
         state = State(name or State.IN.value)
         claims[claim] = (text or "", state, public_status(Kind.CLAIM, state), state is State.OUT)
-    beliefs, new, set_, fields = [], Belief.__new__, object.__setattr__, set(Belief.model_fields)
+    beliefs = []
     for (claim, valid_from, valid_to, recorded_at, superseded_at, joined, note, cause, reason,
          first_recorded) in records:
         text, state, status, retracted_claim = claims[claim]
-        model = new(Belief)
-        set_(model, "__dict__", {  # the fields in the model's order, as belief_model gives them
+        beliefs.append(constructed(Belief, {  # the fields in their order, as belief_model's
             "agent": agent, "topic": topic, "claim": claim, "text": text,
             "valid_from": starts[valid_from], "valid_to": ends[valid_to],
             "recorded_at": starts[recorded_at], "superseded_at": ends[superseded_at],
@@ -491,11 +492,7 @@ def _timeline_models(agent: str, topic: str, records: Sequence[Sequence[Any]],
             "rests_on_retracted": retracted_claim, "retracted_evidence": list(retracted[joined]),
             "cause": cause or "believe", "reason": reason,
             "first_recorded_at": starts[first_recorded if first_recorded is not None
-                                        else recorded_at]})
-        set_(model, "__pydantic_fields_set__", fields.copy())
-        set_(model, "__pydantic_extra__", None)
-        set_(model, "__pydantic_private__", None)
-        beliefs.append(model)
+                                        else recorded_at]}))
     return beliefs
 
 

@@ -103,6 +103,8 @@ def _run_root(run: Mapping[str, Any]) -> str:
 
 # The bound the check reads (`causal_cypher.FOREVER`): on a turn's action and decision, from the
 # freshness of the readings they rest on (`reads`, the READ_PAIRs of `x.reads`; the same as d's).
+# (each computed in the SET: FalkorDB evaluates a query's SET expressions before it assigns any,
+# so `d.reads_until = x.reads_until` would read the action's value from before)
 _KEEP_UNTIL = ("SET x.reads_until = " + causal_cypher.reads_until("reads") + ", "
                "d.reads_until = " + causal_cypher.reads_until("reads") + " ")
 

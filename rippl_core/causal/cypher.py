@@ -59,7 +59,7 @@ def get_nodes(ids: Sequence[str]) -> Query:
 def node_state(node_id: str) -> Query:
     """The pre-flight read: one indexed lookup of the materialised state, what blocks the node
     when it is not IN, whether it rests on captured readings (`reads`) and until when they are
-    all fresh at the latest (`reads_until`, kept on the node: see `READS_UNTIL`)."""
+    all fresh at the latest (`reads_until`, kept on the node: see `FOREVER`)."""
     # one list column: each column of a reply costs the server more than a list's item
     return Query("MATCH (n:Node {id: $id}) "
                  "RETURN [n.kind, n.state, n.executed_at, n.blockers, n.reads_until, "
