@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 from helpers_mcp import wait_for_port
 
-from rippl_core import AsyncRippl
+from rippl_core import AsyncRippl, Rippl
 from rippl_core.console.app import create_app
 from rippl_core.console.auth import parse_reviewers
 from rippl_core.testing import free_port
@@ -33,6 +34,18 @@ async def client(rippl: AsyncRippl, **options: Any):  # type: ignore[no-untyped-
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url=BASE) as http:
         yield http
+
+
+@contextmanager
+def loopback_graph(url: str, prefix: str) -> Iterator[Rippl]:
+    """A handle on a graph of its own (`prefix`-<hex>) on the server at `url`, dropped and closed
+    afterwards."""
+    handle = Rippl.open(url=url, graph=f"{prefix}-{uuid.uuid4().hex[:8]}")
+    try:
+        yield handle
+    finally:
+        handle.drop()
+        handle.close()
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_console import ALICE, INCIDENT, REPO, serving
+from helpers_console import ALICE, INCIDENT, REPO, loopback_graph, serving
 
 from rippl_core import Rippl
 from rippl_core.testing import FalkorDBServer
@@ -37,11 +37,9 @@ WAVE = 18
 
 @pytest.fixture(scope="module")
 def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
-    handle = Rippl.open(url=falkordb_server.url, graph=f"browser-{uuid.uuid4().hex[:8]}")
-    handle.load(INCIDENT)
-    yield handle
-    handle.drop()
-    handle.close()
+    with loopback_graph(falkordb_server.url, "browser") as handle:
+        handle.load(INCIDENT)
+        yield handle
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_console import ALICE, INCIDENT, serving
+from helpers_console import ALICE, INCIDENT, loopback_graph, serving
 
 from rippl_core import Rippl
 from rippl_core.testing import FalkorDBServer, free_port
@@ -28,12 +28,10 @@ if not CHROMIUM.exists() and shutil.which("chromium") is None:
 
 @pytest.fixture(scope="module")
 def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
-    handle = Rippl.open(url=falkordb_server.url, graph=f"comp-browser-{uuid.uuid4().hex[:8]}")
-    handle.load(INCIDENT)
-    handle.mark_executed("ACT-001")
-    yield handle
-    handle.drop()
-    handle.close()
+    with loopback_graph(falkordb_server.url, "comp-browser") as handle:
+        handle.load(INCIDENT)
+        handle.mark_executed("ACT-001")
+        yield handle
 
 
 @pytest.fixture(scope="module")

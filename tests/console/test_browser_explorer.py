@@ -11,13 +11,12 @@ measures time: the benchmark (bench/scripts/bench_console.py) does."""
 from __future__ import annotations
 
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_console import serving
+from helpers_console import loopback_graph, serving
 
 from rippl_core import Rippl
 from rippl_core.testing import FalkorDBServer
@@ -34,14 +33,13 @@ DEPENDENTS = 3_000
 
 @pytest.fixture(scope="module")
 def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
-    handle = Rippl.open(url=falkordb_server.url, graph=f"browser-wave-{uuid.uuid4().hex[:8]}")
-    handle.load({"sources": [{"id": "SRC-WIDE", "title": "one dashboard"}],
-                 "claims": [{"id": "CLM-WIDE", "text": "the cluster is healthy", "sources": ["SRC-WIDE"]}],
-                 "decisions": [{"id": f"DEC-{i:05d}", "title": f"decision {i}", "premises": ["CLM-WIDE"]}
-                               for i in range(DEPENDENTS)]})
-    yield handle
-    handle.drop()
-    handle.close()
+    with loopback_graph(falkordb_server.url, "browser-wave") as handle:
+        handle.load({"sources": [{"id": "SRC-WIDE", "title": "one dashboard"}],
+                     "claims": [{"id": "CLM-WIDE", "text": "the cluster is healthy",
+                                 "sources": ["SRC-WIDE"]}],
+                     "decisions": [{"id": f"DEC-{i:05d}", "title": f"decision {i}",
+                                    "premises": ["CLM-WIDE"]} for i in range(DEPENDENTS)]})
+        yield handle
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,12 @@ turn."""
 from __future__ import annotations
 
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_console import serving
+from helpers_console import loopback_graph, serving
 
 from rippl_core import Rippl, ToolCall
 from rippl_core.testing import FalkorDBServer
@@ -34,10 +33,8 @@ ROLLBACK = ToolCall(name="rollback_window", args={"shard": "09"}, id="c4")
 
 @pytest.fixture(scope="module")
 def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
-    handle = Rippl.open(url=falkordb_server.url, graph=f"browser-runs-{uuid.uuid4().hex[:8]}")
-    yield handle
-    handle.drop()
-    handle.close()
+    with loopback_graph(falkordb_server.url, "browser-runs") as handle:
+        yield handle
 
 
 @pytest.fixture(scope="module")
