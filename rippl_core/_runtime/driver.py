@@ -28,7 +28,7 @@ import redis.asyncio
 
 from rippl_core._runtime.connection import Location
 from rippl_core._runtime.keys import Keys
-from rippl_core._runtime.op import Batch, Command, Commit, GraphName, Op
+from rippl_core._runtime.op import Batch, Command, Commit, GraphName, Op, Pause
 from rippl_core._runtime.wire import Query, parse
 from rippl_core.errors import (
     ConflictError,
@@ -237,6 +237,9 @@ class SyncDriver:
                         reply = command(request)
                     elif isinstance(request, GraphName):
                         reply = self.keys.name
+                    elif isinstance(request, Pause):
+                        time.sleep(request.seconds)
+                        reply = None
                     else:
                         reply = read(request)
             except RipplError as exc:
@@ -331,6 +334,9 @@ class AsyncDriver:
                         reply = await command(request)
                     elif isinstance(request, GraphName):
                         reply = self.keys.name
+                    elif isinstance(request, Pause):
+                        await asyncio.sleep(request.seconds)
+                        reply = None
                     else:
                         reply = await read(request)
             except RipplError as exc:

@@ -3,7 +3,8 @@
 An operation is a generator. It yields a `Query` to read (and receives its rows), a `Batch` of
 queries to read in one round trip (and receives the rows of each), a `Commit` to write (and
 receives the rows of each of its queries), or a `Command` for a plain key (and receives the
-reply), or `GraphName()` (the graph it runs on, answered without I/O: telemetry names it).
+reply), or `GraphName()` (the graph it runs on, answered without I/O: telemetry names it), or
+`Pause(seconds)` (the driver sleeps, blocking or awaiting: waiting for a lock).
 The sync and async drivers run the same generators; a write operation is re-run from the
 start if another writer committed in between (optimistic concurrency), and its `Commit` is
 applied atomically (MULTI/EXEC). A database error is raised inside the operation at the `yield`
@@ -60,3 +61,11 @@ class Command:
 @dataclass(frozen=True)
 class GraphName:
     """Which graph the operation runs on (the driver answers without I/O; telemetry asks)."""
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Wait this long before the operation goes on (the driver sleeps: `time.sleep` or
+    `asyncio.sleep`), e.g. between two attempts to take a lock."""
+
+    seconds: float

@@ -3,20 +3,26 @@
 
 `ensure(schema, keys)` is an operation (run by either driver): it checks the graph's schema
 marker, creates what is missing, tolerates another process creating the same thing meanwhile,
-and sets the marker last, so a half-created schema is completed by the next open. Before that, a
+and sets the marker last, so a half-created schema is completed by the next open. Unique
+constraints are created under one lock per server (`SCHEMA_LOCK`, one per shard of a cluster):
+FalkorDB (4.22) crashes when two `GRAPH.CONSTRAINT CREATE` run at once, even on two graphs. Before that, a
 tenant graph still stored under the layout before tagged keys (graph key = the graph name) is
 moved to its tagged keys, once, atomically (`migrate`).
 """
 
 from __future__ import annotations
 
+import itertools
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rippl_core._runtime.keys import COMPANIONS, Keys, tenant_of
-from rippl_core._runtime.op import Command, Op
+from redis.crc import key_slot
+
+from rippl_core._runtime.keys import COMPANIONS, PREFIX, Keys, tenant_of
+from rippl_core._runtime.op import Command, Op, Pause
 from rippl_core._runtime.wire import Query
-from rippl_core.errors import DatabaseError
+from rippl_core.errors import DatabaseError, UnavailableError
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,16 +99,72 @@ def ensure(schema: Schema, keys: Keys, *, migrate_legacy: bool = False) -> Op[No
     if migrate_legacy:
         yield from migrate(keys)
     yield from create_missing(schema.all_indexes())
-    for label in schema.unique_ids:
+    if schema.unique_ids:
+        yield from locked(create_constraints(schema.unique_ids, keys))
+    for backfill in schema.backfills:
+        yield from backfill()
+    yield Command("SET", keys.schema, schema.version)
+
+
+def create_constraints(labels: tuple[str, ...], keys: Keys) -> Op[None]:
+    """A unique `id` constraint on each label (one another process created already is fine)."""
+    for label in labels:
         try:
             yield Command("GRAPH.CONSTRAINT", "CREATE", keys.graph, "UNIQUE", "NODE", label,
                           "PROPERTIES", 1, "id")
         except DatabaseError as exc:
             if "already exists" not in str(exc):
                 raise
-    for backfill in schema.backfills:
-        yield from backfill()
-    yield Command("SET", keys.schema, schema.version)
+
+
+# One lock per server process (the crash is per process): on a single server one key; in a
+# Redis Cluster one key per shard, in a slot of the shard the graph lives on (`lock_key`).
+SCHEMA_LOCK = f"{PREFIX}:schema-lock"
+LOCK_MS = 10_000  # a holder that died frees the lock after this long
+LOCK_POLL_S = 0.005
+_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
+
+def lock_key() -> Op[str]:
+    """`SCHEMA_LOCK` on a single server; in a Redis Cluster, `SCHEMA_LOCK:{t}` with a tag `t` that
+    hashes to the first slot of the shard this connection serves (the tenant's shard)."""
+    try:
+        nodes = yield Command("CLUSTER", "NODES")
+    except DatabaseError:  # "cluster support disabled": a single server (or a Sentinel primary)
+        return SCHEMA_LOCK
+    text = nodes.decode() if isinstance(nodes, bytes) else str(nodes)
+    mine = next(line.split() for line in text.splitlines() if "myself" in line.split()[2])
+    first = min(int(part.split("-")[0]) for part in mine[8:] if not part.startswith("["))
+    return f"{SCHEMA_LOCK}:{{{_tag_in_slot(first)}}}"
+
+
+def _tag_in_slot(slot: int) -> str:
+    """The smallest decimal hash tag whose key slot is `slot`."""
+    return next(str(n) for n in itertools.count() if key_slot(str(n).encode()) == slot)
+
+
+def locked[T](body: Op[T]) -> Op[T]:
+    """Run `body` holding the schema lock (waiting for it at most twice its expiry)."""
+    key, token = (yield from lock_key()), secrets.token_hex(8)
+    for _ in range(round(2 * LOCK_MS / 1000 / LOCK_POLL_S)):
+        if (yield Command("SET", key, token, "NX", "PX", LOCK_MS)):
+            break
+        yield Pause(LOCK_POLL_S)
+    else:
+        raise UnavailableError(
+            f"another process has held Rippl's schema lock ({key}) for over "
+            f"{2 * LOCK_MS // 1000} s while creating a graph's constraints; try again, or delete "
+            "that key if no Rippl process is opening a graph")
+    release = Command("EVAL", _RELEASE, 1, key, token)
+    try:
+        result = yield from body
+    except GeneratorExit:  # the driver itself gave up: the lock expires by itself
+        raise
+    except BaseException:
+        yield release
+        raise
+    yield release
+    return result
 
 
 # KEYS: the legacy schema marker, (legacy graph, new graph) pairs, then legacy keys to delete.
