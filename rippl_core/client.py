@@ -654,9 +654,13 @@ class Rippl:
         """Every belief the agent held at `as_of`, one per topic."""
         return self._driver.run(lambda: memory.beliefs(agent, as_of=as_of, known_at=known_at))
 
-    def timeline(self, agent: str, topic: str, *, known_at: TimeLike | None = None) -> list[Belief]:
-        """Every interval of the agent's belief about the topic, oldest first, with its evidence."""
-        return self._driver.run(lambda: memory.timeline(agent, topic, known_at=known_at))
+    def timeline(self, agent: str, topic: str, *, known_at: TimeLike | None = None,
+                 limit: int | None = None, before: TimeLike | None = None) -> list[Belief]:
+        """Every interval of the agent's belief about the topic, oldest first, with its evidence;
+        with `limit`, the latest `limit` intervals starting before `before` (default: all), oldest
+        first: page back with `before=page[0].valid_from`."""
+        return self._driver.run(lambda: memory.timeline(agent, topic, known_at=known_at,
+                                                        limit=limit, before=before))
 
     def why_changed(self, agent: str, topic: str, at: TimeLike, *,
                     known_at: TimeLike | None = None) -> BeliefChange:
@@ -1143,10 +1147,13 @@ class AsyncRippl:
         """Every belief the agent held at `as_of`, one per topic."""
         return await self._driver.run(lambda: memory.beliefs(agent, as_of=as_of, known_at=known_at))
 
-    async def timeline(self, agent: str, topic: str, *,
-                       known_at: TimeLike | None = None) -> list[Belief]:
-        """Every interval of the agent's belief about the topic, oldest first, with its evidence."""
-        return await self._driver.run(lambda: memory.timeline(agent, topic, known_at=known_at))
+    async def timeline(self, agent: str, topic: str, *, known_at: TimeLike | None = None,
+                       limit: int | None = None, before: TimeLike | None = None) -> list[Belief]:
+        """Every interval of the agent's belief about the topic, oldest first, with its evidence;
+        with `limit`, the latest `limit` intervals starting before `before` (default: all), oldest
+        first: page back with `before=page[0].valid_from`."""
+        return await self._driver.run(lambda: memory.timeline(agent, topic, known_at=known_at,
+                                                              limit=limit, before=before))
 
     async def why_changed(self, agent: str, topic: str, at: TimeLike, *,
                           known_at: TimeLike | None = None) -> BeliefChange:

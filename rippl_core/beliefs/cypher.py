@@ -155,16 +155,25 @@ TIMELINE_FIELDS = ("claim", "valid_from", "valid_to", "recorded_at", "superseded
 ID_SEPARATOR = "\x1f"
 
 
-def timeline(key: str, known: int | None) -> Query:
-    """The whole timeline of `key` as recorded at `known` (None: now, the never superseded rows,
-    an equality in the index), in `TIMELINE_FIELDS`, read plain."""
+def timeline(key: str, known: int | None, *, limit: int | None = None,
+             before: int | None = None) -> Query:
+    """The timeline of `key` as recorded at `known` (None: now, the never superseded rows, an
+    equality in the index), in `TIMELINE_FIELDS`, read plain: every interval, or with `limit`
+    the latest `limit` of those that start before `before` (None: all), newest first."""
     where = ["r.key = $key"]
     params: dict[str, Any] = {"key": key, "sep": ID_SEPARATOR}
     _visibility(where, params, known)
+    if before is not None:
+        where.append("r.valid_from + 0 < $before")
+        params["before"] = before
+    page = ""
+    if limit is not None:
+        page = " ORDER BY r.valid_from DESC, r.recorded_at DESC LIMIT $limit"
+        params["limit"] = limit
     return Query(f"MATCH ()-[r:{BELIEVES}]->() WHERE {' AND '.join(where)} RETURN r.claim, "
                  "r.valid_from, r.valid_to, r.recorded_at, r.superseded_at, "
                  "string.join(coalesce(r.evidence, []), $sep), r.note, r.cause, r.reason, "
-                 "r.first_recorded", params, read_only=True, plain=True)
+                 f"r.first_recorded{page}", params, read_only=True, plain=True)
 
 
 def current_overlapping(key: str, start: int, end: int) -> Query:

@@ -429,8 +429,11 @@ def beliefs(agent: str, *, as_of: TimeLike | None, known_at: TimeLike | None) ->
     return result
 
 
-def timeline(agent: str, topic: str, *, known_at: TimeLike | None) -> Op[list[Belief]]:
-    """Every interval of the agent's belief about `topic`, oldest first, as recorded at `known_at`.
+def timeline(agent: str, topic: str, *, known_at: TimeLike | None, limit: int | None = None,
+             before: TimeLike | None = None) -> Op[list[Belief]]:
+    """Every interval of the agent's belief about `topic`, oldest first, as recorded at `known_at`;
+    with `limit`, only the latest `limit` intervals that start before `before` (a page: the next
+    one back starts before this one's first `valid_from`).
 
     A long timeline is read as compactly as it can be, with the same Beliefs as `_beliefs`
     gives: its rows plain and without what rows share (the agent and topic, the claims' text and
@@ -438,7 +441,13 @@ def timeline(agent: str, topic: str, *, known_at: TimeLike | None) -> Op[list[Be
     from them."""
     agent, topic, key = subject(agent, topic)
     known = to_ms(known_at, name="known_at", default=now_ms())
-    records = yield cypher.timeline(key, _as_known(known))
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidInputError(f"limit must be a positive integer (got {limit!r}); "
+                                "leave it out for the whole timeline")
+    if before is not None and limit is None:
+        raise InvalidInputError("before pages the timeline: give limit too (the intervals to read)")
+    start = None if before is None else to_ms(before, name="before")
+    records = yield cypher.timeline(key, _as_known(known), limit=limit, before=start)
     times = itemgetter(1, 2, 3, 4, 9)
     if not set(map(type, chain.from_iterable(map(times, records)))) <= {int, type(None)}:
         records = [_numeric_times(r) for r in records]

@@ -153,12 +153,22 @@ def beliefs_cmd(ctx: typer.Context, agent: str, as_of: str | None = _AS_OF,
         console.print(f"{agent} believed nothing then.")
 
 
+_LAST = typer.Option(None, "--last", min=1,
+                     help="Only the latest N intervals (a long timeline reads faster). Default all.")
+_BEFORE = typer.Option(None, "--before", callback=time_option,
+                       help="With --last: the latest N intervals starting before this time "
+                            "(page back with the first row's start).")
+
+
 @command("timeline")
 def timeline_cmd(ctx: typer.Context, agent: str, topic: str, known_at: str | None = _KNOWN_AT,
-                 format: ChartFormat = ChartOutput.table) -> None:
+                 format: ChartFormat = ChartOutput.table, last: int | None = _LAST,
+                 before: str | None = _BEFORE) -> None:
     """Every change of AGENT's belief about TOPIC, with its evidence."""
+    if before is not None and last is None:
+        raise typer.BadParameter("--before pages the timeline: give --last N too", param_hint="--before")
     with connection(ctx).open() as rippl:
-        beliefs = rippl.timeline(agent, topic, known_at=known_at)
+        beliefs = rippl.timeline(agent, topic, known_at=known_at, limit=last, before=before)
     if format is ChartOutput.json:
         _dump(beliefs)
     elif format is ChartOutput.mermaid:

@@ -233,18 +233,31 @@ async def focus(request: Request, node: str, depth: Annotated[int, Query(ge=1, l
 
 @router.get("/nodes/{node_id:path}/blast-radius", response_model=list[Reached],
             dependencies=[Read], tags=["graph"])
-async def blast_radius(request: Request, node_id: str,
-                       max_depth: Annotated[int | None, Query(ge=1)] = None) -> list[Reached]:
-    """Everything downstream of a node, each with one trail from it."""
-    return await console(request).rippl.blast_radius(node_id, max_depth=max_depth)
+async def blast_radius(request: Request, response: Response, node_id: str,
+                       max_depth: Annotated[int | None, Query(ge=1)] = None,
+                       limit: Annotated[int | None, Query(ge=1)] = None) -> list[Reached]:
+    """Everything downstream of a node, each with one trail from it (the nearest `limit`; the
+    header `X-Total-Count` says how many there are)."""
+    return _page(await console(request).rippl.blast_radius(node_id, max_depth=max_depth),
+                 limit, response)
 
 
 @router.get("/nodes/{node_id:path}/premises", response_model=list[Reached], dependencies=[Read],
             tags=["graph"])
-async def premises(request: Request, node_id: str,
-                   max_depth: Annotated[int | None, Query(ge=1)] = None) -> list[Reached]:
-    """Everything upstream of a node: what it rests on, each with one trail to it."""
-    return await console(request).rippl.premises(node_id, max_depth=max_depth)
+async def premises(request: Request, response: Response, node_id: str,
+                   max_depth: Annotated[int | None, Query(ge=1)] = None,
+                   limit: Annotated[int | None, Query(ge=1)] = None) -> list[Reached]:
+    """Everything upstream of a node: what it rests on, each with one trail to it (the nearest
+    `limit`; the header `X-Total-Count` says how many there are)."""
+    return _page(await console(request).rippl.premises(node_id, max_depth=max_depth),
+                 limit, response)
+
+
+def _page(reached: list[Reached], limit: int | None, response: Response) -> list[Reached]:
+    """The first `limit` rows (nearest first, as `reach` orders them), the total in a header: a
+    panel that lists 60 of 10,000 dependents is not sent the other 9,940."""
+    response.headers["X-Total-Count"] = str(len(reached))
+    return reached if limit is None else reached[:limit]
 
 
 @router.get("/nodes/{node_id:path}/explain", response_model=Explanation, dependencies=[Read],
@@ -530,10 +543,13 @@ async def ask(request: Request, agent: str, topic: str, as_of: str | None = None
 
 
 @router.get("/beliefs/timeline", response_model=list[Belief], dependencies=[Read], tags=["beliefs"])
-async def timeline(request: Request, agent: str, topic: str,
-                   known_at: str | None = None) -> list[Belief]:
-    """Every interval of the agent's belief about the topic, oldest first."""
-    return await console(request).rippl.timeline(agent, topic, known_at=known_at)
+async def timeline(request: Request, agent: str, topic: str, known_at: str | None = None,
+                   limit: Annotated[int | None, Query(ge=1)] = None,
+                   before: str | None = None) -> list[Belief]:
+    """Every interval of the agent's belief about the topic, oldest first; with `limit`, the
+    latest `limit` starting before `before` (page back with the first row's `valid_from`)."""
+    return await console(request).rippl.timeline(agent, topic, known_at=known_at, limit=limit,
+                                                  before=before)
 
 
 @router.get("/beliefs/why-changed", response_model=BeliefChange, dependencies=[Read],

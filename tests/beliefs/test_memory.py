@@ -117,6 +117,24 @@ def test_late_adoption_lasts_until_the_next_recorded_adoption(world: Rippl) -> N
         ("C1", day(1), day(3)), ("C3", day(3), day(6)), ("C2", day(6), None)]
 
 
+def test_a_timeline_reads_in_pages_newest_first(world: Rippl) -> None:
+    for n, claim in enumerate(["C1", "C2", "C3", "C1", "C2"], start=1):
+        world.believe("ag", claim, topic="t", valid_from=day(n), recorded_at=day(n))
+    whole = [(b.claim, b.valid_from) for b in world.timeline("ag", "t")]
+    latest = world.timeline("ag", "t", limit=2)
+    assert [(b.claim, b.valid_from) for b in latest] == whole[-2:]  # oldest first within a page
+    back = world.timeline("ag", "t", limit=2, before=latest[0].valid_from)
+    assert [(b.claim, b.valid_from) for b in back] == whole[1:3]
+    assert [b.claim for b in world.timeline("ag", "t", limit=9, before=day(1))] == []
+    # as known then: the page holds what was recorded by then
+    assert [b.claim for b in world.timeline("ag", "t", known_at=day(3), limit=1)] == ["C3"]
+    for bad, why in (({"limit": 0}, "positive integer"), ({"limit": True}, "positive integer"),
+                     ({"before": day(3)}, "give limit too"),
+                     ({"limit": 2, "before": "yesterday"}, "ISO-8601")):
+        with pytest.raises(InvalidInputError, match=why):
+            world.timeline("ag", "t", **bad)
+
+
 def test_revise_corrects_history_by_superseding_rows(world: Rippl) -> None:
     world.believe("ag", "C1", topic="t", valid_from=day(1), recorded_at=day(1))
     world.believe("ag", "C2", topic="t", valid_from=day(5), recorded_at=day(5))

@@ -267,6 +267,12 @@ def test_reads_match_the_reference(store: Rippl, steps: list[Any], without: set[
             got = [out(b) for b in store.timeline(agent, topic, known_at=tx(known))]
             assert got == segments(ref.cells(key, known)), (key, known)
             assert all(a[2] is not None and a[2] <= b[1] for a, b in itertools.pairwise(got))
+            pages: list[Out] = []  # read back in pages of two, newest first: the same timeline
+            before = None
+            while page := store.timeline(agent, topic, known_at=tx(known), limit=2, before=before):
+                pages[:0] = [out(b) for b in page]
+                before = page[0].valid_from
+            assert pages == got, (key, known)
         for known in (knowns[len(knowns) // 2], knowns[-1], None):  # None: known now
             cells = ref.cells(key, knowns[-1] if known is None else known)
             for t in range(D):  # at each start, and between it and the next (or long after)

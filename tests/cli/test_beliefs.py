@@ -62,6 +62,14 @@ def test_ask_timeline_why_what_if_history(rippl: Rippl, backend: dict[str, Any])
     assert result.output.startswith("gantt") and result.output.count(":") >= 3
     result = cli(rippl, backend, "timeline", "ag", "rc", "--format", "svg")
     assert result.exit_code == 2
+    result = cli(rippl, backend, "timeline", "ag", "rc", "--last", "2", "--format", "json")
+    assert [b["claim"] for b in json.loads(result.output)] == ["C2", "C3"]
+    result = cli(rippl, backend, "timeline", "ag", "rc", "--last", "2", "--before",
+                 day(3).isoformat(), "--format", "json")
+    assert [b["claim"] for b in json.loads(result.output)] == ["C1"]
+    result = cli(rippl, backend, "timeline", "ag", "rc", "--before", day(3).isoformat())
+    assert result.exit_code == 2 and "give --last N too" in result.output
+    assert cli(rippl, backend, "timeline", "ag", "rc", "--last", "0").exit_code == 2
 
     result = cli(rippl, backend, "why", "ag", "rc", day(3.2).isoformat(), "--format", "json")
     change = json.loads(result.output)

@@ -77,6 +77,11 @@ async def test_node_reads(rippl: AsyncRippl) -> None:
         assert node["kind"] == "Decision" and len(node["justifications"]) == 2
         down = (await http.get("/api/nodes/CLM-001/blast-radius")).json()
         assert len(down) == 19 and down[0]["trail"][0] == "CLM-001"
+        page = await http.get("/api/nodes/CLM-001/blast-radius", params={"limit": 5})
+        assert page.json() == down[:5] and page.headers["X-Total-Count"] == "19"  # nearest first
+        whole = await http.get("/api/nodes/ACT-001/premises", params={"limit": 500})
+        assert len(whole.json()) == int(whole.headers["X-Total-Count"]) > 0
+        assert (await http.get("/api/nodes/CLM-001/blast-radius", params={"limit": 0})).status_code == 422
         one = (await http.get("/api/nodes/CLM-001/blast-radius", params={"max_depth": 1})).json()
         assert all(r["depth"] == 1 for r in one)
         up = (await http.get("/api/nodes/ACT-001/premises")).json()

@@ -82,6 +82,9 @@ def test_a_large_wave_is_drawn_in_level_of_detail_and_applied_in_slices(
     page.press("#find", "Enter")
     page.wait_for_selector("#graph-scope:has-text('neighbourhood of CLM-WIDE')")
     watcher.wait_count("IN", 2500)  # the source, the claim and the 2,498 nearest decisions
+    # the panel is sent the nearest 60 of the claim's 3,000 dependents, and counts them all
+    page.wait_for_selector(f"#node-detail h3:has-text('Rests on it ({DEPENDENTS})')")
+    assert f"and {DEPENDENTS - 60} more" in page.inner_text("#node-detail")
     # zoomed to fit 2,500 nodes: the dense level of detail, whole-pixel marks in status colours
     page.wait_for_function("() => window.rippl.explorer.stats().lod === 'dense'")
     before = stats(page)

@@ -79,9 +79,14 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
         agent: Annotated[Id, Field(description="The agent.")],
         topic: Annotated[Id, Field(description="The topic.")],
         known_at: Annotated[Time | None, Field(description="As Rippl knew it then; default now.")] = None,
+        limit: Annotated[int | None, Field(ge=1, description=(
+            "Only the latest this many intervals; default all."))] = None,
+        before: Annotated[Time | None, Field(description=(
+            "With limit: the latest intervals starting before this time (page back with the "
+            "first interval's valid_from)."))] = None,
     ) -> Timeline:
-        """Every interval of the agent's belief about a topic, oldest first."""
-        beliefs = await rippl.timeline(agent, topic, known_at=known_at)
+        """Every interval of the agent's belief about a topic, oldest first (or the latest `limit`)."""
+        beliefs = await rippl.timeline(agent, topic, known_at=known_at, limit=limit, before=before)
         return Timeline(agent=agent, topic=topic, count=len(beliefs), beliefs=beliefs,
                         summary="\n".join(b.describe() for b in beliefs)
                         or f"{agent} never held a belief about {topic}")

@@ -7,7 +7,8 @@ export class ApiError extends Error {
 
 export const session = { reviewer: null, csrf: null };
 
-async function call(method, path, body) {
+// `meta`, if given, receives what the response's headers add: `total` (X-Total-Count) for a page.
+async function call(method, path, body, meta) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method !== "GET" && session.csrf) headers["X-CSRF-Token"] = session.csrf;
@@ -23,6 +24,7 @@ async function call(method, path, body) {
       : Array.isArray(detail) ? detail.map((d) => d.msg).join("; ") : response.statusText;
     throw new ApiError(response.status, message);
   }
+  if (meta && response.headers.has("X-Total-Count")) meta.total = Number(response.headers.get("X-Total-Count"));
   return data;
 }
 
@@ -37,7 +39,7 @@ export function query(params) {
 }
 
 export const id = (value) => encodeURIComponent(value);
-export const get = (path) => call("GET", path);
+export const get = (path, meta) => call("GET", path, undefined, meta);
 export const post = (path, body = {}) => call("POST", path, body);
 export const del = (path) => call("DELETE", path, {});
 

@@ -769,20 +769,23 @@ function stateOf(nodeId) {
 }
 
 // -- the detail panel ---------------------------------------------------------------------------
+const SHOWN = 60;  // dependents listed in the panel
 let detailToken = 0;
 async function renderDetail(node) {
   const panel = $("#node-detail");
   const token = ++detailToken;
   const path = `api/nodes/${id(node.id)}`;
   let explanation, history, downstream;
+  const page = { total: 0 };  // the panel lists the nearest SHOWN dependents, and counts them all
   try {
     [explanation, history, downstream] = await Promise.all([
-      get(`${path}/explain`), get(`${path}/history`), get(`${path}/blast-radius`)]);
+      get(`${path}/explain`), get(`${path}/history`), get(`${path}/blast-radius?limit=${SHOWN}`, page)]);
   } catch (error) {
     if (token === detailToken) clear(panel, h("p", { class: "error" }, error.message));
     return;
   }
   if (token !== detailToken) return;
+  const total = Math.max(page.total, downstream.length);
   const trail = (ids) => h("span", { class: "mono" }, ids.join(" → "));
   clear(panel,
     h("h2", { tabindex: "-1" }, node.id, " ", tag(explanation.state, explanation.status)),
@@ -800,10 +803,10 @@ async function renderDetail(node) {
         h("span", {}, " ", h("span", { class: "mono" }, a.id), " ", tag(a.state, a.status)))))) : null,
     explanation.blockers.length ? [h("h3", {}, "Blocking premises"), h("ul", { class: "plain" },
       explanation.blockers.map((b) => h("li", {}, tag(b.state, b.premise), " ", b.reason || "", h("div", {}, trail(b.trail)))))] : null,
-    h("h3", {}, `Rests on it (${downstream.length})`),
-    downstream.length ? h("ul", { class: "plain" }, downstream.slice(0, 60).map((r) =>
+    h("h3", {}, `Rests on it (${total})`),
+    downstream.length ? h("ul", { class: "plain" }, downstream.map((r) =>
       h("li", {}, tag(r.state, r.id), " ", trail(r.trail)))) : h("p", { class: "muted" }, "Nothing rests on it."),
-    downstream.length > 60 ? h("p", { class: "muted" }, `and ${downstream.length - 60} more`) : null,
+    total > downstream.length ? h("p", { class: "muted" }, `and ${total - downstream.length} more`) : null,
     h("h3", {}, "History"),
     h("ul", { class: "plain" }, history.map((c) => h("li", {}, when(c.valid_from), " ",
       c.before ? `${c.before} → ` : "created ", tag(c.after, c.after), c.cause ? ` (${c.cause}${c.review ? ` ${c.review}` : ""})` : ""))));
