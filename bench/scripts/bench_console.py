@@ -278,7 +278,16 @@ view, a state or the selection changes, and an animation frame copies it and dra
 (only when a ring moves to its next step); zoomed far out (here: 2,500 nodes in 900 px) edges and
 node marks are rasterised into a pixel buffer (aliased one-pixel lines, whole-pixel marks) and
 the rings are halos merged per column; the wave's events are applied in slices of at most 250
-events and 4 ms, and frames of 500 events are parsed one a task. See docs/design.md, "The review console".
+events and 4 ms, and frames of 500 events are parsed one a task; the side panel of the selected
+claim is sent its 60 nearest dependents and their count (`blast-radius?limit=60`, the total in
+`X-Total-Count`), not all 10,000. See docs/design.md, "The review console".
+
+The figures move with the machine's load (the load average is above). On 2026-12-02, with other
+sessions' builds and suites on the same two cores (load average 5.5 to 11), the longest task while
+the wave streamed was 485 / 94 ms (proposal / approval; load 10.1), 178 / 118 ms (9.5 → 10.6) and
+0 / 112 ms (7.8): long tasks there are mostly frames whose compositor commit waits for the CPU.
+With this session's suite running beside it (load about 5), before the panel's page: 0 / 52 ms;
+after: 0 / 0 ms.
 """
 
 

@@ -10,6 +10,8 @@ in turn, round after round, so machine load hits them alike:
   decoded, a `Row` per record, then `_beliefs`), kept here from the same module's building blocks;
 - `after`: `Rippl.timeline` now (10 columns read plain, the claims' text and state with the
   evidence's states, the models built in one pass);
+- `page`: `Rippl.timeline(limit=PAGE)`, the latest PAGE intervals (what a screen shows; page
+  back with `before=`), and `page query, raw` its query alone;
 - `old query, raw` and `new query, raw`: each query alone, sent raw, its reply read by
   redis-py/hiredis and not parsed (bench_limits.py's limit for the timeline is the old one).
 
@@ -60,6 +62,9 @@ def server_ms(reply: list[Any]) -> float:
     return float(stats[0].split(":")[1].split()[0])
 
 
+PAGE = 100
+
+
 def bench(changes: int, runs: int, folder: Path) -> dict[str, Any]:
     rippl = Rippl.open(folder / f"timeline-{changes}.db", graph=f"timeline-{changes}")
     try:
@@ -78,10 +83,13 @@ def bench(changes: int, runs: int, folder: Path) -> dict[str, Any]:
         new = rippl.timeline(AGENT, TOPIC)
         assert len(new) == changes and old == new, "before and after differ"
         assert [b.__dict__ for b in old] == [b.__dict__ for b in new]
+        page = rippl.timeline(AGENT, TOPIC, limit=PAGE)
+        assert [b.__dict__ for b in page] == [b.__dict__ for b in new[-PAGE:]], "the page differs"
         now = memory.now_ms()
         old_args = _args(rippl.keys.graph, cypher.visible(key, now))
         new_args = _args(rippl.keys.graph, cypher.timeline(key, None))
-        server: dict[str, list[float]] = {"old query": [], "new query": []}
+        page_args = _args(rippl.keys.graph, cypher.timeline(key, None, limit=PAGE))
+        server: dict[str, list[float]] = {"old query": [], "new query": [], "page query": []}
 
         def raw(name: str, args: tuple[str, ...]) -> Callable[[int], Any]:
             def call(_: int) -> Any:
@@ -95,6 +103,8 @@ def bench(changes: int, runs: int, folder: Path) -> dict[str, Any]:
             "after": lambda _: rippl.timeline(AGENT, TOPIC),
             "old query, raw": raw("old query", old_args),
             "new query, raw": raw("new query", new_args),
+            "page": lambda _: rippl.timeline(AGENT, TOPIC, limit=PAGE),
+            "page query, raw": raw("page query", page_args),
         }
         times: dict[str, list[float]] = {name: [] for name in paths}
         for n in range(2 + runs):
@@ -116,6 +126,7 @@ def bench(changes: int, runs: int, folder: Path) -> dict[str, Any]:
             "after / old query, raw": round(p50["after"] / p50["old query, raw"], 3),
             "before / old query, raw": round(p50["before"] / p50["old query, raw"], 3),
             "after / new query, raw": round(p50["after"] / p50["new query, raw"], 3),
+            "page / page query, raw": round(p50["page"] / p50["page query, raw"], 3),
         }
         return row
     finally:
@@ -140,13 +151,14 @@ def main(argv: list[str] | None = None) -> int:
         result["load_average"][str(size)] = load_average()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(stamp(result), indent=2) + "\n")
-    print("| changes | before | after | old query, raw | new query, raw | server: old / new query "
-          "| after / before |\n|---|---|---|---|---|---|---|")
+    print(f"| changes | before | after | page of {PAGE} | old query, raw | new query, raw | page query, "
+          "raw | server: old / new / page query | after / before |\n|---|---|---|---|---|---|---|---|---|")
     for r in result["rows"]:
-        cells = [f"{r[k]['p50_ms']:.3f} / {r[k]['p99_ms']:.3f}"
-                 for k in ("before", "after", "old query, raw", "new query, raw")]
-        print(f"| {r['changes']:,} | " + " | ".join(cells) + f" | {r['server_ms']['old query']:.3f}"
-              f" / {r['server_ms']['new query']:.3f} | {r['ratios']['after / before']:.2f}x |")
+        cells = [f"{r[k]['p50_ms']:.3f} / {r[k]['p99_ms']:.3f}" for k in (
+            "before", "after", "page", "old query, raw", "new query, raw", "page query, raw")]
+        server = " / ".join(f"{r['server_ms'][k]:.3f}" for k in ("old query", "new query", "page query"))
+        print(f"| {r['changes']:,} | " + " | ".join(cells) + f" | {server} "
+              f"| {r['ratios']['after / before']:.2f}x |")
     print(json.dumps(result["load_average"]))
     return 0
 

@@ -29,22 +29,29 @@ def server() -> Iterator[FalkorDBServer]:
     started.stop()
 
 
-def test_threads_opening_fresh_graphs_at_once_leave_the_server_up(server: FalkorDBServer) -> None:
+def open_at_once(url: str, *, threads: int, each: int) -> list[BaseException]:
+    """`threads` threads each opening `each` fresh graphs (and writing a claim) at once; what
+    they raised."""
     failures: list[BaseException] = []
 
     def open_many() -> None:
         try:
-            for _ in range(60):
-                with Rippl.open(graph=f"t-{uuid.uuid4().hex[:12]}", url=server.url) as rippl:
+            for _ in range(each):
+                with Rippl.open(graph=f"t-{uuid.uuid4().hex[:12]}", url=url) as rippl:
                     rippl.add_claim(None, "shard 09 is healthy")
-        except BaseException as exc:
+        except BaseException as exc:  # the caller reports it, with the servers' logs
             failures.append(exc)
 
-    threads = [threading.Thread(target=open_many) for _ in range(3)]
-    for thread in threads:
+    started = [threading.Thread(target=open_many) for _ in range(threads)]
+    for thread in started:
         thread.start()
-    for thread in threads:
+    for thread in started:
         thread.join()
+    return failures
+
+
+def test_threads_opening_fresh_graphs_at_once_leave_the_server_up(server: FalkorDBServer) -> None:
+    failures = open_at_once(server.url, threads=3, each=60)
     assert server.alive, server.log_tail()
     assert not failures
     with server.client() as client:
@@ -112,21 +119,7 @@ def test_in_a_cluster_each_shard_serialises_its_own_constraints() -> None:
         lock_node = {node.port for node in cluster.nodes if _owns(node, key_slot(key.encode()))}
         assert tenant_node == lock_node
 
-        failures: list[BaseException] = []
-
-        def open_many() -> None:
-            try:
-                for _ in range(30):
-                    with Rippl.open(graph=f"t-{uuid.uuid4().hex[:12]}", url=cluster.url) as one:
-                        one.add_claim(None, "shard 09 is healthy")
-            except BaseException as exc:
-                failures.append(exc)
-
-        threads = [threading.Thread(target=open_many) for _ in range(3)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        failures = open_at_once(cluster.url, threads=3, each=30)
         assert all(node.alive for node in cluster.nodes), [n.log_tail() for n in cluster.nodes]
         assert not failures
     finally:
