@@ -380,9 +380,15 @@ class Event(_Model):
     Belief events (`belief_recorded`, `belief_retracted`, `belief_revised`) name the `agent`, the
     `topic`, the `claim` and the valid interval [`valid_from`, `valid_to`) the write recorded
     (`valid_to` None: still open); `at` is when it was recorded. A `review_proposed` event of a
-    proposal a contradiction detector made names it (`detector`: "key" or "model")."""
+    proposal a contradiction detector made names it (`detector`: "key" or "model").
 
-    type: Literal["node_at_risk", "node_invalidated", "node_restored", "review_proposed",
+    `node_created` names a node a write created (`kind`, its first state in `after`, `before`
+    None); a write that creates more than `CREATED_EVENTS` nodes (a load) publishes one
+    `node_created` without `node`, with their `count`. A turn's decision and actions
+    (`turn_recorded`) and an execution's result (`action_executed`, its result claim in `claim`)
+    are announced by those events."""
+
+    type: Literal["node_created", "node_at_risk", "node_invalidated", "node_restored", "review_proposed",
                   "review_approved", "review_rejected", "action_executed", "compensation_needed",
                   "compensation_attempted", "compensation_resolved", "belief_recorded",
                   "belief_retracted", "belief_revised",
@@ -412,6 +418,7 @@ class Event(_Model):
     detector: str | None = None
     run: str | None = None  # a capture event: the run it happened in
     state: str | None = None
+    count: int | None = None  # `node_created` of a bulk write: how many (one event, no `node`)
 
     @property
     def before_status(self) -> str | None:

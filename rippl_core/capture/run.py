@@ -566,7 +566,7 @@ def executed(run: RunRef, call: ToolCall, output: Any, *, ok: bool,
 
     def record(action_id: str, plain: bool = False, announce: bool = True) -> Commit:
         event = {"type": "action_executed", "node": action_id, "kind": Kind.ACTION.value,
-                 "cause": "capture", "run": run.id, "at": iso(now)}
+                 "claim": claim_id, "cause": "capture", "run": run.id, "at": iso(now)}
         query = (cypher.executed_plain(run.id, action_id, result, observation, now, handed)
                  if plain else
                  cypher.executed(run.id, action_id, result, observation, now, handed, read))

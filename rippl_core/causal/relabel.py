@@ -210,6 +210,7 @@ def commit_labels(change: Change, region: Region, labels: dict[str, State],
         commit.queries.append(cypher.set_blockers(part))
     when = from_ms(now)
     stamp = when.isoformat() if when else None
+    commit.events.extend(_created_events(change, labels, cause, stamp))
     commit.events.extend(_state_event(t, cause, review, stamp) for t in transitions)
     commit.events.extend({**_state_event(t, cause, review, stamp), "type": "compensation_needed"}
                          for t in transitions
@@ -238,6 +239,21 @@ def justification_key(antecedents: Sequence[str]) -> str:
 
 _EVENT_FOR_STATE = {State.AT_RISK: "node_at_risk", State.OUT: "node_invalidated",
                     State.IN: "node_restored"}
+
+
+CREATED_EVENTS = 500  # a write creating more nodes announces them as one event, with a count
+
+
+def _created_events(change: Change, labels: dict[str, State], cause: str,
+                    at: str | None) -> list[dict[str, Any]]:
+    """`node_created` of each node the change creates (one event with the count past
+    `CREATED_EVENTS`: a load of a million nodes is not a million events in one message)."""
+    created = change.new_nodes
+    if len(created) > CREATED_EVENTS:
+        return [{"type": "node_created", "count": len(created), "cause": cause, "at": at}]
+    return [{"type": "node_created", "node": node, "kind": props["kind"],
+             "after": _VALUE[labels[node]], "cause": cause, "at": at}
+            for node, props in created.items()]
 
 
 def _state_event(transition: _Transition, cause: str, review: str | None,

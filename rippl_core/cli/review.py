@@ -548,8 +548,10 @@ def watch_cmd(ctx: typer.Context,
                         "before_status": event.before_status, "after_status": event.after_status}),
                         flush=True)
                 else:
-                    what = event.node or event.review or f"{event.agent} on {event.topic}"
+                    what = (event.node or event.review or (f"{event.count} nodes" if event.count
+                                                            else f"{event.agent} on {event.topic}"))
                     change = (f"{event.before_status} -> {event.after_status}" if event.before
+                              else f"created {event.after_status}" if event.after
                               else (event.claim or ""))
                     at = f"{event.at:%H:%M:%S}" if event.at else "--:--:--"
                     found = f" (found by the {event.detector} detector)" if event.detector else ""

@@ -31,12 +31,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, get_args
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
 from rippl_core.errors import InvalidInputError
+from rippl_core.models import Event
 
 if TYPE_CHECKING:
     from rippl_core.console.stream import EventHub
@@ -47,11 +48,7 @@ DEFAULT_EVENTS: Final = frozenset({"compensation_needed", "compensation_resolved
                                    "review_proposed", "review_approved", "review_rejected",
                                    "node_invalidated", "call_vetoed", "call_stale",
                                    "call_superseded"})
-KNOWN_EVENTS: Final = frozenset({
-    "node_at_risk", "node_invalidated", "node_restored", "review_proposed", "review_approved",
-    "review_rejected", "action_executed", "compensation_needed", "compensation_attempted",
-    "compensation_resolved", "belief_recorded", "belief_retracted", "belief_revised",
-    "call_vetoed", "call_stale", "call_superseded", "reading_superseded"})
+KNOWN_EVENTS: Final = frozenset(get_args(Event.model_fields["type"].annotation))
 SIGNATURE_HEADER: Final = "X-Rippl-Signature"
 DELIVERY_HEADER: Final = "X-Rippl-Delivery"
 EVENT_HEADER: Final = "X-Rippl-Event"

@@ -93,7 +93,7 @@ def test_watch_names_the_detector_of_a_proposal(tmp_path: Path) -> None:
         rippl.add_claim("CLM-a", "Shard 09 is healthy", key="shard-09/health", value="healthy")
     rippl_bin = Path(sys.executable).with_name("rippl")
     watcher = subprocess.Popen([str(rippl_bin), "--db", str(db), "--graph", "ops", "watch",
-                                "--count", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                "--count", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env={**os.environ, "COLUMNS": "200"})
     with Rippl.open(db, graph="ops") as rippl:
         deadline = time.monotonic() + 120
@@ -103,6 +103,7 @@ def test_watch_names_the_detector_of_a_proposal(tmp_path: Path) -> None:
         rippl.add_claim("CLM-b", "Shard 09 is degraded", key="shard-09/health", value="degraded")
     out, err = watcher.communicate(timeout=60)
     assert "review_proposed" in out and "(found by the key detector)" in out, (out, err)
+    assert "node_created        CLM-b created Verified" in out, out  # announced first
 
 
 def test_ingest_with_a_model_detector(tmp_path: Path) -> None:

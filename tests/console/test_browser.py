@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from helpers_console import ALICE, INCIDENT, REPO, loopback_graph, serving
 
-from rippl_core import Rippl
+from rippl_core import Rippl, ToolCall
 from rippl_core.testing import FalkorDBServer
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -362,3 +362,28 @@ def test_a_contradiction_shows_both_sides_in_the_queue(browser: Any, console_url
     assert reviewer.page.inner_text("#proposer") == "rippl:key-detector"
     assert reviewer.errors == []
     graph.reject(item.id, by="alice")
+
+
+def test_the_explorer_draws_nodes_created_while_it_is_open(browser: Any, console_url: str,
+                                                            graph: Rippl) -> None:
+    """Created nodes are announced (`node_created`, a captured turn, an execution's result): the
+    open explorer draws them without being reloaded by hand."""
+    watcher = Page(browser, console_url + "#explorer")
+    page = watcher.page
+    page.wait_for_function("() => window.rippl.explorer.stateOf('CLM-001') !== null")
+    page.evaluate("window.__marker = 'the same page'")
+    graph.add_claim("CLM-live", "created while the explorer was open", sources=["SRC-001"])
+    watcher.wait_colour("CLM-live", "IN")
+    health = ToolCall(name="get_shard_health", args={"shard": "12"}, id="live-1")
+    run = graph.run("explorer-live", agent="ops")
+    run.decide("t1", [health])
+    decision = graph.run_trace("explorer-live").turns[0].decision
+    page.wait_for_function("(id) => window.rippl.explorer.stateOf(id) !== null", arg=decision,
+                           timeout=15_000)
+    result = run.executed(health, "healthy")
+    assert result is not None
+    page.wait_for_function("(id) => window.rippl.explorer.stateOf(id) === 'IN'", arg=result,
+                           timeout=15_000)
+    assert page.evaluate("window.__marker") == "the same page"  # redrawn live, never reloaded
+    assert watcher.errors == []
+    watcher.context.close()

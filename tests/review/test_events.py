@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from rippl_core import AsyncRippl, Rippl, UnavailableError
+from rippl_core.causal.relabel import CREATED_EVENTS
 from rippl_core.models import Event
 from rippl_core.review.events import EventStream
 from rippl_core.testing import start_falkordb_server
@@ -127,11 +128,32 @@ def test_justify_and_add_publish_the_changes_they_cause(rippl: Rippl) -> None:
     rippl.add_action("A", "a", decisions=["D"])
     rippl.retract("C1", reason="wrong", by="x")
     with rippl.subscribe() as stream:
-        rippl.add_claim("C3", "no change to anyone")  # a new node is not a status change
+        rippl.add_claim("C3", "no change to anyone")  # announced as created, nothing else moves
+        rippl.add_decision("D2", "d2", premises=["C1"])  # created OUT: it rests on a retraction
         rippl.justify("D", ["C2"])
-        events = [stream.get(timeout=30), stream.get(timeout=30)]
-        assert {(e.node, e.type, e.cause) for e in events if e} == \
+        events = [stream.get(timeout=30) for _ in range(4)]
+        assert [(e.node, e.type, e.kind, e.before, e.after, e.cause) for e in events[:2] if e] == [
+            ("C3", "node_created", "Claim", None, "IN", "add"),
+            ("D2", "node_created", "Decision", None, "OUT", "add")]
+        assert {(e.node, e.type, e.cause) for e in events[2:] if e} == \
             {("D", "node_restored", "justify"), ("A", "node_restored", "justify")}
+
+
+def test_a_load_announces_its_nodes_one_by_one_or_as_a_count(rippl: Rippl) -> None:
+    small = {"claims": [{"id": f"C{i}", "text": f"claim {i}"} for i in range(3)]}
+    big = {"claims": [{"id": f"B{i}", "text": f"bulk {i}"} for i in range(CREATED_EVENTS + 1)]}
+    with rippl.subscribe() as stream:
+        rippl.load(small)
+        created = [stream.get(timeout=30) for _ in range(3)]
+        assert [(e.node, e.type, e.cause) for e in created if e] == [
+            (f"C{i}", "node_created", "load") for i in range(3)]
+        rippl.load(big)
+        bulk = stream.get(timeout=30)
+        assert bulk is not None and (bulk.type, bulk.node, bulk.count) == (
+            "node_created", None, CREATED_EVENTS + 1)
+        rippl.retract("C0", reason="next", by="x")
+        after = stream.get(timeout=30)  # one event for the bulk load, then the next change
+        assert after is not None and (after.node, after.type) == ("C0", "node_invalidated")
 
 
 def test_streams_are_per_graph_and_live_only(open_rippl: object) -> None:

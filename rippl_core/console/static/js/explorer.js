@@ -142,7 +142,8 @@ function applySome(job, slice) {
   while (job.next < batch.length) {
     if (slice.left-- <= 0 || (slice.left % 32 === 0 && performance.now() > slice.deadline)) return false;
     const event = batch[job.next++];
-    if (!event.node || !event.after) continue;  // not a change of state (a turn, a call, a compensation)
+    if (createsUnknown(event)) { job.unknown = true; continue; }
+    if (!event.node || !event.after) continue;  // not a change of state (a call, a review, a compensation)
     const i = geo.index.get(event.node);
     if (i === undefined) { job.unknown = true; continue; }
     const node = graph.nodes[i];
@@ -157,6 +158,15 @@ function applySome(job, slice) {
     pulses.push({ i, t0, colour: COLOURS[event.after] });
   }
   return true;
+}
+
+// Whether an event announces a node this view has not drawn: a node created (one by one, or a
+// load's count), a captured turn's decision, an execution's result claim.
+function createsUnknown(event) {
+  if (event.type === "node_created" && !event.node) return true;
+  const created = event.type === "node_created" || event.type === "turn_recorded" ? event.node
+    : event.type === "action_executed" ? event.claim : null;
+  return Boolean(created) && !geo.index.has(created);
 }
 
 function finish(job) {
