@@ -112,7 +112,7 @@ def test_the_veto_is_in_phoenix_under_the_agents_spans(rippl: Rippl, phoenix: st
     client = Client(base_url=phoenix)
     spans = read_back(client, thread)
     by_id = {s["context"]["span_id"]: s for s in spans}
-    judged = [s for s in spans if s["name"] == "rippl.capture.judge migrate_tables"
+    judged = [s for s in spans if s["name"] == JUDGE
               and (s.get("attributes") or {}).get("rippl.run.id") == thread]
     assert len(judged) == 1
     [veto] = [e for e in judged[0].get("events", []) if e["name"] == "rippl.veto"]
@@ -136,17 +136,33 @@ def test_the_veto_is_in_phoenix_under_the_agents_spans(rippl: Rippl, phoenix: st
             shutil.copyfile(shot, keep)
 
 
+JUDGE = "rippl.capture.judge migrate_tables"
+
+
 def read_back(client: Client, run: str, attempts: int = 30) -> list[Any]:
-    """The project's spans, once the agent's trace is there (OTLP ingestion is asynchronous)."""
+    """The project's spans, once this run's judge span and every span above it, up to its root,
+    are there (OTLP ingestion is asynchronous, and the project also holds earlier tests' spans:
+    a count of spans says nothing about this run's)."""
     names: set[str] = set()
     for _ in range(attempts):
         spans = list(client.spans.get_spans(project_identifier="default", limit=1000))
         names = {s["name"] for s in spans}
-        runs = {(s.get("attributes") or {}).get("rippl.run.id") for s in spans}
-        if "LangGraph" in names and run in runs and len(spans) >= 12:
+        by_id = {s["context"]["span_id"]: s for s in spans}
+        judged = [s for s in spans if s["name"] == JUDGE
+                  and (s.get("attributes") or {}).get("rippl.run.id") == run]
+        if judged and _rooted(judged[0], by_id):
             return spans
         time.sleep(1)
-    pytest.fail(f"the trace did not arrive in Phoenix; it has {sorted(names)}")
+    pytest.fail(f"the trace of {run} did not arrive in Phoenix whole; it has {sorted(names)}")
+
+
+def _rooted(span: Any, by_id: dict[str, Any]) -> bool:
+    """Whether every ancestor of `span` is in `by_id` (the chain ends at a span with no parent)."""
+    while (parent := span.get("parent_id")) is not None:
+        if parent not in by_id:
+            return False
+        span = by_id[parent]
+    return True
 
 
 def screenshot(client: Client, phoenix: str, trace_id: str, out: Path) -> Path:
