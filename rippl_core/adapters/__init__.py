@@ -17,7 +17,8 @@ Modules: `toolguard` (mapping and fail-closed verdicts), `guard` (bound to a gra
 - **Belief search**: `rank` orders beliefs by the share of a query's content words they contain.
 - **Framework state**: `StateGraph`/`AsyncStateGraph`, a companion graph of the tenant's graph
   (e.g. LangGraph checkpoints) with its own schema, running operations written as generators of
-  `Query` and `Commit` (the same protocol as the core's).
+  `Query` and `Commit` (the same protocol as the core's); `throwaway_database`, an embedded
+  database in a temporary folder deleted once its server stopped (a store's ":memory:").
 - **Checkpoints that notice tampering**: `checkpoints`, the chained layout of the companion
   graph "checkpoints" (digests, signatures, what a read verifies, the migration of a store
   written before the chain); `verify_checkpoints` checks a whole store, `checkpoint_heads_digest`
@@ -69,7 +70,7 @@ from rippl_core.adapters.handles import (
     sync_handle,
 )
 from rippl_core.adapters.search import content_words, rank, score
-from rippl_core.adapters.state import AsyncStateGraph, StateGraph
+from rippl_core.adapters.state import AsyncStateGraph, StateGraph, throwaway_database
 from rippl_core.adapters.toolguard import (
     METADATA_KEY,
     VETO_PREFIX,
@@ -141,6 +142,7 @@ __all__ = [
     "semantic_id",
     "sync_handle",
     "text_ref",
+    "throwaway_database",
     "to_ms",
     "tool_settings",
     "unanswered",

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from rippl_core._runtime import schema as _schema
+from rippl_core._runtime.connection import wait_stopped
 from rippl_core._runtime.driver import AsyncDriver, SyncDriver, translated_errors
 from rippl_core._runtime.keys import Companion, Keys
 from rippl_core._runtime.op import Op
@@ -67,3 +72,17 @@ class AsyncStateGraph:
         """Delete the graph and its keys."""
         with translated_errors(self.handle.location):
             await self.handle.redis.delete(self.keys.graph, self.keys.schema, self.keys.version)
+
+
+@contextmanager
+def throwaway_database(prefix: str = "rippl-memory-") -> Iterator[Path]:
+    """The path of an embedded database file in a new temporary folder (a framework's ":memory:"
+    store), the folder deleted on exit once the database's server has stopped: it stops by
+    itself when its last handle closes, and writes its files until then."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    db = folder / "rippl.db"
+    try:
+        yield db
+    finally:
+        wait_stopped(db)
+        shutil.rmtree(folder, ignore_errors=True)

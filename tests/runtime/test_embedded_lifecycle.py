@@ -4,6 +4,7 @@ is replaced by a fresh one; close() never waits on the server."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -218,3 +219,17 @@ def test_the_embedded_server_fsyncs_every_write_before_acknowledging_it(tmp_path
             config = handle.redis.config_get("append*")
             assert config["appendonly"] == "yes"
             assert config["appendfsync"] == "always"
+
+
+def test_a_throwaway_database_is_deleted_once_its_server_stopped() -> None:
+    """The folder of a ":memory:" store goes when the store closes, without racing the server,
+    which writes its files until it has stopped (a CI run once failed on "Directory not empty")."""
+    from rippl_core.adapters import throwaway_database
+
+    for _ in range(5):
+        with throwaway_database() as db, Rippl.open(db, graph="scratch") as rippl:
+            rippl.add_claim("C1", "written just before the close")
+            server = psutil.Process(rippl._server.pid)  # type: ignore[union-attr]
+        assert not db.parent.exists()
+        with contextlib.suppress(psutil.NoSuchProcess):  # gone, or exited and not yet reaped
+            assert server.status() == psutil.STATUS_ZOMBIE

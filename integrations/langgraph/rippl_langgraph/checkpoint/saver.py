@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
@@ -50,6 +48,7 @@ from rippl_core.adapters import (
     averify_checkpoints,
     checkpoint_heads_digest,
     from_ms,
+    throwaway_database,
     verify_checkpoints,
 )
 from rippl_core.adapters import checkpoints as chain
@@ -72,8 +71,8 @@ def connection_options(conn_string: str) -> Iterator[dict[str, Any]]:
     if conn_string != ":memory:":
         yield {"url": conn_string} if "://" in conn_string else {"path": conn_string}
         return
-    with tempfile.TemporaryDirectory(prefix="rippl-memory-") as folder:
-        yield {"path": Path(folder) / "rippl.db"}
+    with throwaway_database() as db:  # deleted once its server stopped, not while it writes
+        yield {"path": db}
 
 
 def _next_version(current: str | int | float | None) -> str:
