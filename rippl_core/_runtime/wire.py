@@ -17,6 +17,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
+from rippl_core._runtime.collector import held_off
 from rippl_core.errors import InvalidInputError
 
 _NULL, _STRING, _INTEGER, _BOOLEAN, _DOUBLE, _ARRAY, _EDGE, _NODE, _PATH, _MAP = range(1, 11)
@@ -88,6 +89,11 @@ def _column(values: Sequence[Any]) -> list[str]:
     items = values if isinstance(values, list) else list(values)
     if len(items) < _COLUMN:  # a short list: the column machinery would cost more
         return [literal(item) for item in items]
+    with held_off(len(items)):  # a load's rows: see rippl_core._runtime.collector
+        return _encoded(items)
+
+
+def _encoded(items: list[Any]) -> list[str]:
     types = set(map(type, items))
     if len(types) == 1:
         kind = types.pop()

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from rippl_core._runtime.collector import held_off
 from rippl_core._runtime.op import Commit, Op
 from rippl_core._runtime.timeutil import from_ms
 from rippl_core._runtime.wire import Query
@@ -87,20 +88,21 @@ def read_region(change: Change, touched: Iterable[str] = ()) -> Op[tuple[Region,
     change.executed |= {v.id for v in visits.values() if v.executed}
     justs, outside_states = yield from fetch_justifications(list(info))
 
-    region = Region()
-    old: dict[str, State] = {}
-    for node, props in info.items():
-        region.nodes[node] = _premise({**props, **change.set_props.get(node, {})})
-        old[node] = _STATE[props["state"]]
-        change.kinds.setdefault(node, _KIND[props["kind"]])
-        region.justifications[node] = [] if node in change.replace_support else justs.get(node, [])
-    for node, props in change.new_nodes.items():
-        region.nodes[node] = _premise(props)
-    for node, extra in change.new_justifications.items():
-        region.justifications[node] = region.justifications.get(node, []) + extra
-    needed = {a for js in region.justifications.values() for j in js for a in j}
-    known = {**{node: props["state"] for node, props in change.stored.items()}, **outside_states}
-    unknown_outside = [a for a in needed if a not in region.nodes and a not in known]
+    with held_off(len(info) + len(change.new_nodes)):  # CPU only
+        region = Region()
+        old: dict[str, State] = {}
+        for node, props in info.items():
+            region.nodes[node] = _premise({**props, **change.set_props.get(node, {})})
+            old[node] = _STATE[props["state"]]
+            change.kinds.setdefault(node, _KIND[props["kind"]])
+            region.justifications[node] = [] if node in change.replace_support else justs.get(node, [])
+        for node, props in change.new_nodes.items():
+            region.nodes[node] = _premise(props)
+        for node, extra in change.new_justifications.items():
+            region.justifications[node] = region.justifications.get(node, []) + extra
+        needed = {a for js in region.justifications.values() for j in js for a in j}
+        known = {**{node: props["state"] for node, props in change.stored.items()}, **outside_states}
+        unknown_outside = [a for a in needed if a not in region.nodes and a not in known]
     outside_props = yield from fetch_nodes(unknown_outside)
     for antecedent in needed - set(region.nodes):
         state = known.get(antecedent) or outside_props[antecedent]["state"]
@@ -121,8 +123,9 @@ def plan_change(change: Change, *, cause: str, at: int, now: int, review: str | 
                 touched: Iterable[str] = ()) -> Op[Commit]:
     """Relabel everything `change` can affect and build the atomic commit that applies it."""
     region, old = yield from read_region(change, touched)
-    return commit_labels(change, region, label(region), old, cause=cause, at=at, now=now,
-                         review=review)
+    with held_off(len(region.nodes)):  # CPU only (see rippl_core._runtime.collector)
+        return commit_labels(change, region, label(region), old, cause=cause, at=at, now=now,
+                             review=review)
 
 
 def would_invalidate(region: Region, old: Mapping[str, State], node: str) -> list[str]:

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rippl_core._runtime.collector import held_off
 from rippl_core._runtime.validation import (
     MAX_ARGS_BYTES,
     call_key,
@@ -354,8 +355,10 @@ def read_spec(spec: Mapping[str, Any] | GraphSpec | str | Path) -> GraphSpec:
     if not isinstance(data, Mapping):
         raise InvalidInputError("a graph description is a mapping with sources, claims, "
                                 "decisions and actions")
+    entries = sum(len(v) for v in data.values() if isinstance(v, list))
     try:
-        return GraphSpec.model_validate(data)
+        with held_off(entries):  # CPU only (see rippl_core._runtime.collector)
+            return GraphSpec.model_validate(data)
     except ValidationError as exc:
         raise InvalidInputError("the graph description is not valid:\n"
                                 + plain_errors(exc.errors(include_url=False))) from None

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from rippl_core._runtime.collector import held_off
 from rippl_core._runtime.op import Op
 from rippl_core._runtime.timeutil import now_ms
 from rippl_core._runtime.validation import SequenceNotStr, check_id, check_ids
@@ -33,13 +34,14 @@ def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int, cause: st
     `progress(stage, done, total)` is told how far "check" and "write" are."""
     report_progress = progress or (lambda stage, done, total: None)
     specs = yield from _named(specs)
-    validated: list[NodeSpec] = []
-    for done in range(0, len(specs), CHECK_STEP):  # each field checked a whole step at once
-        report_progress("check", done, len(specs))
-        validated += validated_all(specs[done:done + CHECK_STEP])
-    report_progress("check", len(specs), len(specs))
-    by_id = _distinct(validated)
-    referenced = {a for s in by_id.values() for j in s.justifications for a in j}
+    with held_off(len(specs)):  # CPU only, no I/O: see rippl_core._runtime.collector
+        validated: list[NodeSpec] = []
+        for done in range(0, len(specs), CHECK_STEP):  # each field checked a whole step at once
+            report_progress("check", done, len(specs))
+            validated += validated_all(specs[done:done + CHECK_STEP])
+        report_progress("check", len(specs), len(specs))
+        by_id = _distinct(validated)
+        referenced = {a for s in by_id.values() for j in s.justifications for a in j}
     stored = yield from fetch_nodes(sorted(set(by_id) | referenced))
     yield from require_nodes([a for a in sorted(referenced) if a not in by_id and a not in stored],
                              what="referenced nodes")
@@ -53,11 +55,12 @@ def write_nodes(specs: Sequence[NodeSpec], *, replace: bool, now: int, cause: st
     change = Change.over(stored)
     change.kinds.update(kinds)
     report: dict[str, list[str]] = {"created": [], "unchanged": [], "replaced": []}
-    for node, spec in by_id.items():
-        outcome = _plan_node(change, spec, stored.get(node), stored_justs.get(node, []),
-                             replace=replace, now=now)
-        report[outcome].append(node)
-    edges = sum(len(j) for justs in change.new_justifications.values() for j in justs)
+    with held_off(len(by_id)):
+        for node, spec in by_id.items():
+            outcome = _plan_node(change, spec, stored.get(node), stored_justs.get(node, []),
+                                 replace=replace, now=now)
+            report[outcome].append(node)
+        edges = sum(len(j) for justs in change.new_justifications.values() for j in justs)
     report_progress("write", 0, 1)
     if change.new_nodes or change.set_props or change.new_justifications:
         commit = yield from plan_change(change, cause=cause, at=now, now=now)
@@ -204,7 +207,9 @@ def add(spec: NodeSpec, *, replace: bool) -> Op[Node]:
 
 
 def load(spec: GraphSpec, *, replace: bool, progress: LoadProgress | None = None) -> Op[LoadReport]:
-    report = yield from write_nodes(node_specs(spec), replace=replace, now=now_ms(), cause="load",
+    with held_off(len(spec.sources) + len(spec.claims) + len(spec.decisions) + len(spec.actions)):
+        specs = node_specs(spec)
+    report = yield from write_nodes(specs, replace=replace, now=now_ms(), cause="load",
                                     progress=progress)
     return report
 
