@@ -62,7 +62,9 @@ def test_denied_check_still_finds_every_blocker_after_the_rewrite(rippl: Rippl) 
 CAPTURE_STEPS = ("decide", "executed", "decide with a reading", "decide unaccounted",
                  "executed read", "decide in another run of the scope", "denied and told",
                  "repeat of a vetoed call", "judge", "judge an edited call", "wrote",
-                 "observe", "stale", "superseded", "check a captured action")
+                 "observe", "stale", "superseded", "check a captured action",
+                 "decide on the user's question alone",
+                 "decide on a new question after the run's messages")
 
 
 def _capture_flow(rippl: Rippl, step: Callable[[str], None]) -> None:
@@ -90,6 +92,13 @@ def _capture_flow(rippl: Rippl, step: Callable[[str], None]) -> None:
     other = rippl.run("r2", scope="s")
     step("decide in another run of the scope")
     other.decide("u1", [ToolCall(name="noop", args={}, id="o1")], context=["m1"])
+    asked = rippl.run("r3")
+    step("decide on the user's question alone")
+    asked.decide("q1", [ToolCall(name="noop", args={}, id="q1c")], context=["ask-1"],
+                 inputs=["ask-1"])
+    step("decide on a new question after the run's messages")
+    asked.decide("q2", [ToolCall(name="noop", args={"n": 2}, id="q2c")],
+                 context=["ask-1", "q1", "ask-2"], inputs=["ask-1", "ask-2"])
     step("observe")
     run.observe([claim], ref="memory-1")
     step("")

@@ -329,18 +329,36 @@ _OWN_CONTEXT = (
     "collect(DISTINCT CASE WHEN m.run = $run.id THEN mc END) AS mcs, "
     "count(CASE WHEN m.run <> $run.id AND mc IS NOT NULL THEN 1 END) AS nmf "
     "WITH root, fresh, reduce(acc = [], x IN oc + mcs | CASE WHEN x IN acc THEN acc ELSE acc + [x] END) "
-    "AS ctx, (nof + nmf > 0 OR any(k IN $refkeys WHERE NOT k IN (okeys + mkeys))) AS fallback "
+    "AS ctx, (nof + nmf > 0 OR any(k IN $refkeys WHERE NOT k IN (okeys + mkeys)) "
+    "OR any(k IN $inkeys WHERE k IN (okeys + mkeys))) AS fallback "
+)
+
+# A first turn whose whole input is the user's (no message before it is a carrier): its messages
+# carry nothing only if the run has carried nothing yet (`capture.context.user_input`); the
+# smaller query takes it when the run has recorded no observation and no turn and shares its
+# scope with no other run (nothing to hand over), and defers to `decide` otherwise.
+_BLANK_RUN = (
+    f"OPTIONAL MATCH (e:{OBSERVATION}) WHERE e.run = $run.id "
+    "WITH root, fresh, ctx, fallback, count(e) AS seen "
+    "OPTIONAL MATCH (t:Node) WHERE t.run = $run.id AND t:Decision "
+    "WITH root, fresh, ctx, fallback, seen, count(t) AS turns "
+    f"OPTIONAL MATCH (sr:{RUN}) WHERE sr.scope = $run.scope AND sr.id <> $run.id "
+    "WITH root, fresh, ctx, fallback, seen, turns, count(sr) AS others "
+    "WITH root, fresh, ctx, fallback OR seen + turns + others > 0 AS fallback "
 )
 
 
 def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
                refs: Sequence[Mapping[str, Any]], actions: Sequence[Mapping[str, Any]],
                now: int, root: bool = False,
-               results: Sequence[Mapping[str, Any]] = ()) -> Query:
+               results: Sequence[Mapping[str, Any]] = (),
+               inputs: Sequence[Mapping[str, Any]] = ()) -> Query:
     """`decide` for the common turn, in a query a quarter of its size: a new turn (its decision and
     actions not recorded yet), no veto read (`told` empty), tool results to verify that Rippl
     recorded (`results`), a model input whose every message is a carrier this run recorded
-    (`_OWN_CONTEXT`), and calls that
+    (`_OWN_CONTEXT`) followed by the user's new messages (`inputs`: recorded nowhere, each
+    recorded here as the run's `input` observation, carrying nothing; with no message before them,
+    only in a run that has carried nothing, `_BLANK_RUN`), and calls that
     repeat no vetoed call and have no override approved. Its nodes are known to be new, so they
     are created, not merged, and what an action repeats is known to be nothing. It records
     exactly what `decide` would; for any other turn it writes nothing and returns no row, and the
@@ -351,6 +369,7 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         + "MATCH (root:Node {id: $run.claim.id}) "
         "OPTIONAL MATCH (d0:Node {id: $decision.id}) WITH root, d0 IS NULL AS fresh "
         + _OWN_CONTEXT
+        + (_BLANK_RUN if inputs and not refs else "")
         # the tool results of the input, each one Rippl recorded (else `_unrecorded` is needed)
         + f"UNWIND $results + [NULL] AS r OPTIONAL MATCH (ro:{OBSERVATION} {{key: r.key}}) "
         "WHERE ro.kind = 'tool_result' AND (r.digest IS NULL OR ro.output = r.digest) "
@@ -364,7 +383,10 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         f"OPTIONAL MATCH (ov:{OVERRIDE} {{vkey: act.rkey}}) "
         "WITH root, ctx, other, count(x0) + count(v1) + count(v2) + count(ov) AS found "
         "WHERE NOT other AND found = 0 "
-        "WITH CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
+        + (f"FOREACH (r IN $inputs | MERGE (u:{OBSERVATION} {{id: r.oid}}) ON CREATE SET "
+           "u.run = $run.id, u.ref = r.ref, u.key = r.key, u.at = $now, u.kind = 'input') "
+           "WITH root, ctx " if inputs else "")
+        + "WITH CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
         "WITH ants, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
         "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, "
         "d.reads = [a IN ants WHERE a.read_key IS NOT NULL | coalesce(a.origin, a.id)] "
@@ -380,7 +402,9 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         "RETURN x.id, x.state, x.executed_at, true AS created, d.state, [] AS repeats, "
         "NULL AS ov, NULL AS overridden, reads",
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
-         "keys": _input(run, refs, ())["keys"], "refkeys": [r["key"] for r in refs],
+         "keys": _input(run, [*refs, *inputs], ())["keys"], "refkeys": [r["key"] for r in refs],
+         "inkeys": [r["key"] for r in inputs],
+         "inputs": [{k: r[k] for k in ("oid", "ref", "key")} for r in inputs],
          "results": [{"key": r["key"], "digest": r["digest"]} for r in results]})
 
 

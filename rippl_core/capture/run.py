@@ -214,13 +214,16 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     declared_query = cypher.declared(keys, _pinned(calls))
     replies: list[Any] = []
     ref_keys = [r["key"] for r in refs or ()]
-    if refs is not None and not told_ids and carriers.common(run.id, ref_keys):
+    own, new_inputs = _user_tail(refs or [], carriers, run.id)
+    if (refs is not None and not told_ids and carriers.common(run.id, [r["key"] for r in own])
+            and (own or not new_inputs or not carriers.knows_run(run.id))):
         # the common turn: a smaller query
         root = carriers.knows_run(run.id)  # then only the ids of the run and its root are read
-        smaller = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)}}
-                                        if root else run.props(now), decision, refs, actions, now,
-                                        root=root, results=checked), declared_query], [recorded],
-                         blind=True)
+        smaller = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)},
+                                             "scope": run.scope}
+                                            if root else run.props(now), decision, own, actions,
+                                            now, root=root, results=checked, inputs=new_inputs),
+                          declared_query], [recorded], blind=True)
         try:
             replies = yield smaller
         except ConflictError:
@@ -269,6 +272,17 @@ def wrote(run: RunRef, ref: str, *, context: SequenceNotStr[str] | None,
     carriers.mark(run.id, [run.key(ref)], sure=True)
     carriers.mark_run(run.id)
     return sorted({row[0] for row in replies[0] if row[0] is not None})
+
+
+def _user_tail(refs: list[dict[str, Any]], carriers: Carriers, run: str
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The messages of an input before the user's new ones, and those: the messages at its end
+    that may be the user's (`inputs`) and that this client does not know as carriers of the run
+    (the first turn's question, a new question after the run's own messages)."""
+    tail = len(refs)
+    while tail > 0 and refs[tail - 1]["input"] and not carriers.own(run, [refs[tail - 1]["key"]]):
+        tail -= 1
+    return refs[:tail], refs[tail:]
 
 
 def _refs(run: RunRef, context: SequenceNotStr[str] | None, told: Sequence[str],

@@ -66,6 +66,23 @@ def flow(rippl: Rippl) -> None:
     run.executed(first, "done")  # a retry of the same call
     run.executed(migrate, "failed: locked", ok=False)
     run.executed(second, "done")  # the same result again: an existing claim
+    # the user's questions: a first turn on them alone (a run of its own, and one in the scope of
+    # others: nothing to hand over, or maybe something), a new question after the run's messages
+    asked = rippl.run("r3", agent="ops", framework="test")
+    look = ToolCall(name="get_health", args={"shard": "10"}, id="q1c")
+    asked.decide("q1", [look], context=["sys", "ask-1"], inputs=["sys", "ask-1"])
+    asked.executed(look, "healthy", fresh_for=300)
+    asked.decide("q2", [ToolCall(name="noop", args={"q": 2}, id="q2c")],
+                 context=["sys", "ask-1", "q1c", "ask-2"], inputs=["sys", "ask-1", "ask-2"])
+    asked.decide("q3", [ToolCall(name="noop", args={"q": 3}, id="q3c")],
+                 context=["ask-3", "q1c"], inputs=["ask-3"])  # a user message before: a rewrite
+    joined = rippl.run("r4", agent="ops", framework="test", scope="team")
+    joined.decide("j1", [ToolCall(name="noop", args={"j": 1}, id="j1c")], context=["ask-j"],
+                  inputs=["ask-j"])
+    run.decide("t10", [ToolCall(name="noop", args={}, id="n4")], context=["h1", "ask-late"],
+               inputs=["ask-late"])  # a run that carried much: a new question after its messages
+    run.decide("t11", [ToolCall(name="noop", args={}, id="n5")], context=["ask-first"],
+               inputs=["ask-first"])  # only a question, in a run that carried much: a rewrite
 
 
 def dump(rippl: Rippl) -> tuple[list[Any], list[Any]]:
@@ -85,13 +102,22 @@ def dump(rippl: Rippl) -> tuple[list[Any], list[Any]]:
             sorted((kind, plain(props), key(a), key(b)) for kind, props, a, b in edges))
 
 
+def own_texts(*, root: bool | None = None) -> set[str]:
+    """Every text of the smaller decide query (the run known or not, with or without the user's
+    new messages, after the run's own messages or alone)."""
+    message = [{"oid": "o", "ref": "r", "key": "k"}]
+    return {capture_run.cypher.decide_own({"id": "x"}, {}, refs, [], 0, root=known,
+                                          inputs=inputs).text
+            for known in ((False, True) if root is None else (root,))
+            for refs in ([], message) for inputs in ([], message)}
+
+
 def test_the_smaller_query_records_what_the_whole_one_does(
         open_rippl: Callable[..., Rippl], monkeypatch: pytest.MonkeyPatch, sent: list[str]) -> None:
     chosen = open_rippl()
     flow(chosen)
-    own_texts = {capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=root).text
-                 for root in (False, True)}
-    assert sum(text in own_texts for text in sent) >= 5  # the common turns took the smaller query
+    smaller = own_texts()
+    assert sum(text in smaller for text in sent) >= 8  # the common turns took the smaller query
     plain_text = capture_run.cypher.executed_plain("x", "a", {}, {}, 0, None).text
     assert sum(text == plain_text for text in sent) >= 2  # and plain executions the smaller one
     # every turn tried with the smaller query first (it must refuse those it does not cover)
@@ -151,16 +177,15 @@ def test_a_turn_on_the_runs_own_summary_takes_the_smaller_query(rippl: Rippl,
 
 def test_a_turn_repeating_its_input_keeps_taking_the_smaller_query(rippl: Rippl,
                                                                    sent: list[str]) -> None:
-    """The user's message, first recorded by the whole query, is guessed the run's own from then
-    on: every later turn on it takes the smaller query (a success does not unlearn the guess)."""
+    """The user's message, recorded by the first turn (the smaller query: a new run), is guessed
+    the run's own from then on: every later turn on it takes the smaller query (a success does
+    not unlearn the guess)."""
     run = rippl.run("r1")
     for n in range(1, 4):
         [verdict] = run.decide(f"t{n}", [ToolCall(name="noop", args={"n": n}, id=f"c{n}")],
                                context=["u1"], inputs=["u1"])
         assert verdict.allowed
-    own_texts = {capture_run.cypher.decide_own({"id": "x"}, {}, [], [], 0, root=root).text
-                 for root in (False, True)}
-    assert sum(text in own_texts for text in sent) == 2  # t2 and t3
+    assert sum(text in own_texts() for text in sent) == 3  # t1 (the question alone) to t3
 
 
 def test_what_the_run_recorded_itself_stays_known_when_a_guess_fails(
