@@ -157,6 +157,11 @@ BENCHES: tuple[Bench, ...] = (
          lambda d: " / ".join(f"{d['ratios'][f'capture.{k}']:.2f}x"
                               for k in ("decide", "executed", "check_allowed"))),
     )),
+    Bench("capture.json", "bench/scripts/bench_capture.py", "Issue 28, target by target", (
+        ("decide / executed / allowed check, each × its floor (600 interleaved calls)",
+         lambda d: " / ".join(f"{d['ratios'][k]:.2f}x" for k in ("decide", "executed",
+                                                                  "check_allowed"))),
+    )),
     Bench("carried.json", "bench/scripts/bench_carried.py",
           "Turns with many carried messages (issues 30 and 31)", (
         ("decide, 10 / 100 / 1,000 carried messages",

@@ -38,6 +38,7 @@ from rippl_bench.generate import causal_graph
 from rippl_bench.lab import Backend, backend
 from rippl_bench.machine import describe, load_average
 from rippl_bench.measure import summary_ms
+from rippl_bench.summary import stamp
 
 from rippl_core import Rippl, ToolCall
 from rippl_core._runtime import driver, wire
@@ -268,7 +269,7 @@ def main() -> None:
                    "server": db.info(), "runs": runs, **measure(db, runs, args.profile)}
     results["seconds"] = round(time.perf_counter() - started, 1)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(stamp(results), indent=1) + "\n", encoding="utf-8")
     for name in ("decide", "floor_decide", "executed", "floor_executed", "check_allowed",
                  "indexed_read", "indexed_read_driver", "ping"):
         print(f"{name:16} p50 {results[name]['p50_ms']:.3f} ms")

@@ -214,14 +214,14 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     declared_query = cypher.declared(keys, _pinned(calls))
     replies: list[Any] = []
     ref_keys = [r["key"] for r in refs or ()]
-    own, new_inputs = _user_tail(refs or [], carriers, run.id)
-    if (refs is not None and not told_ids and carriers.common(run.id, [r["key"] for r in own])
-            and (own or not new_inputs or not carriers.knows_run(run.id))):
+    carried, new_inputs = _user_tail(refs or [], carriers, run.id)
+    if (refs is not None and not told_ids and carriers.common(run.id, [r["key"] for r in carried])
+            and (carried or not new_inputs or not carriers.knows_run(run.id))):
         # the common turn: a smaller query
         root = carriers.knows_run(run.id)  # then only the ids of the run and its root are read
         smaller = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)},
                                              "scope": run.scope}
-                                            if root else run.props(now), decision, own, actions,
+                                            if root else run.props(now), decision, carried, actions,
                                             now, root=root, results=checked, inputs=new_inputs),
                           declared_query], [recorded], blind=True)
         try:
