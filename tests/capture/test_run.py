@@ -193,6 +193,27 @@ def test_an_edited_call_is_a_new_action_of_the_same_decision(rippl: Rippl) -> No
     assert rippl.get(verdict.target).justifications[0] == decision  # type: ignore[arg-type]
 
 
+def test_an_edited_call_is_judged_by_the_declared_actions_it_matches_not_by_itself(
+        rippl: Rippl) -> None:
+    """The edited call's own new action matches its call key, as a declared action would: it is
+    the action judged, never one of its declared matches (under a strict allow-list the edited
+    call matches none, so it is denied; a match with itself would have allowed it)."""
+    strict = Policy(unknown="deny")
+    run = rippl.run("strict-1", policy=strict)
+    call = ToolCall(name="resize", args={"gb": 10}, id="r1")
+    [first] = run.decide("t1", [call], context=[])
+    assert not first.allowed and "unknown='deny'" in first.reason
+    edited = call.model_copy(update={"args": {"gb": 20}})
+    verdict = run.judge(edited)
+    assert not verdict.allowed and "no declared action matches resize" in verdict.reason
+    assert verdict.target is not None and verdict.target != first.target
+    loose = rippl.run("loose-1")
+    [made] = loose.decide("t1", [call.model_copy(update={"id": "r2"})], context=[])
+    assert made.allowed  # unknown='record': recorded, judged by its premises
+    again = loose.judge(call.model_copy(update={"id": "r2", "args": {"gb": 30}}))
+    assert again.allowed and again.reason.count(str(again.target)) == 1  # itself, once
+
+
 def test_a_call_no_turn_decided_is_decided_on_everything_the_run_saw(rippl: Rippl) -> None:
     claim, _ = story(rippl)
     late = ToolCall(name="page_oncall", args={}, id="c7")
@@ -489,6 +510,11 @@ def test_a_call_mapped_to_its_own_captured_action_is_denied(rippl: Rippl) -> Non
     [verdict] = run.decide("t1", [pinned])
     assert not verdict.allowed and verdict.target == first.target
     assert "denied (fail closed)" in verdict.reason and "cannot vouch for itself" in verdict.reason
+    edited = MIGRATE.model_copy(update={"args": {"table": "billing", "shard": "11"}})
+    own = ids.action(run.id, ids.Call.identified(edited))  # the action its edit records
+    verdict = run.judge(edited.model_copy(update={"action_id": own}))
+    assert not verdict.allowed and verdict.target == own and "cannot vouch for itself" in \
+        verdict.reason  # an edited call too: judged by itself, it would have been allowed
     [unknown] = run.decide("t1", [MIGRATE.model_copy(update={"action_id": "ACT-NOPE"})])
     assert not unknown.allowed and "ACT-NOPE, the action migrate_tables is mapped to, is not in " \
         "the graph" in unknown.reason

@@ -205,6 +205,20 @@ def test_a_one_call_override_lets_exactly_one_call_run(rippl: Rippl) -> None:
     assert rippl.verify_receipts().ok
 
 
+def test_an_override_lets_a_call_edited_into_the_overridden_call_run_once(rippl: Rippl) -> None:
+    """A human edits a call, after its turn, into the call a reviewer overrode: the edited call
+    (a new action of the same decision) takes the override, once."""
+    claim, veto = vetoed_once(rippl)
+    rippl.approve(rippl.override(veto.target, reason="checked by hand", by="bob").id, by="alice")
+    run = rippl.run("r1")
+    [other] = run.decide("t3", [migrate("c3", shard="09", table="ledger")], context=["c1"])
+    assert not other.allowed and other.blockers[0].premise == claim  # not the overridden call
+    edited = run.judge(migrate("c3"))  # now the overridden call's arguments
+    assert edited.allowed and edited.target != other.target
+    assert edited.reason.startswith(f"{edited.target} allowed by override ")
+    assert not run.judge(migrate("c5")).allowed  # taken: the next one is vetoed again
+
+
 def test_an_override_does_not_cover_a_premise_retracted_after_it(rippl: Rippl) -> None:
     _claim, veto = vetoed_once(rippl)
     run = rippl.run("r1")
