@@ -69,7 +69,6 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -110,6 +109,7 @@ from rippl_autogen import Guard, RipplMemory, RipplModelClient, RipplWorkbench, 
 from rippl_autogen.runs import Turn
 
 from rippl_core import AsyncRippl, Compensation, Kind, Override, ToolCall, ToolSettings
+from rippl_core.adapters import throwaway_database
 from rippl_core.testing import Clock
 
 INCIDENT = Path(__file__).with_name("incident.yaml")
@@ -347,8 +347,8 @@ async def run_capture_demo(*, db: str | None = None, url: str | None = None,
     """Run the captured story once on a fresh, empty graph and return what happened."""
     outcome = CapturedOutcome()
     graph = f"autogen-capture-{uuid.uuid4().hex[:8]}"
-    with tempfile.TemporaryDirectory(prefix="rippl-autogen-", ignore_cleanup_errors=True) as folder:
-        path = None if url else (db or str(Path(folder) / "rippl.db"))
+    with throwaway_database(prefix="rippl-autogen-") as scratch:  # deleted once its server stopped
+        path = None if url else (db or str(scratch))
         rippl = await AsyncRippl.open(path, url=url, graph=graph)
         try:
             await _captured(rippl, outcome, live_key, say)
@@ -525,8 +525,8 @@ async def run_handover_demo(*, db: str | None = None, url: str | None = None, ke
     """Run the hand-over story once on a fresh, empty graph (scripted models)."""
     outcome = HandoverOutcome()
     graph = f"autogen-handover-{uuid.uuid4().hex[:8]}"
-    with tempfile.TemporaryDirectory(prefix="rippl-autogen-") as folder:
-        path = None if url else (db or str(Path(folder) / "rippl.db"))
+    with throwaway_database(prefix="rippl-autogen-") as scratch:  # deleted once its server stopped
+        path = None if url else (db or str(scratch))
         rippl = await AsyncRippl.open(path, url=url, graph=graph)
         try:
             await _handover(rippl, outcome, say)
@@ -737,8 +737,8 @@ async def run_notices_demo(*, db: str | None = None, url: str | None = None, kee
     """Run the notices story once on a fresh, empty graph (scripted models)."""
     outcome = NoticesOutcome()
     graph = f"autogen-notices-{uuid.uuid4().hex[:8]}"
-    with tempfile.TemporaryDirectory(prefix="rippl-autogen-") as folder:
-        path = None if url else (db or str(Path(folder) / "rippl.db"))
+    with throwaway_database(prefix="rippl-autogen-") as scratch:  # deleted once its server stopped
+        path = None if url else (db or str(scratch))
         rippl = await AsyncRippl.open(path, url=url, graph=graph)
         try:
             await _notices(rippl, outcome, say)
@@ -845,8 +845,8 @@ async def run_demo(*, db: str | None = None, url: str | None = None, live_key: s
     the database (at --db or --url) to inspect afterwards."""
     outcome = Outcome()
     graph = f"autogen-ops-{uuid.uuid4().hex[:8]}"
-    with tempfile.TemporaryDirectory(prefix="rippl-autogen-", ignore_cleanup_errors=True) as folder:
-        path = None if url else (db or str(Path(folder) / "rippl.db"))
+    with throwaway_database(prefix="rippl-autogen-") as scratch:  # deleted once its server stopped
+        path = None if url else (db or str(scratch))
         rippl = await AsyncRippl.open(path, url=url, graph=graph)
         try:
             await _story(rippl, outcome, live_key, say)

@@ -72,7 +72,6 @@ os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
 import argparse
 import logging
-import tempfile
 import threading
 import uuid
 import warnings
@@ -107,6 +106,7 @@ from rippl_crewai.testing import (
 )
 
 from rippl_core import Compensation, Rippl, ToolSettings, Verdict
+from rippl_core.adapters import throwaway_database
 from rippl_core.testing import Clock
 
 INCIDENT = Path(__file__).with_name("incident.yaml")
@@ -816,25 +816,29 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR)
     event_listener.formatter.verbose = False  # this script prints its own story
 
-    folder = tempfile.TemporaryDirectory(prefix="rippl-crewai-", ignore_cleanup_errors=True)
-    stories = ["captured", "handover", "notices", "declared"] if args.story == "all" else [args.story]
-    for name in stories:
-        graph = f"crewai-demo-{uuid.uuid4().hex[:6]}"
-        print(f"\n===== the {name} story =====")
-        with (Rippl.open(url=args.url, graph=graph) if args.url else
-              Rippl.open(args.db or Path(folder.name) / "rippl.db", graph=graph)) as rippl:
-            if name == "captured":
-                print_captured(run_captured_story(rippl, native=args.native, say=print))
-            elif name == "handover":
-                print_handover(run_handover_story(rippl, native=args.native, say=print))
-            elif name == "notices":
-                run_notices_story(rippl, say=print)
-            else:
-                print_declared(run_story(rippl, offline=args.offline, native=args.native,
-                                         say=print))
-            if args.url or args.db:
-                rippl.drop()
-    folder.cleanup()
+    with throwaway_database(prefix="rippl-crewai-") as scratch:  # deleted once its server stopped
+        for name in (["captured", "handover", "notices", "declared"] if args.story == "all"
+                     else [args.story]):
+            tell(name, args, args.db or scratch)
+
+
+def tell(name: str, args: argparse.Namespace, db: Path | str) -> None:
+    """Run one story on a graph of its own (on `args.url`, or the embedded database `db`)."""
+    graph = f"crewai-demo-{uuid.uuid4().hex[:6]}"
+    print(f"\n===== the {name} story =====")
+    with (Rippl.open(url=args.url, graph=graph) if args.url else
+          Rippl.open(db, graph=graph)) as rippl:
+        if name == "captured":
+            print_captured(run_captured_story(rippl, native=args.native, say=print))
+        elif name == "handover":
+            print_handover(run_handover_story(rippl, native=args.native, say=print))
+        elif name == "notices":
+            run_notices_story(rippl, say=print)
+        else:
+            print_declared(run_story(rippl, offline=args.offline, native=args.native,
+                                     say=print))
+        if args.url or args.db:
+            rippl.drop()
 
 
 def print_declared(story: Story) -> None:

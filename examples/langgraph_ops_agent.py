@@ -66,7 +66,6 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -94,6 +93,7 @@ from rippl_langgraph import VETO_PREFIX, FalkorDBSaver, RipplStore, add_prefligh
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
 from rippl_core import Compensation, Rippl, ToolSettings
+from rippl_core.adapters import throwaway_database
 from rippl_core.testing import Clock
 
 INCIDENT = Path(__file__).with_name("incident.yaml")
@@ -278,8 +278,8 @@ def status_at(memory: Rippl, claim: str, when: Any) -> str:
 def run_demo(*, db: str | None = None, url: str | None = None, live_key: str | None = None,
              decision: str = "approve") -> Outcome:
     outcome = Outcome()
-    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-", ignore_cleanup_errors=True) as folder:
-        where: dict[str, Any] = {"url": url} if url else {"path": db or Path(folder) / "rippl.db"}
+    with throwaway_database(prefix="rippl-langgraph-") as scratch:  # deleted once its server stopped
+        where: dict[str, Any] = {"url": url} if url else {"path": db or scratch}
         memory = Rippl.open(graph=f"ops-{uuid.uuid4().hex[:8]}", **where)
         saver = FalkorDBSaver(memory)
         try:
@@ -439,8 +439,8 @@ def monitor_finds_stale_read(store: RipplStore, config: dict[str, Any]) -> str |
 def run_capture_demo(*, db: str | None = None, url: str | None = None,
                      decision: str = "approve") -> CaptureOutcome:
     outcome = CaptureOutcome()
-    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-", ignore_cleanup_errors=True) as folder:
-        where: dict[str, Any] = {"url": url} if url else {"path": db or Path(folder) / "rippl.db"}
+    with throwaway_database(prefix="rippl-langgraph-") as scratch:  # deleted once its server stopped
+        where: dict[str, Any] = {"url": url} if url else {"path": db or scratch}
         memory = Rippl.open(graph=f"capture-{uuid.uuid4().hex[:8]}", **where)
         saver = FalkorDBSaver(memory)
         try:
@@ -554,8 +554,8 @@ def handover_tools(outcome: HandoverOutcome) -> list[BaseTool]:
 
 def run_handover_demo(*, db: str | None = None, url: str | None = None) -> HandoverOutcome:
     outcome = HandoverOutcome()
-    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-", ignore_cleanup_errors=True) as folder:
-        where: dict[str, Any] = {"url": url} if url else {"path": db or Path(folder) / "rippl.db"}
+    with throwaway_database(prefix="rippl-langgraph-") as scratch:  # deleted once its server stopped
+        where: dict[str, Any] = {"url": url} if url else {"path": db or scratch}
         memory = Rippl.open(graph=f"handover-{uuid.uuid4().hex[:8]}", **where)
         saver = FalkorDBSaver(memory)
         try:
@@ -751,8 +751,8 @@ def run_notices_demo(*, db: str | None = None, url: str | None = None) -> Notice
     """Freshness and supersession noticed without a proposal, then a retraction by provenance."""
     outcome = NoticesOutcome()
     health = {"09": "shard 09: healthy, p99 4 ms"}
-    with tempfile.TemporaryDirectory(prefix="rippl-langgraph-") as folder:
-        where: dict[str, Any] = {"url": url} if url else {"path": db or Path(folder) / "rippl.db"}
+    with throwaway_database(prefix="rippl-langgraph-") as scratch:  # deleted once its server stopped
+        where: dict[str, Any] = {"url": url} if url else {"path": db or scratch}
         memory = Rippl.open(graph=f"notices-{uuid.uuid4().hex[:8]}", **where)
         saver = FalkorDBSaver(memory)
         try:
