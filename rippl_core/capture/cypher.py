@@ -235,9 +235,8 @@ def _context(carry: str) -> str:
         "none(k IN knowns[r.i + 1..] WHERE k) AND (any(k IN knowns[..r.i] WHERE k) "
         "OR size(everything) = 0)}] AS judged "
         "FOREACH (j IN judged | "
-        f"MERGE (u:{OBSERVATION} {{id: j.r.oid}}) ON CREATE SET u.run = $run.id, u.ref = j.r.ref, "
-        "u.key = j.r.key, u.at = $now, u.kind = CASE WHEN j.fresh THEN 'input' ELSE 'unaccounted' END "
-        f"FOREACH (c IN CASE WHEN j.fresh THEN [] ELSE everything END | MERGE (u)-[:{SAW}]->(c))) "
+        + _message_recorded("j.r", "CASE WHEN j.fresh THEN 'input' ELSE 'unaccounted' END")
+        + f"FOREACH (c IN CASE WHEN j.fresh THEN [] ELSE everything END | MERGE (u)-[:{SAW}]->(c))) "
         f"WITH {carry}, known, CASE WHEN $every OR any(j IN judged WHERE NOT j.fresh) "
         "THEN carried + everything ELSE carried END AS all "
         # what a veto named leaves, and so does a hand-over of it (the same claim, another path)
@@ -245,6 +244,13 @@ def _context(carry: str) -> str:
         "+ [NULL] AS a "
         f"WITH {carry}, collect(DISTINCT a) AS ctx "
     )
+
+
+def _message_recorded(row: str, kind: str) -> str:
+    """Cypher recording a message of the input that no carrier had (`row`: its {oid, ref, key})
+    as an observation of the run, of `kind` (the user's `input`, or `unaccounted`), as `u`."""
+    return (f"MERGE (u:{OBSERVATION} {{id: {row}.oid}}) ON CREATE SET u.run = $run.id, "
+            f"u.ref = {row}.ref, u.key = {row}.key, u.at = $now, u.kind = {kind} ")
 
 
 def _known(carry: str) -> str:
@@ -383,9 +389,8 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         f"OPTIONAL MATCH (ov:{OVERRIDE} {{vkey: act.rkey}}) "
         "WITH root, ctx, other, count(x0) + count(v1) + count(v2) + count(ov) AS found "
         "WHERE NOT other AND found = 0 "
-        + (f"FOREACH (r IN $inputs | MERGE (u:{OBSERVATION} {{id: r.oid}}) ON CREATE SET "
-           "u.run = $run.id, u.ref = r.ref, u.key = r.key, u.at = $now, u.kind = 'input') "
-           "WITH root, ctx " if inputs else "")
+        + ("FOREACH (r IN $inputs | " + _message_recorded("r", "'input'") + ") WITH root, ctx "
+           if inputs else "")
         + "WITH CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
         "WITH ants, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
         "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, "

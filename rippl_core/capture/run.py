@@ -215,10 +215,10 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     replies: list[Any] = []
     ref_keys = [r["key"] for r in refs or ()]
     carried, new_inputs = _user_tail(refs or [], carriers, run.id)
+    root = carriers.knows_run(run.id)  # then the smaller query reads only the run's and root's ids
     if (refs is not None and not told_ids and carriers.common(run.id, [r["key"] for r in carried])
-            and (carried or not new_inputs or not carriers.knows_run(run.id))):
+            and (carried or not new_inputs or not root)):  # the question alone: a new run only
         # the common turn: a smaller query
-        root = carriers.knows_run(run.id)  # then only the ids of the run and its root are read
         smaller = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)},
                                              "scope": run.scope}
                                             if root else run.props(now), decision, carried, actions,
