@@ -110,10 +110,12 @@ GRAPH_SCHEMA = dataclasses.replace(
     # 10: sources found by provenance (tool, reading time, run, kind, uri, a reading's URL host;
     # a run's agent, framework), readings given the host of their URL arguments; 11: claims'
     # keys, proposals' pairs, claims' words (full text): contradictions; 12: what rests on a
-    # reading, found by it (the index of `reads`: a superseded reading lowers their `reads_until`)
-    version="12", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
+    # reading, found by it (the index of `reads`: a superseded reading lowers their `reads_until`);
+    # 13: captured calls keyed in their run's scope (a veto read in another run of the scope)
+    version="13", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
                             nodes.backfill_call_keys, log.backfill_tree,
-                            capture.backfill_result_digests, capture.backfill_reading_hosts))
+                            capture.backfill_result_digests, capture.backfill_reading_hosts,
+                            capture.backfill_scoped_calls))
 
 
 def _policy(base: Policy, at_risk: AtRiskPolicy | None, unknown: UnknownPolicy | None,

@@ -32,6 +32,17 @@ tool and canonical arguments, or the tool alone under `repeat_scope="tool"`) is 
 vetoed call's decision: whatever the model was told, it stays vetoed while that decision's
 premises do not hold.
 
+**A veto flows with its carriers.** A veto holds *bindings*: its act (tool and canonical
+arguments), and each node that vetoed it (its decision, a declared action). A turn holds the
+bindings of the vetoes it read (`told`, in its run or, in a shared history, another run of its
+scope) and of every message and carried claim of its input (each message records, once, the
+bindings of the input it was written from; a message Rippl cannot account for, those of every
+veto of the run as well: `bindings`). Telling removes claims, never bindings. A call of a turn
+that repeats a binding's act handed over from another run (the same act; or, under
+`repeat_scope="tool"`, its tool) is also driven by the node that vetoed it: vetoed while that node
+does not hold, naming the veto and the message that brought it. A run's own vetoes bind its own
+repeats through their repeat keys (above).
+
 The decide query (`capture.cypher.decide`) computes the same thing inside the one round trip that
 records the turn; the property test (tests/capture/test_context_property.py) holds what it writes
 to an independent reference of this rule on random runs.
@@ -46,6 +57,33 @@ from rippl_core._runtime.validation import repeat_key
 from rippl_core.models import RepeatScope
 
 REPEAT_SCOPES: tuple[RepeatScope, ...] = ("args", "tool")
+BIND_SEP = "\x1e"  # joins a binding's fields (ids and keys are printable: it is free)
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What a veto binds: the act it vetoed (its tool and canonical arguments: `act`, the call's
+    declared-action key), the node that vetoed it (`node`), the vetoed action and its run."""
+
+    act: str
+    tool: str
+    node: str
+    veto: str
+    run: str
+
+    def key(self) -> str:
+        """The binding as stored on the nodes that carry it (`bound`)."""
+        return BIND_SEP.join((self.act, self.tool, self.node, self.veto, self.run))
+
+    @classmethod
+    def of(cls, key: str) -> Binding:
+        act, tool, node, veto, run = key.split(BIND_SEP)
+        return cls(act, tool, node, veto, run)
+
+    def repeated_by(self, run: str, act: str, tool: str, scope: RepeatScope) -> bool:
+        """Whether a call of `run` (its act and tool, under its repeat scope) repeats this act
+        handed over from another run."""
+        return self.run != run and (self.act == act or (scope == "tool" and self.tool == tool))
 
 
 @dataclass(frozen=True, slots=True)

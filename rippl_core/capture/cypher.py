@@ -14,6 +14,7 @@ from typing import Any
 
 from rippl_core._runtime.schema import Index, Schema
 from rippl_core._runtime.wire import Query
+from rippl_core.capture.context import BIND_SEP
 from rippl_core.causal import cypher as causal_cypher
 
 RUN, OBSERVATION, SAW = "Run", "Observation", "SAW"
@@ -25,7 +26,7 @@ SCHEMA = Schema("3", unique_ids=(RUN, OBSERVATION, OVERRIDE), indexes=(
     Index(OBSERVATION, "run"), Index("Node", "run"), Index(RUN, "last_active"),
     Index("Decision", "key"), Index("Action", "vkey"), Index("Action", "vtool"),
     Index(OVERRIDE, "vkey"), Index(RUN, "scope"), Index("Claim", "read_key"),
-    Index("Claim", "read_tool"), Index("Node", "reads")))
+    Index("Claim", "read_tool"), Index("Node", "reads"), Index("Action", "scall")))
 
 
 def call_ref(run: str, call_id: str) -> str:
@@ -62,7 +63,8 @@ def captured(run: str, refs: Sequence[str]) -> Query:
     return Query("MATCH (a:Action) WHERE a.call_ref IN $keys "
                  "OPTIONAL MATCH (d:Decision)-[e:DRIVES]->(a) WHERE e.repeat IS NULL "
                  "OPTIONAL MATCH (rb)-[r:DRIVES|TRIGGERS]->(a) WHERE r.repeat = true "
-                 "WITH a, d, collect(CASE WHEN rb IS NULL THEN NULL ELSE [rb.turn, rb.id] END) AS repeats "
+                 "WITH a, d, collect(CASE WHEN rb IS NULL THEN NULL "
+                 "ELSE [rb.turn, rb.id, r.veto, r.via] END) AS repeats "
                  f"OPTIONAL MATCH (ov:{OVERRIDE}) WHERE ov.vkey = a.rkey "
                  "AND (ov.used_by IS NULL OR ov.used_by = a.id) "
                  "WITH a, d, repeats, ov UNWIND CASE WHEN size(coalesce(a.reads, [])) = 0 "
@@ -109,6 +111,22 @@ _KEEP_UNTIL = ("SET x.reads_until = " + causal_cypher.reads_until("reads") + ", 
                "d.reads_until = " + causal_cypher.reads_until("reads") + " ")
 
 
+# The read claims a node resting on the claims `{0}` rests on: each reading among them, and
+# what a claim written from readings (a memory, a hand-over of one) rests on (`reads`).
+_READS = ("reduce(acc = [], a IN {0} | acc + CASE WHEN a.read_key IS NOT NULL "
+          "THEN [coalesce(a.origin, a.id)] ELSE coalesce(a.reads, []) END)")
+
+# A decision's bindings (`binds`: [binding, the node that brought it]), kept once each
+# (`bound`: `bkeys`, distinct), with the node that brought each (`bound_via`, in the same order).
+_BIND = ("d.bound = CASE WHEN size(bkeys) = 0 THEN NULL ELSE bkeys END, "
+         "d.bound_via = CASE WHEN size(bkeys) = 0 THEN NULL "
+         "ELSE [b IN bkeys | head([p IN binds WHERE p[0] = b])[1]] END")
+
+# Whether a binding (`{0}`) is one the call `act` repeats, handed over from another run: its act
+# is the call's (tool and canonical arguments), or its tool is, under repeat_scope="tool".
+_REPEATS = ("(split({0}, $sep)[0] = act.akey OR (act.rtool IS NOT NULL AND "
+            "split({0}, $sep)[1] = act.tool)) AND split({0}, $sep)[4] <> act.run")
+
 # The actions of a turn (or an edited call), each driven by the turn's decision `d` and, when it
 # repeats a call vetoed earlier in the run (found by its repeat keys), by what that veto bound it
 # to (the vetoed call's decision, or the declared actions that vetoed it): labelled from all of
@@ -121,22 +139,36 @@ _ACTIONS = (
     "OPTIONAL MATCH (v1:Action {vkey: act.rkey}) "
     "OPTIONAL MATCH (v2:Action {vtool: act.rtool}) "
     "WITH d, act, created, collect(v1.binds) AS l1, collect(v2.binds) AS l2 "
-    "WITH d, act, created, reduce(acc = [], l IN l1 + l2 | acc + coalesce(l, [])) AS binds "
+    "WITH d, act, created, reduce(acc = [], l IN l1 + l2 | acc + coalesce(l, [])) AS binds, "
+    # the bindings handed over to this run that the call repeats (`capture.context.handed`)
+    "[i IN range(0, size(coalesce(d.bound, [])) - 1) WHERE "
+    + _REPEATS.format("d.bound[i]") + " | [split(d.bound[i], $sep)[2], d.bound[i], "
+    "d.bound_via[i]]] AS handed "
     # each bound node by its id (an IN over a list built in the query would scan every node)
     "UNWIND CASE WHEN size(binds) = 0 THEN [NULL] ELSE binds END AS bid "
     "OPTIONAL MATCH (b:Node {id: bid}) WHERE b.id <> act.id "
-    "WITH d, act, created, collect(DISTINCT b) AS bs "
+    "WITH d, act, created, handed, collect(DISTINCT b) AS bs "
+    "UNWIND [NULL] + handed AS hb OPTIONAL MATCH (hn:Node {id: hb[0]}) WHERE hn.id <> act.id "
+    "AND NOT hn IN bs "
+    "WITH d, act, created, bs, collect(DISTINCT CASE WHEN hn IS NULL THEN NULL "
+    "ELSE [hn, split(hb[1], $sep)[3], hb[2]] END) AS hs "
     "MERGE (x:Node:Action {id: act.id}) ON CREATE SET x += act, x.reads = d.reads, "
-    "x.state = " + _STATE.format(states="[d.state] + [b IN bs | b.state]") + " "
-    "FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END | "
+    "x.state = " + _STATE.format(states="[d.state] + [b IN bs | b.state] + [h IN hs | h[0].state]")
+    + " FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END | "
     "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
     "FOREACH (b IN [b IN bs WHERE b:Decision] | CREATE (b)-[:DRIVES {j: act.id, repeat: true}]->(x)) "
     "FOREACH (b IN [b IN bs WHERE b:Action] | CREATE (b)-[:TRIGGERS {j: act.id, repeat: true}]->(x)) "
+    # a binding handed over: the edge names the veto and the message that brought it
+    "FOREACH (h IN [h IN hs WHERE 'Decision' IN labels(h[0])] | FOREACH (b IN [h[0]] | "
+    "CREATE (b)-[:DRIVES {j: act.id, repeat: true, veto: h[1], via: h[2]}]->(x))) "
+    "FOREACH (h IN [h IN hs WHERE 'Action' IN labels(h[0])] | FOREACH (b IN [h[0]] | "
+    "CREATE (b)-[:TRIGGERS {j: act.id, repeat: true, veto: h[1], via: h[2]}]->(x))) "
     + _CREATED.format(id="act.id", kind="'Action'", after="x.state") + ") "
     f"WITH d, x, created OPTIONAL MATCH (ov:{OVERRIDE}) WHERE ov.vkey = x.rkey "
     "AND (ov.used_by IS NULL OR ov.used_by = x.id) "
     "OPTIONAL MATCH (rb)-[rr:DRIVES|TRIGGERS]->(x) WHERE rr.repeat = true "
-    "WITH d, x, created, ov, collect(CASE WHEN rb IS NULL THEN NULL ELSE [rb.turn, rb.id] END) AS repeats "
+    "WITH d, x, created, ov, collect(CASE WHEN rb IS NULL THEN NULL "
+    "ELSE [rb.turn, rb.id, rr.veto, rr.via] END) AS repeats "
     "UNWIND CASE WHEN size(coalesce(x.reads, [])) = 0 THEN [NULL] ELSE x.reads END AS rid "
     "OPTIONAL MATCH (rc:Claim {id: rid}) "
     f"WITH d, x, created, ov, repeats, collect({causal_cypher.READ_PAIR}) AS reads "
@@ -158,12 +190,21 @@ def _handed(carry: str, fs: str) -> str:
         "h.text = 'run ' + f.run + ' carried it (' + coalesce(f.ref, 'its messages') + '): ' "
         "+ left(c.text, 400), h.retracted = false, h.pending = 0, h.created_at = $now, "
         "h.run = f.run, h.handed_from = f.run, h.carrier = f.carrier, h.captured = true, "
-        "h.origin = coalesce(c.origin, c.id), h.read_key = c.read_key "
+        "h.origin = coalesce(c.origin, c.id), h.read_key = c.read_key, h.reads = c.reads, "
+        "h.bound = c.bound "
         f"MERGE (c)-[:SUPPORTS {{j: {hid}}}]->(h))) "
         f"WITH {carry}, {fs} UNWIND {fs} + [NULL] AS f "
         "OPTIONAL MATCH (h:Node {id: 'HND-' + f.carrier + '-' + coalesce(f.claim.origin, f.claim.id)}) "
         f"WITH {carry}, collect(DISTINCT h) AS hs "
     )
+
+
+# A node that carries bindings (`bound`: see `capture.context`), else NULL (collect skips it).
+_BEARER = "CASE WHEN {0}.bound IS NOT NULL THEN {0} END"
+# The bindings a veto holds, each as [binding, the vetoed action] (`capture.context.binding`):
+# its act (tool and canonical arguments), its tool, each node that vetoed it, itself, its run.
+_VETO_BINDS = ("[n IN CASE WHEN {0}.vact IS NULL THEN [] ELSE coalesce({0}.binds, []) END | "
+               "[{0}.vact + $sep + {0}.tool + $sep + n + $sep + {0}.id + $sep + {0}.run, {0}.id]]")
 
 
 def _context(carry: str) -> str:
@@ -173,77 +214,113 @@ def _context(carry: str) -> str:
     oid}) and `$every` (no input given: everything the run has carried). What the messages carry
     is read by key (observations and turns of the scope; what another run's message carries comes
     through a hand-over claim, `_handed`); a message found nowhere is unaccounted: it carries
-    everything the run has carried, and is recorded so (as observation `oid`). Ends with `carry`
-    (the variables to keep) and `ctx`: the context set's claims, distinct."""
+    everything the run has carried, and is recorded so (as observation `oid`). The bindings the
+    input holds come along: those of the vetoes read (`tb`, from `_known`) and those each message
+    and each carried claim carries (`bound`), every one with the node that brought it. Ends with
+    `carry` (the variables to keep), `ctx` (the context set's claims, distinct) and `binds`
+    ([binding, the node that brought it])."""
+    k = f"{carry}, known, tb"
     return (
         # the run's own messages, then those of the scope's other runs (each its own pass: one
         # aggregate over a long input's carried claims costs a quarter of a mixed one)
         f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys AND o.run = $run.id "
         f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
-        f"WITH {carry}, known, collect(DISTINCT o.key) AS ok1, collect(DISTINCT c) AS oc "
+        f"WITH {k}, collect(DISTINCT o.key) AS ok1, collect(DISTINCT c) AS oc, "
+        f"collect(DISTINCT {_BEARER.format('o')}) AS br1 "
         f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys AND o.run <> $run.id "
         f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
-        f"WITH {carry}, known, ok1, oc, collect(DISTINCT o.key) AS ok2, "
+        f"WITH {k}, ok1, oc, br1, collect(DISTINCT o.key) AS ok2, "
         "collect(DISTINCT CASE WHEN c IS NOT NULL "
-        "THEN {carrier: o.id, run: o.run, ref: o.ref, claim: c} END) AS of "
+        "THEN {carrier: o.id, run: o.run, ref: o.ref, claim: c} END) AS of, "
+        f"collect(DISTINCT {_BEARER.format('o')}) AS br2 "
         "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys AND m.run = $run.id "
         "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
-        f"WITH {carry}, known, ok1, oc, ok2, of, collect(DISTINCT m.key) AS mk1, "
-        "collect(DISTINCT mc) AS mcs "
+        f"WITH {k}, ok1, oc, br1, ok2, of, br2, collect(DISTINCT m.key) AS mk1, "
+        f"collect(DISTINCT mc) AS mcs, collect(DISTINCT {_BEARER.format('m')}) AS br3 "
         "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys AND m.run <> $run.id "
         "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
-        f"WITH {carry}, known, ok1, oc, ok2, of, mk1, mcs, collect(DISTINCT m.key) AS mk2, "
+        f"WITH {k}, ok1, oc, br1, ok2, of, br2, mk1, mcs, br3, collect(DISTINCT m.key) AS mk2, "
         "collect(DISTINCT CASE WHEN mc IS NOT NULL "
-        "THEN {carrier: m.id, run: m.run, ref: m.turn, claim: mc} END) AS mf "
-        f"WITH {carry}, known, oc + mcs AS own, of + mf AS foreign, ok1 + ok2 + mk1 + mk2 AS found "
-        f"WITH {carry}, known, own, foreign, found, "
+        "THEN {carrier: m.id, run: m.run, ref: m.turn, claim: mc} END) AS mf, "
+        f"collect(DISTINCT {_BEARER.format('m')}) AS br4 "
+        f"WITH {k}, oc + mcs AS own, of + mf AS foreign, ok1 + ok2 + mk1 + mk2 AS found, "
+        "br1 + br2 + br3 + br4 AS bearers "
+        f"WITH {k}, own, foreign, found, bearers, "
         "[r IN $refs WHERE NOT r.key IN found] AS missing "
         # where each message stands among the known ones: read only when one is unaccounted
-        f"WITH {carry}, known, own, foreign, missing, CASE WHEN size(missing) = 0 THEN [] "
+        f"WITH {k}, own, foreign, missing, bearers, CASE WHEN size(missing) = 0 THEN [] "
         "ELSE [r IN $refs | r.key IN found] END AS knowns "
-        + _handed(f"{carry}, known, own, missing, knowns", "foreign")
-        + f"WITH {carry}, known, own + hs AS carried, missing, knowns, "
+        + _handed(f"{k}, own, missing, knowns, bearers", "foreign")
+        + f"WITH {k}, own + hs AS carried, missing, knowns, bearers, "
         "(size(missing) > 0 OR $every) AS wide "
         # everything the run has carried: read only when needed (an unaccounted message, or no input)
         f"OPTIONAL MATCH (e:{OBSERVATION}) WHERE wide AND e.run = $run.id "
         f"OPTIONAL MATCH (e)-[:{SAW}]->(ec:Claim) "
-        f"WITH {carry}, known, carried, missing, knowns, wide, collect(DISTINCT ec) AS seen "
+        f"WITH {k}, carried, missing, knowns, bearers, wide, collect(DISTINCT ec) AS seen, "
+        f"collect(DISTINCT {_BEARER.format('e')}) AS be "
         "OPTIONAL MATCH (t:Node) WHERE wide AND t.run = $run.id AND t:Decision "
         "OPTIONAL MATCH (tc:Claim)-[:SUPPORTS]->(t) "
-        f"WITH {carry}, known, missing, knowns, carried, wide, seen, collect(DISTINCT tc) AS tcs "
+        f"WITH {k}, missing, knowns, carried, wide, seen, bearers + be AS bearers, "
+        f"collect(DISTINCT tc) AS tcs, collect(DISTINCT {_BEARER.format('t')}) AS bt "
+        # and the vetoes of the run: a message written from anything may hand over their bindings
+        "OPTIONAL MATCH (vv:Node) WHERE wide AND vv.run = $run.id AND vv:Action "
+        "AND vv.vact IS NOT NULL "
+        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers + bt AS bearers, "
+        "collect(DISTINCT vv) AS vvs "
+        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers, "
+        "reduce(acc = [], v IN vvs | acc + " + _VETO_BINDS.format("v") + ") AS wb "
         # and what the other runs of the scope carried (a message of theirs Rippl did not see
         # written may have reached this run): through hand-over claims
         f"OPTIONAL MATCH (sr:{RUN}) WHERE wide AND sr.scope = $run.scope AND sr.id <> $run.id "
-        f"WITH {carry}, known, missing, knowns, carried, wide, seen, tcs, collect(sr.id) AS others "
+        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers, wb, "
+        "collect(sr.id) AS others "
         + _each("others", "orun") + f"OPTIONAL MATCH (fe:{OBSERVATION} {{run: orun}}) "
         f"OPTIONAL MATCH (fe)-[:{SAW}]->(fc:Claim) "
-        f"WITH {carry}, known, missing, knowns, carried, wide, seen, tcs, others, "
+        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers, wb, others, "
         "collect(DISTINCT CASE WHEN fc IS NOT NULL "
-        "THEN {carrier: fe.id, run: fe.run, ref: fe.ref, claim: fc} END) AS fo "
-        f"WITH {carry}, known, missing, knowns, carried, wide, seen, tcs, others, fo "
+        "THEN {carrier: fe.id, run: fe.run, ref: fe.ref, claim: fc} END) AS fo, "
+        f"collect(DISTINCT {_BEARER.format('fe')}) AS bfe "
+        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers + bfe AS bearers, wb, "
+        "others, fo "
         + _each("others", "trun") + "OPTIONAL MATCH (ft:Node {run: trun}) WHERE ft:Decision "
         "OPTIONAL MATCH (ftc:Claim)-[:SUPPORTS]->(ft) "
-        f"WITH {carry}, known, missing, knowns, carried, seen, tcs, fo, "
+        f"WITH {k}, missing, knowns, carried, seen, tcs, bearers, wb, fo, "
         "collect(DISTINCT CASE WHEN ftc IS NOT NULL "
-        "THEN {carrier: ft.id, run: ft.run, ref: ft.turn, claim: ftc} END) AS ft "
-        f"WITH {carry}, known, missing, knowns, carried, seen, tcs, fo + ft AS scoped "
-        + _handed(f"{carry}, known, missing, knowns, carried, seen, tcs", "scoped")
-        + f"WITH {carry}, known, missing, knowns, carried, seen + tcs + hs AS everything "
+        "THEN {carrier: ft.id, run: ft.run, ref: ft.turn, claim: ftc} END) AS ft, "
+        f"collect(DISTINCT {_BEARER.format('ft')}) AS bft "
+        f"WITH {k}, missing, knowns, carried, seen, tcs, bearers + bft AS bearers, wb, "
+        "fo + ft AS scoped "
+        + _handed(f"{k}, missing, knowns, carried, seen, tcs, bearers, wb", "scoped")
+        + f"WITH {k}, missing, knowns, carried, bearers, wb, seen + tcs + hs AS everything "
         # the user's new input (`context.user_input`) carries nothing; any other unknown message
         # is a rewrite and carries everything the run has carried
-        f"WITH {carry}, known, carried, everything, [r IN missing | {{r: r, fresh: r.input AND "
+        f"WITH {k}, carried, everything, bearers, wb, [r IN missing | {{r: r, fresh: r.input AND "
         "none(k IN knowns[r.i + 1..] WHERE k) AND (any(k IN knowns[..r.i] WHERE k) "
         "OR size(everything) = 0)}] AS judged "
         "FOREACH (j IN judged | "
         + _message_recorded("j.r", "CASE WHEN j.fresh THEN 'input' ELSE 'unaccounted' END")
-        + f"FOREACH (c IN CASE WHEN j.fresh THEN [] ELSE everything END | MERGE (u)-[:{SAW}]->(c))) "
-        f"WITH {carry}, known, CASE WHEN $every OR any(j IN judged WHERE NOT j.fresh) "
-        "THEN carried + everything ELSE carried END AS all "
+        + f"FOREACH (c IN CASE WHEN j.fresh THEN [] ELSE everything END | MERGE (u)-[:{SAW}]->(c)) "
+        "FOREACH (_ IN CASE WHEN j.fresh THEN [] ELSE [1] END | SET u.bound = "
+        + _DISTINCT.format("[p IN wb | p[0]] + reduce(acc = [], n IN bearers | acc + n.bound)")
+        + ")) "
+        f"WITH {k}, bearers, wb, CASE WHEN $every OR any(j IN judged WHERE NOT j.fresh) "
+        "THEN carried + everything ELSE carried END AS all, "
+        "$every OR any(j IN judged WHERE NOT j.fresh) AS rewritten "
+        # the bindings: of the vetoes read, of every message and carried claim (whatever the
+        # model was told: only a person lifts a veto), and, through a message written from
+        # anything, of the run's own vetoes
+        f"WITH {carry}, known, all, tb + CASE WHEN rewritten THEN wb ELSE [] END "
+        "+ reduce(acc = [], n IN bearers + [c IN all WHERE c.bound IS NOT NULL] | "
+        "acc + [x IN n.bound | [x, n.id]]) AS binds "
         # what a veto named leaves, and so does a hand-over of it (the same claim, another path)
         f"UNWIND [c IN all WHERE NOT c.id IN known AND NOT coalesce(c.origin, c.id) IN known] "
         "+ [NULL] AS a "
-        f"WITH {carry}, collect(DISTINCT a) AS ctx "
+        f"WITH {carry}, binds, collect(DISTINCT a) AS ctx "
     )
+
+
+# Cypher: the distinct items of a list expression, in their first order.
+_DISTINCT = "reduce(acc = [], x IN {0} | CASE WHEN x IN acc THEN acc ELSE acc + [x] END)"
 
 
 def _message_recorded(row: str, kind: str) -> str:
@@ -254,18 +331,25 @@ def _message_recorded(row: str, kind: str) -> str:
 
 
 def _known(carry: str) -> str:
-    """Cypher reading the nodes named by the vetoes whose call refs are `$told` (as `known`)."""
+    """Cypher reading the vetoes the model read: by their call refs in this run (`$told`) or their
+    keys in its scope (`$stold`: a veto another run of the scope gave, in a shared history).
+    Ends with `carry`, `known` (the nodes they named) and `tb` (the bindings they hold, each with
+    the vetoed action: `_VETO_BINDS`)."""
     return ("OPTIONAL MATCH (v:Action) WHERE v.call_ref IN $told "
-            f"WITH {carry}, collect(v.told) AS named "
-            f"WITH {carry}, reduce(acc = [], t IN named | acc + coalesce(t, [])) AS known ")
+            f"WITH {carry}, collect(v) AS v1 "
+            "OPTIONAL MATCH (v:Action) WHERE v.scall IN $stold "
+            f"WITH {carry}, v1, collect(v) AS v2 WITH {carry}, v1 + v2 AS vs "
+            f"WITH {carry}, reduce(acc = [], v IN vs | acc + coalesce(v.told, [])) AS known, "
+            "reduce(acc = [], v IN vs | acc + " + _VETO_BINDS.format("v") + ") AS tb ")
 
 
 def _input(run: Mapping[str, Any], refs: Sequence[Mapping[str, Any]] | None,
            told: Sequence[str]) -> dict[str, Any]:
     """The parameters of `_known` and `_context` for a model input."""
     keys = [r["key"] for r in refs or ()] + [observation_key(run["id"], None)]
-    return {"told": [call_ref(run["id"], t) for t in told], "keys": keys, "every": refs is None,
-            "refs": list(refs or ())}
+    return {"told": [call_ref(run["id"], t) for t in told],
+            "stold": [observation_key(run["id"], t, run.get("scope")) for t in told],
+            "keys": keys, "every": refs is None, "refs": list(refs or ()), "sep": BIND_SEP}
 
 
 def _unrecorded(carry: str) -> str:
@@ -305,11 +389,13 @@ def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[M
         _run_root(run)
         + "WITH 1 AS one MATCH (root:Node {id: $run.claim.id}) "
         "OPTIONAL MATCH (d0:Node {id: $decision.id}) WITH root, d0 IS NULL AS fresh "
-        + _known("root, fresh") + _context("root, fresh") + _unrecorded("root, fresh, ctx")
-        + "WITH fresh, CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END + unrecorded AS ants "
-        "WITH fresh, ants, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
+        + _known("root, fresh") + _context("root, fresh")
+        + _unrecorded("root, fresh, ctx, binds")
+        + "WITH fresh, binds, CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END + unrecorded AS ants "
+        "WITH fresh, ants, binds, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed, "
+        + _DISTINCT.format("[p IN binds | p[0]]") + " AS bkeys "
         "MERGE (d:Node:Decision {id: $decision.id}) ON CREATE SET d += $decision, d.state = computed, "
-        "d.reads = [a IN ants WHERE a.read_key IS NOT NULL | coalesce(a.origin, a.id)] "
+        "d.reads = " + _READS.format("ants") + ", " + _BIND + " "
         "FOREACH (a IN CASE WHEN fresh THEN ants ELSE [] END | "
         "CREATE (a)-[:SUPPORTS {j: $decision.id}]->(d)) "
         "FOREACH (_ IN CASE WHEN fresh THEN [1] ELSE [] END | "
@@ -328,15 +414,19 @@ _OWN_CONTEXT = (
     f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
     "WITH root, fresh, collect(DISTINCT o.key) AS okeys, "
     "collect(DISTINCT CASE WHEN o.run = $run.id THEN c END) AS oc, "
-    "count(CASE WHEN o.run <> $run.id AND c IS NOT NULL THEN 1 END) AS nof "
+    "count(CASE WHEN o.run <> $run.id AND c IS NOT NULL THEN 1 END) AS nof, "
+    "count(o.bound) AS nob "
     "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys "
     "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
-    "WITH root, fresh, okeys, oc, nof, collect(DISTINCT m.key) AS mkeys, "
+    "WITH root, fresh, okeys, oc, nof, nob, collect(DISTINCT m.key) AS mkeys, "
     "collect(DISTINCT CASE WHEN m.run = $run.id THEN mc END) AS mcs, "
-    "count(CASE WHEN m.run <> $run.id AND mc IS NOT NULL THEN 1 END) AS nmf "
+    "count(CASE WHEN m.run <> $run.id AND mc IS NOT NULL THEN 1 END) AS nmf, "
+    "count(m.bound) AS nmb "
     "WITH root, fresh, reduce(acc = [], x IN oc + mcs | CASE WHEN x IN acc THEN acc ELSE acc + [x] END) "
-    "AS ctx, (nof + nmf > 0 OR any(k IN $refkeys WHERE NOT k IN (okeys + mkeys)) "
+    "AS ctx, (nof + nmf + nob + nmb > 0 OR any(k IN $refkeys WHERE NOT k IN (okeys + mkeys)) "
     "OR any(k IN $inkeys WHERE k IN (okeys + mkeys))) AS fallback "
+    # a claim that carries bindings (a memory written after a veto) is for the whole query
+    "WITH root, fresh, ctx, fallback OR any(c IN ctx WHERE c.bound IS NOT NULL) AS fallback "
 )
 
 # A first turn whose whole input is the user's (no message before it is a carrier): its messages
@@ -394,7 +484,7 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         + "WITH CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
         "WITH ants, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
         "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, "
-        "d.reads = [a IN ants WHERE a.read_key IS NOT NULL | coalesce(a.origin, a.id)] "
+        "d.reads = " + _READS.format("ants") + " "
         "FOREACH (a IN ants | CREATE (a)-[:SUPPORTS {j: $decision.id}]->(d)) "
         + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + " "
         "WITH d UNWIND $actions AS act "
@@ -426,6 +516,8 @@ def wrote(run: Mapping[str, Any], carrier: Mapping[str, Any],
         + f"MERGE (w:{OBSERVATION} {{id: $carrier.id}}) ON CREATE SET w += $carrier "
         "FOREACH (c IN CASE WHEN fresh THEN ctx ELSE [] END | "
         f"MERGE (w)-[:{SAW}]->(c)) "
+        "FOREACH (_ IN CASE WHEN fresh AND size(binds) > 0 THEN [1] ELSE [] END | SET w.bound = "
+        + _DISTINCT.format("[p IN binds | p[0]]") + ") "
         f"WITH w OPTIONAL MATCH (w)-[:{SAW}]->(c:Claim) RETURN c.id",
         {"run": run, "carrier": carrier, "now": now, **_input(run, refs, told)})
 
@@ -437,20 +529,40 @@ def drive(run: Mapping[str, Any], decision: str, actions: Sequence[Mapping[str, 
     return Query(
         f"OPTIONAL MATCH (r:{RUN} {{id: $run}}) SET r.last_active = $now "
         "WITH 1 AS one MATCH (d:Decision {id: $decision}) WITH d " + _ACTIONS,
-        {"run": run["id"], "decision": decision, "actions": list(actions), "now": now})
+        {"run": run["id"], "decision": decision, "actions": list(actions), "now": now,
+         "sep": BIND_SEP})
 
 
 def tell(action_id: str, told: Sequence[str], binds: Sequence[str],
-         keys: tuple[str, str]) -> Query:
+         keys: tuple[str, str, str]) -> Query:
     """Record what a veto of this captured action named (the model read it), and, when premises
     denied it (`binds`: the nodes not holding that vetoed it), make it findable as a vetoed call by
-    its repeat keys (tool and arguments; tool), so a call repeating it rests on `binds` too."""
+    its repeat keys (run, tool and arguments; run and tool), so a call repeating it rests on
+    `binds` too, and give it its act (tool and arguments, whatever the run: what a binding it
+    hands over names)."""
     return Query("MATCH (a:Action {id: $id}) SET a.told = $told, "
                  "a.binds = CASE WHEN size($binds) > 0 THEN $binds ELSE a.binds END, "
                  "a.vkey = CASE WHEN size($binds) > 0 THEN $vkey ELSE a.vkey END, "
-                 "a.vtool = CASE WHEN size($binds) > 0 THEN $vtool ELSE a.vtool END",
+                 "a.vtool = CASE WHEN size($binds) > 0 THEN $vtool ELSE a.vtool END, "
+                 "a.vact = CASE WHEN size($binds) > 0 THEN $vact ELSE a.vact END",
                  {"id": action_id, "told": list(told), "binds": list(binds), "vkey": keys[0],
-                  "vtool": keys[1]})
+                  "vtool": keys[1], "vact": keys[2]})
+
+
+def binding_origins(vetoes: Sequence[str], vias: Sequence[str]) -> Query:
+    """Where each binding a call repeats came from: (the vetoed action, its run, its turn, and the
+    kind, run and name of the node that brought it: a message's ref, a turn, a memory's text, or
+    the veto itself), one row per distinct pair, by veto."""
+    return Query(
+        "UNWIND $pairs AS p MATCH (v:Action {id: p.veto}) "
+        "OPTIONAL MATCH (d:Decision)-[e:DRIVES]->(v) WHERE e.repeat IS NULL "
+        f"OPTIONAL MATCH (n:Node {{id: p.via}}) OPTIONAL MATCH (o:{OBSERVATION} {{id: p.via}}) "
+        "RETURN DISTINCT v.id, v.run, d.turn, CASE WHEN o IS NOT NULL THEN 'Observation' "
+        "WHEN n:Decision THEN 'Decision' WHEN n:Claim THEN 'Claim' ELSE 'Action' END, "
+        "coalesce(o.run, n.run, v.run), coalesce(o.ref, n.turn, CASE WHEN n:Claim "
+        "THEN left(n.text, 120) END, n.call_id) ORDER BY v.id",
+        {"pairs": [{"veto": v, "via": w} for v, w in zip(vetoes, vias, strict=True)]},
+        read_only=True)
 
 
 def hand_overs(ids: Sequence[str]) -> Query:
@@ -460,6 +572,14 @@ def hand_overs(ids: Sequence[str]) -> Query:
                  "OPTIONAL MATCH (m:Decision {id: h.carrier}) "
                  "RETURN DISTINCT h.handed_from, coalesce(w.ref, m.turn, 'its messages') "
                  "ORDER BY h.handed_from", {"ids": list(ids)}, read_only=True)
+
+
+# Captured calls recorded before they kept their key in the run's scope (schema 13's backfill):
+# a veto another run of the scope gave is found by it.
+BACKFILL_SCOPED_CALLS = Query(
+    "MATCH (a:Action) WHERE a.call_ref IS NOT NULL AND a.scall IS NULL "
+    f"OPTIONAL MATCH (r:{RUN} {{id: a.run}}) SET a.scall = coalesce(r.scope, a.run) + $sep + a.call_id",
+    {"sep": "\x1f"})
 
 
 BACKFILL_RESULT_DIGESTS = Query(
@@ -547,12 +667,18 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         "WHERE w.run <> $run "
         f"OPTIONAL MATCH (w)-[:{SAW}]->(wc:Claim) "
         "WITH o, c, unlinked, shifts, collect(DISTINCT CASE WHEN wc IS NOT NULL "
-        "THEN {carrier: w.id, run: w.run, ref: w.ref, claim: wc} END) AS wf "
+        "THEN {carrier: w.id, run: w.run, ref: w.ref, claim: wc} END) AS wf, "
+        "collect(DISTINCT w.bound) AS wb "
         "OPTIONAL MATCH (wm:Decision {key: $handed}) WHERE wm.run <> $run "
         "OPTIONAL MATCH (wmc:Claim)-[:SUPPORTS]->(wm) "
-        "WITH o, c, unlinked, shifts, wf, collect(DISTINCT CASE WHEN wmc IS NOT NULL "
-        "THEN {carrier: wm.id, run: wm.run, ref: wm.turn, claim: wmc} END) AS wmf "
-        "WITH o, c, unlinked, shifts, wf + wmf AS foreign "
+        "WITH o, c, unlinked, shifts, wf, wb, collect(DISTINCT CASE WHEN wmc IS NOT NULL "
+        "THEN {carrier: wm.id, run: wm.run, ref: wm.turn, claim: wmc} END) AS wmf, "
+        "collect(DISTINCT wm.bound) AS wmb "
+        # and the bindings that text carried there (an agent vetoed, then used as a tool)
+        "WITH o, c, unlinked, shifts, wf + wmf AS foreign, "
+        "reduce(acc = [], l IN wb + wmb | acc + [x IN l WHERE NOT x IN acc]) AS handed "
+        "FOREACH (_ IN CASE WHEN size(handed) > 0 THEN [1] ELSE [] END | "
+        "SET o.bound = handed) "
         + _handed("o, c, unlinked, shifts", "foreign")
         + f"FOREACH (h IN hs | MERGE (o)-[:{SAW}]->(h)) "
         # a reading that differs from the valid readings of the same read ends them, in every run

@@ -365,6 +365,7 @@ def _action_props(run: RunRef, call: ids.Call, now: int, scope: RepeatScopes) ->
     rkey, rtool = repeat_keys(run.id, call.tool, call.args, scope_of(scope, call.tool))
     return _captured_props(spec, run.id, now, call_id=call.ref,
                            call_ref=cypher.call_ref(run.id, call.ref), rkey=rkey, rtool=rtool,
+                           akey=call.key, scall=run.key(call.ref),
                            recorded_ns=time.time_ns())  # the order of turns recorded in one ms
 
 
@@ -440,11 +441,14 @@ def _verdict(run: RunRef, named_call: ids.Call, own: Own, declared: list[ActionR
     tell = []
     if named or binds:
         keys = (repeat_key(run.id, named_call.tool, named_call.args),
-                tool_key(run.id, named_call.tool))
+                tool_key(run.id, named_call.tool), named_call.key)
         tell = [cypher.tell(own.row[0], named, sorted(set(binds)), keys)]
     yield Commit(tell, [vetoed], blind=True)  # a veto is published (watch, console, webhooks)
     if own.repeats and own.decision_state is State.IN:
-        verdict = verdict.model_copy(update={"reason": _repeat_reason(verdict, own)})
+        handed = [r for r in own.repeats if len(r) > 2 and r[2] is not None]
+        origins = (yield cypher.binding_origins([str(r[2]) for r in handed],
+                                                [str(r[3]) for r in handed])) if handed else []
+        verdict = verdict.model_copy(update={"reason": _repeat_reason(verdict, own, origins)})
     handed = sorted({node for b in verdict.blockers for node in b.trail if node.startswith("HND-")})
     if handed:
         rows = yield cypher.hand_overs(handed)
@@ -462,17 +466,36 @@ def _denial_event(run: RunRef, own: Own, verdict: Verdict) -> dict[str, Any]:
             "readings": [e.premise for e in verdict.expired], "at": iso(now_ms())}
 
 
-def _repeat_reason(verdict: Verdict, own: Own) -> str:
-    """The reason of a call denied because it repeats a vetoed call: the original veto named."""
-    turns = sorted({turn for turn, _ in own.repeats if turn is not None})
-    declared = sorted({node for turn, node in own.repeats if turn is None and node is not None})
-    where = " and ".join([*([f"at turn {', '.join(turns)}"] if turns else []),
-                          *([f"by {', '.join(declared)}"] if declared else [])])
+def _repeat_reason(verdict: Verdict, own: Own, origins: Sequence[Sequence[Any]] = ()) -> str:
+    """The reason of a call denied because it repeats a vetoed call: the original veto named, and,
+    for a veto handed over from another run, that run, its turn and the message that brought it
+    (`origins`: `cypher.binding_origins` rows)."""
+    own_run = [r for r in own.repeats if len(r) < 3 or r[2] is None]
+    turns = sorted({str(r[0]) for r in own_run if r[0] is not None})
+    declared = sorted({str(r[1]) for r in own_run if r[0] is None and r[1] is not None})
+    where = [*([f"vetoed at turn {', '.join(turns)}"] if turns else []),
+             *([f"vetoed by {', '.join(declared)}"] if declared else []),
+             *(_handed_over(row) for row in origins)]
     names = ", ".join(f"{b.premise} ({b.status})" for b in verdict.blockers) or "unknown premises"
-    return (f"{verdict.target} denied: it repeats the call vetoed {where}, and repeating a "
-            f"vetoed call does not lift the veto; premise {names}. Only a person lifts it: "
-            "reinstate the premise if it was wrong, or ask a reviewer to approve a one-call "
+    return (f"{verdict.target} denied: it repeats the call {' and '.join(where) or 'vetoed'}, and "
+            f"repeating a vetoed call does not lift the veto; premise {names}. Only a person lifts "
+            "it: reinstate the premise if it was wrong, or ask a reviewer to approve a one-call "
             f"override (rippl override {own.row[0]}). Or choose an action that does not rest on it.")
+
+
+def _handed_over(row: Sequence[Any]) -> str:
+    """How a veto reached this run: "vetoed at turn T of run R (action A), handed over from run
+    R2 (its message M)" (a `cypher.binding_origins` row: veto, its run, its turn, and the kind,
+    run and name of the message that brought it)."""
+    veto, veto_run, turn, kind, via_run, via_name = row
+    at = f"at turn {turn} of run {veto_run}" if turn is not None else f"in run {veto_run}"
+    if kind == "Action":  # the model read the other run's veto itself, in a shared history
+        how = "whose veto message is in this run's input"
+    elif kind == "Claim":
+        how = f"handed over from run {via_run} through the memory {via_name!r}"
+    else:
+        how = f"handed over from run {via_run} ({via_name}) after the veto"
+    return f"vetoed {at} ({veto}), {how}"
 
 
 # ------------------------------------------------------------------------------------ judging
@@ -649,6 +672,12 @@ def backfill_reading_hosts() -> Op[None]:
              if (host := arguments_host(args)) is not None]
     for batch in itertools.batched(found, BACKFILL_BATCH):
         yield Commit([cypher.set_hosts(list(batch))], blind=True)
+
+
+def backfill_scoped_calls() -> Op[None]:
+    """Give the captured calls recorded before they kept their key in their run's scope that key
+    (a schema upgrade), so a veto read in another run of the scope is found."""
+    yield cypher.BACKFILL_SCOPED_CALLS
 
 
 def backfill_result_digests() -> Op[None]:
