@@ -57,33 +57,10 @@ from rippl_core._runtime.validation import repeat_key
 from rippl_core.models import RepeatScope
 
 REPEAT_SCOPES: tuple[RepeatScope, ...] = ("args", "tool")
-BIND_SEP = "\x1e"  # joins a binding's fields (ids and keys are printable: it is free)
-
-
-@dataclass(frozen=True, slots=True)
-class Binding:
-    """What a veto binds: the act it vetoed (its tool and canonical arguments: `act`, the call's
-    declared-action key), the node that vetoed it (`node`), the vetoed action and its run."""
-
-    act: str
-    tool: str
-    node: str
-    veto: str
-    run: str
-
-    def key(self) -> str:
-        """The binding as stored on the nodes that carry it (`bound`)."""
-        return BIND_SEP.join((self.act, self.tool, self.node, self.veto, self.run))
-
-    @classmethod
-    def of(cls, key: str) -> Binding:
-        act, tool, node, veto, run = key.split(BIND_SEP)
-        return cls(act, tool, node, veto, run)
-
-    def repeated_by(self, run: str, act: str, tool: str, scope: RepeatScope) -> bool:
-        """Whether a call of `run` (its act and tool, under its repeat scope) repeats this act
-        handed over from another run."""
-        return self.run != run and (self.act == act or (scope == "tool" and self.tool == tool))
+# A binding as the nodes that carry it store it (`bound`): the vetoed act (its tool and canonical
+# arguments: the call's declared-action key), its tool, the node that vetoed it, the vetoed action
+# and its run, joined by BIND_SEP (ids and keys are printable: it is free).
+BIND_SEP = "\x1e"
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,7 +140,7 @@ _ACTIONS = (
     "OPTIONAL MATCH (v2:Action {vtool: act.rtool}) "
     "WITH d, act, created, collect(v1.binds) AS l1, collect(v2.binds) AS l2 "
     "WITH d, act, created, reduce(acc = [], l IN l1 + l2 | acc + coalesce(l, [])) AS binds, "
-    # the bindings handed over to this run that the call repeats (`capture.context.handed`)
+    # the bindings handed over to this run that the call repeats (`_REPEATS`)
     "[i IN range(0, size(coalesce(d.bound, [])) - 1) WHERE "
     + _REPEATS.format("d.bound[i]") + " | [split(d.bound[i], $sep)[2], d.bound[i], "
     "d.bound_via[i]]] AS handed "
@@ -201,7 +201,7 @@ def _handed(carry: str, fs: str) -> str:
 
 # A node that carries bindings (`bound`: see `capture.context`), else NULL (collect skips it).
 _BEARER = "CASE WHEN {0}.bound IS NOT NULL THEN {0} END"
-# The bindings a veto holds, each as [binding, the vetoed action] (`capture.context.binding`):
+# The bindings a veto holds, each as [binding, the vetoed action] (`capture.context.BIND_SEP`):
 # its act (tool and canonical arguments), its tool, each node that vetoed it, itself, its run.
 _VETO_BINDS = ("[n IN CASE WHEN {0}.vact IS NULL THEN [] ELSE coalesce({0}.binds, []) END | "
                "[{0}.vact + $sep + {0}.tool + $sep + n + $sep + {0}.id + $sep + {0}.run, {0}.id]]")
@@ -257,60 +257,61 @@ def _context(carry: str) -> str:
         f"OPTIONAL MATCH (e:{OBSERVATION}) WHERE wide AND e.run = $run.id "
         f"OPTIONAL MATCH (e)-[:{SAW}]->(ec:Claim) "
         f"WITH {k}, carried, missing, knowns, bearers, wide, collect(DISTINCT ec) AS seen, "
-        f"collect(DISTINCT {_BEARER.format('e')}) AS be "
+        f"collect(DISTINCT {_BEARER.format('e')}) AS wbr "
         "OPTIONAL MATCH (t:Node) WHERE wide AND t.run = $run.id AND t:Decision "
         "OPTIONAL MATCH (tc:Claim)-[:SUPPORTS]->(t) "
-        f"WITH {k}, missing, knowns, carried, wide, seen, bearers + be AS bearers, "
+        f"WITH {k}, missing, knowns, carried, wide, seen, bearers, wbr, "
         f"collect(DISTINCT tc) AS tcs, collect(DISTINCT {_BEARER.format('t')}) AS bt "
         # and the vetoes of the run: a message written from anything may hand over their bindings
         "OPTIONAL MATCH (vv:Node) WHERE wide AND vv.run = $run.id AND vv:Action "
         "AND vv.vact IS NOT NULL "
-        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers + bt AS bearers, "
+        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers, wbr + bt AS wbr, "
         "collect(DISTINCT vv) AS vvs "
-        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers, "
+        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers, wbr, "
         "reduce(acc = [], v IN vvs | acc + " + _VETO_BINDS.format("v") + ") AS wb "
         # and what the other runs of the scope carried (a message of theirs Rippl did not see
         # written may have reached this run): through hand-over claims
         f"OPTIONAL MATCH (sr:{RUN}) WHERE wide AND sr.scope = $run.scope AND sr.id <> $run.id "
-        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers, wb, "
+        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers, wbr, wb, "
         "collect(sr.id) AS others "
         + _each("others", "orun") + f"OPTIONAL MATCH (fe:{OBSERVATION} {{run: orun}}) "
         f"OPTIONAL MATCH (fe)-[:{SAW}]->(fc:Claim) "
-        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers, wb, others, "
+        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers, wbr, wb, others, "
         "collect(DISTINCT CASE WHEN fc IS NOT NULL "
         "THEN {carrier: fe.id, run: fe.run, ref: fe.ref, claim: fc} END) AS fo, "
         f"collect(DISTINCT {_BEARER.format('fe')}) AS bfe "
-        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers + bfe AS bearers, wb, "
+        f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers, wbr + bfe AS wbr, wb, "
         "others, fo "
         + _each("others", "trun") + "OPTIONAL MATCH (ft:Node {run: trun}) WHERE ft:Decision "
         "OPTIONAL MATCH (ftc:Claim)-[:SUPPORTS]->(ft) "
-        f"WITH {k}, missing, knowns, carried, seen, tcs, bearers, wb, fo, "
+        f"WITH {k}, missing, knowns, carried, seen, tcs, bearers, wbr, wb, fo, "
         "collect(DISTINCT CASE WHEN ftc IS NOT NULL "
         "THEN {carrier: ft.id, run: ft.run, ref: ft.turn, claim: ftc} END) AS ft, "
         f"collect(DISTINCT {_BEARER.format('ft')}) AS bft "
-        f"WITH {k}, missing, knowns, carried, seen, tcs, bearers + bft AS bearers, wb, "
+        f"WITH {k}, missing, knowns, carried, seen, tcs, bearers, wbr + bft AS wbr, wb, "
         "fo + ft AS scoped "
-        + _handed(f"{k}, missing, knowns, carried, seen, tcs, bearers, wb", "scoped")
-        + f"WITH {k}, missing, knowns, carried, bearers, wb, seen + tcs + hs AS everything "
+        + _handed(f"{k}, missing, knowns, carried, seen, tcs, bearers, wbr, wb", "scoped")
+        + f"WITH {k}, missing, knowns, carried, bearers, wbr, wb, seen + tcs + hs AS everything "
         # the user's new input (`context.user_input`) carries nothing; any other unknown message
         # is a rewrite and carries everything the run has carried
-        f"WITH {k}, carried, everything, bearers, wb, [r IN missing | {{r: r, fresh: r.input AND "
+        f"WITH {k}, carried, everything, bearers, wbr, wb, [r IN missing | {{r: r, fresh: r.input AND "
         "none(k IN knowns[r.i + 1..] WHERE k) AND (any(k IN knowns[..r.i] WHERE k) "
         "OR size(everything) = 0)}] AS judged "
         "FOREACH (j IN judged | "
         + _message_recorded("j.r", "CASE WHEN j.fresh THEN 'input' ELSE 'unaccounted' END")
         + f"FOREACH (c IN CASE WHEN j.fresh THEN [] ELSE everything END | MERGE (u)-[:{SAW}]->(c)) "
         "FOREACH (_ IN CASE WHEN j.fresh THEN [] ELSE [1] END | SET u.bound = "
-        + _DISTINCT.format("[p IN wb | p[0]] + reduce(acc = [], n IN bearers | acc + n.bound)")
+        + _DISTINCT.format("[p IN wb | p[0]] + reduce(acc = [], n IN bearers + wbr | acc + n.bound)")
         + ")) "
-        f"WITH {k}, bearers, wb, CASE WHEN $every OR any(j IN judged WHERE NOT j.fresh) "
+        f"WITH {k}, bearers, wbr, wb, CASE WHEN $every OR any(j IN judged WHERE NOT j.fresh) "
         "THEN carried + everything ELSE carried END AS all, "
         "$every OR any(j IN judged WHERE NOT j.fresh) AS rewritten "
         # the bindings: of the vetoes read, of every message and carried claim (whatever the
         # model was told: only a person lifts a veto), and, through a message written from
         # anything, of the run's own vetoes
         f"WITH {carry}, known, all, tb + CASE WHEN rewritten THEN wb ELSE [] END "
-        "+ reduce(acc = [], n IN bearers + [c IN all WHERE c.bound IS NOT NULL] | "
+        "+ reduce(acc = [], n IN bearers + CASE WHEN rewritten THEN wbr ELSE [] END "
+        "+ [c IN all WHERE c.bound IS NOT NULL] | "
         "acc + [x IN n.bound | [x, n.id]]) AS binds "
         # what a veto named leaves, and so does a hand-over of it (the same claim, another path)
         f"UNWIND [c IN all WHERE NOT c.id IN known AND NOT coalesce(c.origin, c.id) IN known] "

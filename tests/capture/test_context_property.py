@@ -1,29 +1,33 @@
 """Property: what capture records agrees with a plain reference of its two rules, on random runs.
 
-Two runs of one scope (`A`, `B`) interleave tool calls (each result an observation under its call
-id), messages the model writes from a chosen input (`wrote`), turns whose input is a random subset
-of what either run has shown (its own messages, the other run's: a hand-over, and refs nobody
-recorded: a summary or rewrite Rippl could not account for), vetoes the model reads or never sees,
-repeats of vetoed calls spelt another way, re-plans, reinstatements and one-call overrides. After
-every turn the decision's premises must be exactly what the reference says the messages of its
-input carry, and every verdict must be what the reference says. The reference is written here from
-the rule (docs/design.md, "What a turn rests on" and "why a veto binds the action"), independently
+Three runs of one scope (`A`, `B`, `C`) interleave tool calls (each result an observation under
+its call id), messages the model writes from a chosen input (`wrote`), hand-overs written right
+after reading the vetoes shown (a lead delegating), turns whose input is a random subset of what
+the runs have shown (its own messages, the others': a hand-over or a veto in a shared history, and
+refs nobody recorded: a summary or rewrite Rippl could not account for), vetoes the model reads or
+never sees, repeats of vetoed acts in their run or another, spelt another way, re-plans,
+reinstatements and one-call overrides. After every turn the decision's premises must be exactly
+what the reference says the messages of its input carry, and every verdict must be what the
+reference says: a veto binds its act in every run whose input holds a carrier of it. The reference is written here from
+the rule (docs/design.md, "What a turn rests on", "why a veto binds the action" and "a veto binds
+the team"), independently
 of the code; only the names of what capture writes (ids) come from it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from rippl_core import Rippl, ToolCall
 from rippl_core.capture import ids
 from rippl_core.capture.context import Carried, Observed, context_set, present
 
-RUNS = ("A", "B")
+RUNS = ("A", "B", "C")
 SCOPE = "S"
 
 
@@ -74,23 +78,28 @@ def test_the_executable_rule_matches_its_statement(carriers: dict[str, frozenset
 
 # ------------------------------------------------------------------------------------ the graph
 
+# A binding: (the vetoed act's key, the decision that vetoed it, the run it was vetoed in).
+type Bind = tuple[str, str, str]
+
 
 @dataclass
 class Reference:
-    """The rule, plainly: what each carrier of each run carries (node ids), everything each run has
-    carried, what each veto named, which claims are retracted, the vetoed calls and overrides."""
+    """The rule, plainly: what each carrier of each run carries (node ids, and bindings), what
+    each veto named and binds, which claims are retracted, the vetoed calls and overrides."""
 
-    carriers: dict[str, dict[str, tuple[str, set[str]]]] = field(
-        default_factory=lambda: {r: {} for r in RUNS})  # run -> ref -> (carrier id, nodes)
+    carriers: dict[str, dict[str, tuple[str, set[str], set[Bind]]]] = field(
+        default_factory=lambda: {r: {} for r in RUNS})  # run -> ref -> (carrier id, nodes, binds)
     everything: dict[str, set[str]] = field(default_factory=lambda: {r: set() for r in RUNS})
     named: dict[str, set[str]] = field(default_factory=dict)  # vetoed call id -> trail nodes
+    binds: dict[str, set[Bind]] = field(default_factory=dict)  # vetoed call id -> its bindings
     retracted: set[str] = field(default_factory=set)
     decisions: dict[str, set[str]] = field(default_factory=dict)  # decision -> premises
     vetoed: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (run, key) -> decisions
     overrides: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # unused ones
 
-    def carry(self, run: str, ref: str, carrier: str, nodes: set[str]) -> None:
-        self.carriers[run].setdefault(ref, (carrier, set(nodes)))
+    def carry(self, run: str, ref: str, carrier: str, nodes: set[str],
+              binds: set[Bind] = frozenset()) -> None:  # type: ignore[assignment]
+        self.carriers[run].setdefault(ref, (carrier, set(nodes), set(binds)))
         self.everything[run] |= nodes
 
     def out(self, node: str) -> bool:
@@ -102,39 +111,53 @@ class Reference:
             return self.out(node.rsplit("-", 2)[-2] + "-" + node.rsplit("-", 1)[-1])
         return any(self.out(p) for p in self.decisions.get(node, ()))
 
-    def context(self, run: str, refs: list[str], told: list[str], inputs: set[str]) -> set[str]:
+    def others(self, run: str) -> list[str]:
+        return [r for r in RUNS if r != run]
+
+    def context(self, run: str, refs: list[str], told: list[str],
+                inputs: set[str]) -> tuple[set[str], set[Bind]]:
+        """The claims a turn (or a message written) rests on, and the bindings it holds."""
         known = {n for t in told for n in self.named.get(t, ())}
-        other = RUNS[1 - RUNS.index(run)]
         present = list(dict.fromkeys(r for r in refs if r not in told))  # a veto carries nothing
-        found = [r in self.carriers[run] or r in self.carriers[other] for r in present]
+        found = [r in self.carriers[run] or any(r in self.carriers[o] for o in self.others(run))
+                 for r in present]
         nodes: set[str] = set()
+        # the bindings of the vetoes it read, in its run or another's (a shared history)
+        binds: set[Bind] = {b for t in told for b in self.binds.get(t, ())}
         unknown = []
         for position, ref in enumerate(present):
-            own, theirs = self.carriers[run].get(ref), self.carriers[other].get(ref)
+            own = self.carriers[run].get(ref)
             if own is not None:
                 nodes |= own[1]
-            if theirs is not None:
-                carrier, carried = theirs
-                nodes |= {f"HND-{carrier}-{origin(n)}" for n in carried}
-            if own is None and theirs is None:
-                # the user's new input: after every known message and after one of them (or in a
-                # run that has carried nothing); anything else unknown is a rewrite
+                binds |= own[2]
+            for other in self.others(run):
+                theirs = self.carriers[other].get(ref)
+                if theirs is not None:
+                    carrier, carried, bound = theirs
+                    nodes |= {f"HND-{carrier}-{origin(n)}" for n in carried}
+                    binds |= bound
+            if own is None and not found[position]:
                 unknown.append((ref, position))
         # a message Rippl cannot account for may come from any run of the scope: it carries
-        # everything this run carried, and what the other runs carried, through hand-overs
+        # everything this run carried, and what the other runs carried, through hand-overs, and
+        # every binding any of them holds, and those of this run's own vetoes
         everything = set(self.everything[run]) | {
-            f"HND-{carrier}-{origin(n)}" for carrier, carried in self.carriers[other].values()
-            for n in carried}
+            f"HND-{carrier}-{origin(n)}" for other in self.others(run)
+            for carrier, carried, _ in self.carriers[other].values() for n in carried}
+        all_binds = {b for r in RUNS for _, _, bound in self.carriers[r].values() for b in bound} \
+            | {b for bound in self.binds.values() for b in bound if b[2] == run}
         for ref, position in unknown:
             # the user's new input: after every known message and after one of them (or in a
             # scope that has carried nothing); anything else unknown is a rewrite
             users = ref in inputs and not any(found[position + 1:]) and (
                 any(found[:position]) or not everything)
             carried = set() if users else everything
-            self.carry(run, ref, ids.carrier(run, ref), carried)
+            self.carry(run, ref, ids.carrier(run, ref), carried, set() if users else all_binds)
             nodes |= carried
-        # what a veto named leaves the context, and so does a hand-over of it
-        return {n for n in nodes if n not in known and origin(n) not in known}
+            if not users:
+                binds |= all_binds
+        # what a veto named leaves the context, and so does a hand-over of it; bindings stay
+        return {n for n in nodes if n not in known and origin(n) not in known}, binds
 
 
 def origin(node: str) -> str:
@@ -148,12 +171,14 @@ steps = st.lists(st.one_of(
     st.tuples(st.just("turn"), st.sampled_from(RUNS), st.integers(0, 2 ** 12)),
     st.tuples(st.just("veto"), st.sampled_from(RUNS), st.integers(0, 2 ** 12)),
     st.tuples(st.just("repeat"), st.sampled_from(RUNS), st.integers(0, 2 ** 12)),
+    st.tuples(st.just("delegate"), st.sampled_from(RUNS), st.integers(0, 2 ** 12)),
     st.tuples(st.just("reinstate"), st.sampled_from(RUNS), st.integers(0, 50)),
     st.tuples(st.just("override"), st.sampled_from(RUNS), st.integers(0, 50)),
-), min_size=2, max_size=12)
+), min_size=2, max_size=14)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get("RIPPL_EXAMPLES", "50")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=steps)
 def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..., Rippl],
                                                          plan: list[tuple[str, str, int]]) -> None:
@@ -161,14 +186,15 @@ def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..
     ref = Reference()
     shown: dict[str, list[str]] = {r: [] for r in RUNS}  # refs each run has had in its input
     results: list[tuple[str, str]] = []  # every result: (the ref it was read under, its claim)
-    vetoes: dict[str, list[str]] = {r: [] for r in RUNS}  # call ids of vetoes each run received
-    calls: list[tuple[str, str, int | str]] = []  # (run, call id, shard) of vetoed calls, for repeats
+    vetoes: list[str] = []  # call ids of the veto messages (any run's: a shared history)
+    calls: list[tuple[str, str, int | str]] = []  # (run, call id, shard) of vetoed calls
 
     def pick(run: str, bits: int, n: int) -> tuple[list[str], set[str]]:
-        """A model input: a subset of what either run has shown, and maybe a message nobody
-        recorded, marked as possibly the user's or not, before or after the rest (the user's new
-        message, or a summary or rewrite Rippl did not see written)."""
-        pool = shown[run] + shown[RUNS[1 - RUNS.index(run)]]
+        """A model input: a subset of what the runs have shown (its own messages, and the others':
+        hand-overs, their vetoes), and maybe a message nobody recorded, marked as possibly the
+        user's or not, before or after the rest (the user's new message, or a summary or
+        rewrite Rippl did not see written)."""
+        pool = shown[run] + [r for o in ref.others(run) for r in shown[o]]
         chosen = [r for i, r in enumerate(pool) if bits >> (i % 10) & 1]
         if bits >> 10 & 1:
             chosen = [f"u{n}", *chosen] if bits >> 11 & 1 else [*chosen, f"u{n}"]
@@ -177,17 +203,22 @@ def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..
     def turn(run: str, n: int, call: ToolCall, context: list[str], told: list[str],
              inputs: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
         handle = rippl.run(run, scope=SCOPE)
-        expected = ref.context(run, context, told, inputs) | {ids.run_claim(run)}
+        expected, binds = ref.context(run, context, told, inputs)
+        expected |= {ids.run_claim(run)}
         [verdict] = handle.decide(f"t{n}", [call], context=context, told=told, inputs=sorted(inputs))
         decision = ids.decision(run, f"t{n}", [ids.Call.of(call, f"t{n}", 0)])
         assert set(rippl.get(decision).justifications[0]) == expected
         ref.decisions[decision] = expected
-        ref.carry(run, f"t{n}", decision, expected)
+        ref.carry(run, f"t{n}", decision, expected, binds)
         shown[run].append(f"t{n}")
-        key = (run, ids.Call.of(call, "x", 0).key)
+        act = ids.Call.of(call, "x", 0).key
+        key = (run, act)
         own_out = any(ref.out(p) for p in expected)
-        bound = ref.vetoed.get(key, [])
+        # bound: the calls vetoed in its run, and the acts handed over to it after a veto
+        bound = ref.vetoed.get(key, []) + sorted({d for a, d, r in binds if a == act and r != run})
         blockers_out = own_out or any(ref.out(d) for d in bound)
+        if not own_out and any(r != run and a == act and ref.out(d) for a, d, r in binds):
+            event("a veto handed over from another run decides")
         allowed = not blockers_out
         retracted = {origin(p) for p in expected if ref.out(p)} | {
             origin(p) for d in bound for p in ref.decisions[d] if ref.out(p)}
@@ -200,7 +231,11 @@ def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..
                                   for n in b.trail}
             if own_out:
                 ref.vetoed.setdefault(key, []).append(decision)
-            vetoes[run].append(call.id)  # type: ignore[arg-type]
+                ref.binds[call.id] = {(act, decision, run)}  # type: ignore[index]
+            if any(r != run for _, _, r in binds if _ == act) and not own_out:
+                assert "handed over from run" in verdict.reason \
+                    or "whose veto message is in this run's input" in verdict.reason
+            vetoes.append(call.id)  # type: ignore[arg-type]
             shown[run].append(call.id)  # type: ignore[arg-type]  # the veto message
         return verdict.allowed
 
@@ -213,17 +248,19 @@ def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..
             results.append((f"c{n}", claim))
             ref.carry(run, f"c{n}", ids.observation(run, f"c{n}", [claim]), {claim})
             shown[run].append(f"c{n}")
-        elif kind == "write":
+        elif kind in ("write", "delegate"):
             context, inputs = pick(run, value, n)
-            told = [t for t in vetoes[run] if t in context]
-            expected = ref.context(run, context, told, inputs)
+            if kind == "delegate":  # a hand-over written right after reading every veto shown
+                context += [v for v in vetoes if v in shown[run] and v not in context]
+            told = [t for t in vetoes if t in context]
+            expected, binds = ref.context(run, context, told, inputs)
             carried = handle.wrote(f"m{n}", context=context, told=told, inputs=sorted(inputs))
             assert set(carried) == expected
-            ref.carry(run, f"m{n}", ids.carrier(run, f"m{n}"), expected)
+            ref.carry(run, f"m{n}", ids.carrier(run, f"m{n}"), expected, binds)
             shown[run].append(f"m{n}")
         elif kind in ("turn", "veto"):
             context, inputs = pick(run, value, n)
-            told = [t for t in vetoes[run] if t in context]
+            told = [t for t in vetoes if t in context]
             shard: int | str = 9 if kind == "veto" else f"x{n}"
             if kind == "veto" and results:
                 carrier, victim = results[value % len(results)]
@@ -234,12 +271,12 @@ def test_decisions_and_verdicts_agree_with_the_reference(open_rippl: Callable[..
             call = ToolCall(name="migrate", args={"shard": shard}, id=f"c{n}")
             if not turn(run, n, call, context, told, inputs):
                 calls.append((run, f"c{n}", shard))
-        elif kind == "repeat" and any(r == run for r, _, _ in calls):
-            _, _, shard = [c for c in calls if c[0] == run][value % len([c for c in calls
-                                                                      if c[0] == run])]
+        elif kind == "repeat" and calls:
+            # the same act, in its run or another's, whatever the model read, however it spells
+            # it (9 or 9.0)
+            _, _, shard = calls[value % len(calls)]
             context, inputs = pick(run, value, n)
-            told = [t for t in vetoes[run] if t in context]
-            # the same call, whatever the model read, however it spells it (9 or 9.0)
+            told = [t for t in vetoes if t in context]
             spelt = {"shard": float(shard) if isinstance(shard, int) and value % 2 else shard}
             turn(run, n, ToolCall(name="migrate", args=spelt, id=f"c{n}"), context, told, inputs)
         elif kind == "reinstate" and ref.retracted:
