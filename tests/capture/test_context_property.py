@@ -8,10 +8,10 @@ refs nobody recorded: a summary or rewrite Rippl could not account for), vetoes 
 never sees, repeats of vetoed acts in their run or another, spelt another way, re-plans,
 reinstatements and one-call overrides. After every turn the decision's premises must be exactly
 what the reference says the messages of its input carry, and every verdict must be what the
-reference says: a veto binds its act in every run whose input holds a carrier of it. The reference is written here from
-the rule (docs/design.md, "What a turn rests on", "why a veto binds the action" and "a veto binds
-the team"), independently
-of the code; only the names of what capture writes (ids) come from it.
+reference says: a veto binds its act in every run whose input holds a carrier of it. The
+reference is written here from the rule (docs/design.md, "What a turn rests on", "why a veto binds
+the action" and "a veto binds the team"), independently of the code; only the names of what
+capture writes (ids) come from it.
 """
 
 from __future__ import annotations
