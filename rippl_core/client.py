@@ -38,6 +38,7 @@ from rippl_core.beliefs import cypher as beliefs_cypher
 from rippl_core.beliefs import memory, subjects, whatif
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
 from rippl_core.capture import cypher as capture_cypher
+from rippl_core.capture import memory as capture_memory
 from rippl_core.capture import run as capture
 from rippl_core.capture import trace as capture_trace
 from rippl_core.capture.handle import AsyncRun, Run
@@ -238,6 +239,11 @@ class Rippl:
         self.distinct_approver = distinct_approver
         self._client, self._server = client, server
         self._driver = SyncDriver(client, self.keys, location)
+
+    def _written(self) -> capture_memory.Justified | None:
+        """What a memory write made now joins to its commit: the captured run writing, if any
+        (`capture.memory`)."""
+        return capture_memory.justified(capture_memory.current(self.graph))
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -625,9 +631,10 @@ class Rippl:
                 note: str | None = None) -> Belief:
         """The agent adopts a claim about a topic from `valid_from` (default: now). The interval
         it held before is closed there, never deleted. A past `valid_from` records late knowledge."""
+        joined = self._written()  # believed while a captured run writes: it rests on the run
         return self._driver.run(lambda: memory.believe(
             agent, claim_id, topic=topic, valid_from=valid_from, recorded_at=recorded_at,
-            evidence=evidence, note=note), write=True)
+            evidence=evidence, note=note, joined=joined), write=True)
 
     def retract_belief(self, agent: str, topic: str, *, at: TimeLike | None = None,
                        reason: str | None = None,
@@ -695,7 +702,7 @@ class Rippl:
     # -- record stores and ingestion ---------------------------------------------------------
     def records(self, store: str = "default") -> RecordStore:
         """A named store of text records (memories) held as claims of this graph."""
-        return RecordStore(self._driver, store)
+        return RecordStore(self._driver, store, self._written)
 
     def ingest(self, documents: DocumentLike | Iterable[DocumentLike], *,
                extractor: Extractor | None = None, dry_run: bool = False,
@@ -753,6 +760,11 @@ class AsyncRippl:
         self.distinct_approver = distinct_approver
         self._client, self._server = client, server
         self._driver = AsyncDriver(client, self.keys, location)
+
+    def _written(self) -> capture_memory.Justified | None:
+        """What a memory write made now joins to its commit: the captured run writing, if any
+        (`capture.memory`)."""
+        return capture_memory.justified(capture_memory.current(self.graph))
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -1117,9 +1129,10 @@ class AsyncRippl:
                       evidence: SequenceNotStr[str] = (), note: str | None = None) -> Belief:
         """The agent adopts a claim about a topic from `valid_from` (default: now). The interval
         it held before is closed there, never deleted. A past `valid_from` records late knowledge."""
+        joined = self._written()  # believed while a captured run writes: it rests on the run
         return await self._driver.run(lambda: memory.believe(
             agent, claim_id, topic=topic, valid_from=valid_from, recorded_at=recorded_at,
-            evidence=evidence, note=note), write=True)
+            evidence=evidence, note=note, joined=joined), write=True)
 
     async def retract_belief(self, agent: str, topic: str, *, at: TimeLike | None = None,
                              reason: str | None = None,
@@ -1189,7 +1202,7 @@ class AsyncRippl:
     # -- record stores and ingestion ---------------------------------------------------------
     def records(self, store: str = "default") -> AsyncRecordStore:
         """A named store of text records (memories) held as claims of this graph."""
-        return AsyncRecordStore(self._driver, store)
+        return AsyncRecordStore(self._driver, store, self._written)
 
     async def ingest(self, documents: DocumentLike | Iterable[DocumentLike], *,
                      extractor: Extractor | None = None, dry_run: bool = False,

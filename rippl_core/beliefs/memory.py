@@ -37,6 +37,7 @@ from rippl_core.beliefs import cypher
 from rippl_core.beliefs.models import Belief, BeliefChange, constructed
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal import history
+from rippl_core.causal.joined import Joined
 from rippl_core.errors import InvalidInputError, NotFoundError
 from rippl_core.vocabulary import Kind, State, public_status
 
@@ -296,8 +297,11 @@ def _note(note: str | None) -> str | None:
 
 
 def believe(agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | None,
-            recorded_at: TimeLike | None, evidence: SequenceNotStr[str], note: str | None) -> Op[Belief]:
-    """The agent adopts `claim_id` about `topic` from `valid_from` (default: when recorded)."""
+            recorded_at: TimeLike | None, evidence: SequenceNotStr[str], note: str | None,
+            joined: Joined | None = None) -> Op[Belief]:
+    """The agent adopts `claim_id` about `topic` from `valid_from` (default: when recorded).
+    `joined`: what another feature records about the claim in the same commit (a memory written
+    in a captured run rests on what the run carried: `capture.memory`)."""
     agent, topic, key = subject(agent, topic)
     claim_id = check_id(claim_id, what="claim id")
     evidence_ids = check_ids(evidence, what="evidence")
@@ -313,8 +317,10 @@ def believe(agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | Non
     same = covering is not None and covering.claim == claim_id
     if same and covering is not None and set(evidence_ids) <= set(covering.evidence) \
             and note in (None, covering.note):
+        if joined is not None:  # believed already, written again in a run: that run's write
+            yield from _joined(Commit(), joined, claim_id, now)
         beliefs = yield from _beliefs([covering])
-        return beliefs[0]  # already believed, nothing new: no write
+        return beliefs[0]  # already believed, nothing new: no new interval
     if same and covering is not None:
         evidence_ids = list(dict.fromkeys([*covering.evidence, *evidence_ids]))
         note = note if note is not None else covering.note
@@ -329,9 +335,18 @@ def believe(agent: str, claim_id: str, *, topic: str, valid_from: TimeLike | Non
             inserted.append(replace(covering, valid_to=start, recorded_at=tx, reason=None,
                                     cause="believe"))
     inserted.append(new)
-    yield _write(agent, topic, claim_id, key, superseded, inserted, tx,
-                 belief_event("belief_recorded", new, tx))
+    commit = _write(agent, topic, claim_id, key, superseded, inserted, tx,
+                    belief_event("belief_recorded", new, tx))
+    yield from _joined(commit, joined, claim_id, now)
     return belief_model(new, states)
+
+
+def _joined(commit: Commit, joined: Joined | None, claim_id: str, now: int) -> Op[None]:
+    """Commit, with what `joined` adds about the claim, then what follows it."""
+    extra = joined.queries([claim_id], now) if joined is not None else []
+    replies = yield Commit(commit.queries + extra, commit.events, blind=commit.blind)
+    if joined is not None:
+        yield from joined.after(replies[len(replies) - len(extra):])
 
 
 def retract_belief(agent: str, topic: str, *, at: TimeLike | None, reason: str | None,

@@ -523,6 +523,87 @@ def wrote(run: Mapping[str, Any], carrier: Mapping[str, Any],
         {"run": run, "carrier": carrier, "now": now, **_input(run, refs, told)})
 
 
+# A memory written in a run (`capture.memory`): for each claim written (`$claims`, each {claim,
+# w: the writer node's id}), a node "run R wrote it (turn T, call C): <claim>" resting on what the
+# writing rested on (`ants`), linked to the claim as a justification of it, unless the claim is a
+# premise someone stated before this write began (`$since`: it holds on its own) or the link would
+# change the claim's state (then `capture.memory` links it with a relabel). The claim is no
+# fresher than the readings the writer rests on (`reads`, unless another kind of justification
+# holds it), and carries the writer's bindings. Returns (claim, writer, linked or nothing to do).
+_WROTE = (
+    "UNWIND $claims AS cl MATCH (c:Node {id: cl.claim}) "
+    "OPTIONAL MATCH (w0:Node {id: cl.w}) OPTIONAL MATCH (j)-[:SUPPORTS]->(c) "
+    "WITH ants, bound, turn, c, cl, w0 IS NULL AS fresh, count(j) AS justs, "
+    "count(CASE WHEN j IS NOT NULL AND j.wrote_run IS NULL THEN 1 END) AS others "
+    "MERGE (w:Node:Claim {id: cl.w}) ON CREATE SET w += $writer, w.id = cl.w, "
+    "w.text = 'run ' + $writer.wrote_run + ' wrote it' + coalesce(' (' + turn + ')', '') + ': ' "
+    "+ left(c.text, 300), w.state = " + _STATE.format(states="[a IN ants | a.state]") + ", "
+    "w.reads = " + _READS.format("ants") + ", "
+    "w.bound = CASE WHEN size(bound) = 0 THEN NULL ELSE bound END "
+    "FOREACH (a IN CASE WHEN fresh THEN ants ELSE [] END | CREATE (a)-[:SUPPORTS {j: cl.w}]->(w)) "
+    "FOREACH (_ IN CASE WHEN fresh THEN [1] ELSE [] END | "
+    + _CREATED.format(id="cl.w", kind="'Claim'", after="w.state") + ") "
+    "WITH c, w, justs, others OPTIONAL MATCH (w)-[l:SUPPORTS]->(c) "
+    "WITH c, w, justs, others, l IS NOT NULL AS had, "
+    "(justs = 0 AND c.created_at < $since) AS stated, "
+    "CASE WHEN coalesce(c.retracted, false) OR coalesce(c.pending, 0) > 0 THEN c.state "
+    "WHEN justs = 0 THEN w.state WHEN c.state = 'IN' OR w.state = 'IN' THEN 'IN' "
+    "WHEN c.state = 'AT_RISK' OR w.state = 'AT_RISK' THEN 'AT_RISK' ELSE 'OUT' END AS after "
+    "WITH c, w, had, stated, others, NOT had AND NOT stated AND after = c.state AS blind "
+    "FOREACH (_ IN CASE WHEN blind THEN [1] ELSE [] END | CREATE (w)-[:SUPPORTS {j: w.id}]->(c)) "
+    "FOREACH (_ IN CASE WHEN had OR stated THEN [] ELSE [1] END | "
+    "SET c.reads = CASE WHEN others = 0 THEN "
+    + _DISTINCT.format("coalesce(c.reads, []) + coalesce(w.reads, [])") + " ELSE c.reads END, "
+    "c.bound = CASE WHEN w.bound IS NULL THEN c.bound ELSE "
+    + _DISTINCT.format("coalesce(c.bound, []) + w.bound") + " END) "
+    "RETURN c.id, w.id, had OR stated OR blind"
+)
+
+
+def wrote_memory(call_ref_: str, claims: Sequence[Mapping[str, str]],
+                 writer: Mapping[str, Any], unrecorded: Mapping[str, Any], since: int,
+                 now: int) -> Query:
+    """A memory a tool call of a run wrote (`call_ref_`): each claim written rests on what the
+    call's turn rested on (its decision's premises, after the told rule) and holds its bindings
+    (`_WROTE`). A call never recorded (fail closed) rests on `unrecorded`, a claim that it was,
+    created retracted: the memory holds only once a person reinstates it."""
+    return Query(
+        "OPTIONAL MATCH (x:Action {call_ref: $call}) "
+        "OPTIONAL MATCH (d:Decision)-[e:DRIVES]->(x) WHERE e.repeat IS NULL "
+        "OPTIONAL MATCH (a)-[:SUPPORTS]->(d) "
+        "WITH x, d, collect(DISTINCT a) AS ants OPTIONAL MATCH (u0:Node {id: $unrec.id}) "
+        "WITH x, d, ants, u0 "
+        "FOREACH (_ IN CASE WHEN d IS NULL AND u0 IS NULL THEN [1] ELSE [] END | "
+        "CREATE (u:Node:Claim) SET u += $unrec.props, u.state = 'OUT', u.retracted = true, "
+        "u.retracted_at = $now, u.retracted_by = 'rippl' "
+        "CREATE (:Retraction {node: $unrec.id, retracted: true, valid_from: $now, "
+        "recorded_at: $now, cause: 'unrecorded'}) "
+        + _CREATED.format(id="$unrec.id", kind="'Claim'", after="'OUT'") + ") "
+        "WITH x, d, ants OPTIONAL MATCH (u:Node {id: $unrec.id}) WHERE d IS NULL "
+        "WITH CASE WHEN d IS NULL THEN [u] ELSE ants END AS ants, "
+        "coalesce(d.bound, []) AS bound, "
+        "CASE WHEN d IS NULL THEN NULL ELSE 'turn ' + d.turn + ', call ' + x.call_id END AS turn "
+        + _WROTE,
+        {"call": call_ref_, "claims": list(claims), "writer": writer, "unrec": unrecorded,
+         "since": since, "now": now})
+
+
+def run_wrote_memory(run: Mapping[str, Any], claims: Sequence[Mapping[str, str]],
+                     writer: Mapping[str, Any], told: Sequence[str], since: int,
+                     now: int) -> Query:
+    """A memory a run wrote with no tool call of its own (a framework's own save, a graph node,
+    an MCP session): each claim rests on everything the run has carried, less what the vetoes
+    it read named (`context=None`), and holds every binding of it (`_WROTE`)."""
+    return Query(
+        _run_root(run) + "WITH 1 AS one MATCH (root:Node {id: $run.claim.id}) WITH root "
+        + _known("root") + _context("root")
+        + "WITH CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants, "
+        + _DISTINCT.format("[p IN binds | p[0]]") + " AS bound, NULL AS turn "
+        + _WROTE,
+        {"run": run, "claims": list(claims), "writer": writer, "since": since, "now": now,
+         **_input(run, None, told)})
+
+
 def drive(run: Mapping[str, Any], decision: str, actions: Sequence[Mapping[str, Any]],
           now: int) -> Query:
     """Add actions to an existing decision (a call edited after its turn was decided), labelled

@@ -102,6 +102,16 @@ def unrecorded(run: str, ref: str, digest: str | None) -> str:
     return f"UNR-{_hash('unrecorded', run, ref, digest or '')[:16]}"
 
 
+def memory_writer(run: str, call: str | None) -> str:
+    """The writer of a memory: a tool call of a run, or the run itself (`call` None)."""
+    return f"{run}\x1f{call or ''}"
+
+
+def memory_written(writer: str, claim: str) -> str:
+    """The node "run R wrote it": what a memory a writer wrote rests on (capture.memory)."""
+    return f"WRT-{_hash('wrote', writer, claim)[:16]}"
+
+
 def text_ref(text: str) -> str:
     """The ref of a message known only by its text (a framework that gives its messages no ids): a
     digest of the text with its white space collapsed."""

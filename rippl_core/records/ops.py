@@ -29,6 +29,7 @@ from rippl_core._runtime.timeutil import TimeLike, from_ms, to_ms
 from rippl_core._runtime.validation import SequenceNotStr, check_collection, check_id, check_text, semantic_id
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal import history
+from rippl_core.causal.joined import Joined
 from rippl_core.causal.nodes import fetch_justifications, fetch_nodes, stated_claims
 from rippl_core.causal.relabel import Change, plan_change
 from rippl_core.causal.spec import NodeSpec
@@ -254,10 +255,13 @@ def summary(store: str, scope: str, *, view: View) -> Op[ScopeSummary]:
 # ------------------------------------------------------------------------------------ writing
 
 
-def save(store: str, records: Sequence[Record], *, now: int) -> Op[list[Record]]:
+def save(store: str, records: Sequence[Record], *, now: int,
+         joined: Joined | None = None) -> Op[list[Record]]:
     """Insert or replace records, all or nothing. A record whose fields are unchanged keeps its
     version (only its last access time moves); a changed one gets a new version, the old one
-    ended now. Claims and sources are created as needed."""
+    ended now. Claims and sources are created as needed. `joined`: what another feature records
+    about the claims in the same commit (records saved in a captured run rest on what the run
+    carried, `capture.memory`, instead of the store's own source)."""
     store = check_store(store)
     prepared = _prepare_all(store, records, now)
     if not prepared:
@@ -266,12 +270,16 @@ def save(store: str, records: Sequence[Record], *, now: int) -> Op[list[Record]]
     yield from _check_dimensions(store, prepared)
     existing = yield from _open_versions(store, prepared)
     last = yield cypher.latest_versions(store, ids)
-    change = yield from _claims_change(store, prepared, now)
+    change = yield from _claims_change(store, prepared, now, written=joined is not None)
     commit = (yield from plan_change(change, cause="record", at=now, now=now)) if (
         change.new_nodes or change.new_justifications) else Commit()
     _version_queries(commit, store, prepared, existing, {rid: int(v) for rid, v in last}, now)
-    if commit.queries:
-        yield commit
+    extra = [] if joined is None else joined.queries(
+        [p.claim or p.derived or semantic_id(Kind.CLAIM, p.props["content"]) for p in prepared], now)
+    if commit.queries or extra:
+        replies = yield Commit(commit.queries + extra, commit.events, blind=commit.blind)
+        if joined is not None:
+            yield from joined.after(replies[len(replies) - len(extra):])
     saved = yield from _current(store, ids)
     return saved
 
@@ -347,10 +355,12 @@ def _check_dimensions(store: str, prepared: Sequence[_Prepared]) -> Op[None]:
                 f"{sizes.pop()}. Embed with the same model, or reset the store")
 
 
-def _claims_change(store: str, prepared: Sequence[_Prepared], now: int) -> Op[Change]:
+def _claims_change(store: str, prepared: Sequence[_Prepared], now: int, *,
+                   written: bool = False) -> Op[Change]:
     """The causal-graph change that gives every record its claim: derived claims (and their
     sources) created or given the record's source as one more justification; named claims
-    checked."""
+    checked. `written` (a run writes them): a record naming no source gets no source of the
+    store's own (what the run rested on justifies it instead)."""
     derived: dict[str, tuple[str, set[str]]] = {}  # claim -> (text, source ids)
     titles: dict[str, str] = {}
     named: set[str] = set()
@@ -363,6 +373,8 @@ def _claims_change(store: str, prepared: Sequence[_Prepared], now: int) -> Op[Ch
                                  (semantic_id(Kind.CLAIM, p.props["content"]), p.props["content"]))
         p.derived = claim
         text, sources = derived.setdefault(claim, (text, set()))
+        if written and p.props["source"] is None:
+            continue  # the run's write is its provenance (`joined`), not the store
         sources.add(p.source[0])
         titles[p.source[0]] = p.source[1]
     found = yield from fetch_nodes(sorted(named | set(derived) | set(titles)))

@@ -6,11 +6,12 @@ A `RecordStore` is a named set of records on the handle's graph; several stores 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rippl_core._runtime.timeutil import TimeLike, now_ms
 from rippl_core._runtime.validation import SequenceNotStr
+from rippl_core.causal.joined import Joined
 from rippl_core.records import ops
 from rippl_core.records.model import Record, ScopeSummary, check_store, view_of
 
@@ -23,13 +24,18 @@ class RecordStore:
 
     store: str
 
-    def __init__(self, driver: SyncDriver, store: str) -> None:
+    def __init__(self, driver: SyncDriver, store: str,
+                 joined: Callable[[], Joined | None] = lambda: None) -> None:
         self._driver, self.store = driver, check_store(store)
+        self._joined = joined  # who is writing now (a captured run: `capture.memory`)
         self._driver.run(ops.ensure_schema)
 
     def save(self, records: Sequence[Record]) -> list[Record]:
-        """Insert or replace records (all or nothing); a changed record gets a new version."""
-        return self._driver.run(lambda: ops.save(self.store, records, now=now_ms()), write=True)
+        """Insert or replace records (all or nothing); a changed record gets a new version.
+        Saved while a captured run writes, each record's claim rests on what the run carried."""
+        joined = self._joined()
+        return self._driver.run(lambda: ops.save(self.store, records, now=now_ms(), joined=joined),
+                                write=True)
 
     def get(self, record_id: str, *, as_of: TimeLike | None = None,
             known_at: TimeLike | None = None) -> Record | None:
@@ -84,8 +90,10 @@ class AsyncRecordStore:
 
     store: str
 
-    def __init__(self, driver: AsyncDriver, store: str) -> None:
+    def __init__(self, driver: AsyncDriver, store: str,
+                 joined: Callable[[], Joined | None] = lambda: None) -> None:
         self._driver, self.store = driver, check_store(store)
+        self._joined = joined
         self._ready = False
 
     async def _ensure(self) -> None:
@@ -94,10 +102,12 @@ class AsyncRecordStore:
             self._ready = True
 
     async def save(self, records: Sequence[Record]) -> list[Record]:
-        """Insert or replace records (all or nothing); a changed record gets a new version."""
+        """Insert or replace records (all or nothing); a changed record gets a new version.
+        Saved while a captured run writes, each record's claim rests on what the run carried."""
         await self._ensure()
-        return await self._driver.run(lambda: ops.save(self.store, records, now=now_ms()),
-                                      write=True)
+        joined = self._joined()
+        return await self._driver.run(lambda: ops.save(self.store, records, now=now_ms(),
+                                                       joined=joined), write=True)
 
     async def get(self, record_id: str, *, as_of: TimeLike | None = None,
                   known_at: TimeLike | None = None) -> Record | None:
