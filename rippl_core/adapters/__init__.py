@@ -25,7 +25,13 @@ Modules: `toolguard` (mapping and fail-closed verdicts), `guard` (bound to a gra
   gives the digest of every thread head (for the receipt log's anchored head), `FileAnchor` keeps
   the newest heads outside the database.
 - **Capture**: `Capture` records one run of a framework's agent (its turns, calls, executions,
-  the messages its model wrote) and judges its calls, failing closed.
+  the messages its model wrote) and judges its calls, failing closed; `Capture.writing` marks a
+  block in which memory written is the run's (`Writing` of a `RunRef`, `writing`, for an adapter
+  that writes for a run it knows; `current_writing`, who writes now), so it rests on what the run
+  carried.
+- **Arguments as the tool receives them**: `ToolGuard.learn(name, metadata, schema)` takes a
+  tool's argument schema (`schema_of` finds it on a tool object); every call is then compared on
+  `received` arguments (defaults filled, values coerced, injected arguments left out).
 - **Per-tool settings**: `ToolSettings` (in `rippl_core`) given per tool name to a guard
   (`tools=`), or read from a tool's own metadata under `METADATA_KEY` ("rippl") with
   `ToolGuard.learn`.
@@ -43,6 +49,7 @@ from rippl_core._runtime.timeutil import from_ms, now_ms, to_ms
 from rippl_core._runtime.validation import check_id, check_text, normalise_text, semantic_id
 from rippl_core._runtime.wire import Query
 from rippl_core.adapters import checkpoints
+from rippl_core.adapters.arguments import ArgumentSchema, received, schema_of
 from rippl_core.adapters.capture import Capture, FrameworkCall
 from rippl_core.adapters.checkpoints import (
     ChainPolicy,
@@ -86,11 +93,14 @@ from rippl_core.adapters.toolguard import (
     veto_text,
 )
 from rippl_core.capture.ids import output_digest, text_ref
-from rippl_core.capture.run import capture_policy
+from rippl_core.capture.memory import Writing, writing
+from rippl_core.capture.memory import current as current_writing
+from rippl_core.capture.run import RunRef, capture_policy
 
 __all__ = [
     "METADATA_KEY",
     "VETO_PREFIX",
+    "ArgumentSchema",
     "Arguments",
     "AsyncStateGraph",
     "Batch",
@@ -113,12 +123,14 @@ __all__ = [
     "Query",
     "Resolver",
     "ResolverResult",
+    "RunRef",
     "Schema",
     "StateGraph",
     "ThreadedRippl",
     "Tick",
     "ToolGuard",
     "ToolSettingsMap",
+    "Writing",
     "acall",
     "acheckpoint_heads_digest",
     "arguments",
@@ -130,14 +142,17 @@ __all__ = [
     "checkpoint_heads_digest",
     "checkpoints",
     "content_words",
+    "current_writing",
     "from_ms",
     "normalise_text",
     "now_ms",
     "output_digest",
     "parent_source",
     "rank",
+    "received",
     "require_handle",
     "run_calls",
+    "schema_of",
     "score",
     "semantic_id",
     "sync_handle",
@@ -149,4 +164,5 @@ __all__ = [
     "unmappable",
     "verify_checkpoints",
     "veto_text",
+    "writing",
 ]

@@ -8,7 +8,9 @@ session):
   input, each call as an action, and each call gets its verdict (None for a tool the guard leaves
   unguarded: recorded, never vetoed);
 - `judge(call)` just before a call executes (it may run long after its turn: a pause, a queue);
-- `executed(call, output)` once it ran, which also makes its output an observation.
+- `executed(call, output)` once it ran, which also makes its output an observation;
+- `writing(call)` around the call's execution, so a memory the tool writes rests on what the
+  call rested on (`writing()` for the run's own writes).
 
 Each has an async twin (`adecide`, `ajudge`, `aexecuted`); the logic is written once, as a
 generator of calls on the run, driven synchronously or from asyncio. Nothing here raises: a turn
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from rippl_core._runtime import telemetry
@@ -30,7 +33,9 @@ from rippl_core.adapters.handles import Call, Calls, arun_calls, run_calls
 from rippl_core.adapters.toolguard import Arguments, arguments, logged, safe_call, unmappable
 from rippl_core.capture import ids
 from rippl_core.capture.handle import AsyncRun, Run
-from rippl_core.client import Rippl
+from rippl_core.capture.memory import Writing, writing
+from rippl_core.capture.run import RunRef
+from rippl_core.client import AsyncRippl, Rippl
 from rippl_core.models import Policy, ToolCall, Verdict
 
 type FrameworkCall = tuple[str, Arguments, str | None]  # tool name, arguments, call id
@@ -88,6 +93,16 @@ class Capture:
         """Record that the call ran, and its output; kept for later if it cannot be recorded now.
         Returns the id of the claim stating the result (None: kept to be recorded later)."""
         return self._drive_sync(self._executed(call, output, ok), lambda exc: None)
+
+    def writing(self, call: FrameworkCall | None = None) -> AbstractContextManager[None]:
+        """A block in which a memory written (a belief adopted, a record saved) is this run's: by
+        the tool call `call` while it executes (it rests on what the call's turn rested on), or,
+        with None, by the run itself (a framework's own save: it rests on everything the run
+        carried). See `rippl_core.capture.memory`."""
+        source = self.guard.source
+        graph = source.graph if isinstance(source, Rippl | AsyncRippl) else None
+        return writing(Writing(RunRef(self.run_id, self.agent, self.framework, self.scope),
+                               call=None if call is None else call[2], graph=graph))
 
     def decision_id(self, turn: str, calls: Sequence[FrameworkCall]) -> str | None:
         """The id of the decision `decide` records for this turn (None when none of its calls maps

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from rippl_core._runtime import telemetry
 from rippl_core._runtime.validation import CollectionNotStr, plain_errors
+from rippl_core.adapters.arguments import ArgumentSchema, received
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import Policy, RepeatScope, ToolCall, ToolSettings, Verdict
 
@@ -58,18 +59,27 @@ class ToolGuard:
         self.only = _names(only, "only")
         self.tools = tool_settings(tools)
         self._learnt: dict[str, ToolSettings] = {}
+        self._schemas: dict[str, ArgumentSchema] = {}
 
     def settings(self, name: str) -> ToolSettings:
         """How this guard treats tool `name`: what the adapter was given for it, else what the
         tool's own metadata says (`learn`), else the defaults."""
         return self.tools.get(name) or self._learnt.get(name) or _DEFAULT_SETTINGS
 
-    def learn(self, name: str, metadata: Mapping[str, Any] | None) -> None:
+    def learn(self, name: str, metadata: Mapping[str, Any] | None,
+              schema: ArgumentSchema | None = None) -> None:
         """Take a tool's settings from its metadata (the key "rippl"), unless the adapter was given
-        settings for it. Refuses metadata that does not describe ToolSettings."""
+        settings for it, and its argument schema (what its own validation makes of a call's
+        arguments: `adapters.arguments`). Refuses metadata that does not describe ToolSettings."""
         found = (metadata or {}).get(METADATA_KEY) if isinstance(metadata, Mapping) else None
         if found is not None and name not in self.tools:
             self._learnt[name] = _settings(name, found)
+        if schema is not None:
+            self._schemas[name] = schema
+
+    def received(self, name: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments tool `name` receives for `values` (as sent when its schema is unknown)."""
+        return received(values, self._schemas.get(name))
 
     def repeat_scopes(self, names: Iterable[str]) -> dict[str, RepeatScope]:
         """The repeat scope of each of these tools."""
@@ -81,8 +91,9 @@ class ToolGuard:
 
     # -- mapping ----------------------------------------------------------------------------
     def to_call(self, name: str, args: Arguments, call_id: str | None = None) -> ToolCall:
-        """The core tool call for a framework call (sync resolvers only)."""
-        values = arguments(name, args)
+        """The core tool call for a framework call (sync resolvers only), its arguments as the
+        tool receives them."""
+        values = self.received(name, arguments(name, args))
         found = self._lookup(name, values)
         if inspect.isawaitable(found):
             getattr(found, "close", lambda: None)()
@@ -91,7 +102,7 @@ class ToolGuard:
 
     async def ato_call(self, name: str, args: Arguments, call_id: str | None = None) -> ToolCall:
         """The core tool call for a framework call; the resolver may be async."""
-        values = arguments(name, args)
+        values = self.received(name, arguments(name, args))
         found = self._lookup(name, values)
         if inspect.isawaitable(found):
             found = await found

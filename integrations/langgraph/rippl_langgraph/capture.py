@@ -39,6 +39,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -372,6 +373,16 @@ class GraphCapture:
         seen = visible(before)
         await capture.awrote(message_ref(message), context=seen.context, told=seen.told,
                              inputs=seen.inputs)
+
+    def writing(self, config: RunnableConfig | None,
+                call: Mapping[str, Any] | None = None) -> AbstractContextManager[None]:
+        """A block in which a memory written (a `RipplStore` put from the tool) is the call's:
+        it rests on what the call's turn rested on (`Capture.writing`); nothing without a run."""
+        try:
+            capture = self.run(config or {})
+        except InvalidInputError:
+            return nullcontext()
+        return capture.writing(None if call is None else framework_call(call))
 
     def executed(self, config: RunnableConfig | None, call: Mapping[str, Any], output: Any, *,
                  ok: bool) -> None:

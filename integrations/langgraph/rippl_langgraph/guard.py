@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool
 
 from rippl_core import AsyncRippl, CollectionNotStr, Policy, Rippl, Verdict
-from rippl_core.adapters import VETO_PREFIX, Resolver, ToolSettingsMap, veto_text
+from rippl_core.adapters import VETO_PREFIX, Resolver, ToolSettingsMap, schema_of, veto_text
 from rippl_core.adapters import Guard as KitGuard
 
 type Memory = Rippl | AsyncRippl
@@ -47,6 +48,12 @@ class Guard(KitGuard):
                          tools=tools)
 
     sync_hint = "pass a Rippl handle, or run the graph with ainvoke/astream"
+
+    def learn_tool(self, tool: BaseTool) -> None:
+        """Take a LangChain tool's settings from its metadata (the key "rippl") and its argument
+        schema (`tool_call_schema`, which leaves injected arguments out): its calls are then
+        compared on the arguments it receives."""
+        self.learn(tool.name, tool.metadata, schema_of(tool, "tool_call_schema", "args_schema"))
 
     @property
     def memory(self) -> Memory:

@@ -107,10 +107,10 @@ class RipplMiddleware(AgentMiddleware):
         return reply
 
     def _learn(self, request: ModelRequest) -> None:
-        """Take each tool's settings from its metadata (the key "rippl")."""
+        """Take each tool's settings from its metadata (the key "rippl"), and its argument schema."""
         for found in request.tools:
             if isinstance(found, BaseTool):
-                self.guard.learn(found.name, found.metadata)
+                self.guard.learn_tool(found)
 
     @overload
     def _turn(self, request: ModelRequest,

@@ -251,8 +251,8 @@ def add_preflight(builder: StateGraph[Any, Any, Any, Any], *, memory: Memory, be
         model = next(iter(sources))
     guarded = _capture_guard(memory, policy, resolver, unguarded, capture, agent, tool_settings)
     if isinstance(tool_node, ToolNode):
-        for name_, found in tool_node.tools_by_name.items():
-            guarded[0].learn(name_, found.metadata)
+        for found in tool_node.tools_by_name.values():
+            guarded[0].learn_tool(found)
     node = _node(guarded, tools=before, model=model, review=review, reviewer=reviewer,
                  messages_key=messages_key, name=name)
     if guarded[1] is not None and isinstance(tool_node, ToolNode):  # capture: checked above

@@ -57,16 +57,20 @@ from rippl_core.adapters import (
     Call,
     Calls,
     Capture,
+    RunRef,
     Tick,
+    Writing,
     arun_calls,
     check_id,
+    current_writing,
     now_ms,
     rank,
     require_handle,
     run_calls,
     sync_handle,
+    writing,
 )
-from rippl_langgraph.capture import current_config, framework_call, run_id, turn_id
+from rippl_langgraph.capture import current_config, framework_call, run_id, thread_of, turn_id
 from rippl_langgraph.checkpoint import AsyncFalkorDBSaver, FalkorDBSaver
 from rippl_langgraph.checkpoint.saver import connection_options
 from rippl_langgraph.guard import Guard, Memory
@@ -316,7 +320,8 @@ class RipplStore(BaseStore):
         config = current_config()
         results = []
         for op in ops:
-            result = run_calls(memory, operation(op))
+            with writing(self._writer(config, op)):
+                result = run_calls(memory, operation(op))
             seen = observation(config, op, result)
             if seen is not None:
                 run_calls(memory.run(seen[0], agent=seen[1], framework="langgraph"), observe(seen[2]))
@@ -327,13 +332,26 @@ class RipplStore(BaseStore):
         config = current_config()
         results = []
         for op in ops:
-            result = await arun_calls(self.memory, operation(op))
+            with writing(self._writer(config, op)):
+                result = await arun_calls(self.memory, operation(op))
             seen = observation(config, op, result)
             if seen is not None:
                 await arun_calls(self.memory.run(seen[0], agent=seen[1], framework="langgraph"),
                                  observe(seen[2]))
             results.append(result)
         return results
+
+    def _writer(self, config: RunnableConfig | None, op: Op) -> Writing | None:
+        """Who writes a put: the tool call executing it (set by the capture wrapper), else, inside
+        a graph run with a thread, the run itself (a node writing: it rests on everything the run
+        carried); None outside a graph."""
+        found = current_writing(self.memory.graph)
+        if found is not None or not isinstance(op, PutOp) or op.value is None:
+            return found
+        if config is None or not (config.get("configurable") or {}).get("thread_id"):
+            return None
+        return Writing(RunRef(run_id(config), framework="langgraph", scope=thread_of(config)),
+                       graph=self.memory.graph)
 
     def _sync_memory(self) -> Rippl:
         return sync_handle(self.memory, hint="this RipplStore has an AsyncRippl handle: use the "

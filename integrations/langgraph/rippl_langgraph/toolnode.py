@@ -71,7 +71,8 @@ def tool_call_wrappers(guard: Guard, *, capture: GraphCapture | None = None,
             return execute(request)
         config, call = request_config(request), request.tool_call
         try:
-            result = execute(request)
+            with capture.writing(config, call):  # what the tool writes to memory rests on the call
+                result = execute(request)
         except GraphBubbleUp:
             raise  # an interrupt inside the tool: it runs again on resume
         except Exception as exc:  # it ran and failed: it may have had effects
@@ -92,7 +93,8 @@ def tool_call_wrappers(guard: Guard, *, capture: GraphCapture | None = None,
             return await execute(request)
         config, call = request_config(request), request.tool_call
         try:
-            result = await execute(request)
+            with capture.writing(config, call):
+                result = await execute(request)
         except GraphBubbleUp:
             raise
         except Exception as exc:
@@ -144,6 +146,6 @@ def guarded_tool_node(tools: Sequence[BaseTool | Callable[..., Any]], memory: Me
     wrap, awrap = tool_call_wrappers(guard, capture=recorder,
                                      messages_key=tool_node_options.get("messages_key", "messages"))
     node = ToolNode(tools, name=name, wrap_tool_call=wrap, awrap_tool_call=awrap, **tool_node_options)
-    for tool_name, found in node.tools_by_name.items():
-        guard.learn(tool_name, found.metadata)
+    for found in node.tools_by_name.values():
+        guard.learn_tool(found)
     return node
