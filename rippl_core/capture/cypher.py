@@ -152,7 +152,7 @@ _ACTIONS = (
     "AND NOT hn IN bs "
     "WITH d, act, created, bs, collect(DISTINCT CASE WHEN hn IS NULL THEN NULL "
     "ELSE [hn, split(hb[1], $sep)[3], hb[2]] END) AS hs "
-    "MERGE (x:Node:Action {id: act.id}) ON CREATE SET x += act, x.reads = d.reads, "
+    "MERGE (x:Node:Action {id: act.id}) ON CREATE SET x += act, x.reads = d.reads, x.bound = d.bound, "
     "x.state = " + _STATE.format(states="[d.state] + [b IN bs | b.state] + [h IN hs | h[0].state]")
     + " FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END | "
     "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
@@ -720,7 +720,7 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         f"WITH x OPTIONAL MATCH (r:{RUN} {{id: $run}}) SET r.last_active = $now "
         "WITH x OPTIONAL MATCH (s0:Node {id: $result.source.id}) "
         "OPTIONAL MATCH (c0:Node {id: $result.claim.id}) "
-        "WITH s0 IS NULL AS new_source, c0, c0 IS NULL AS new_claim, "
+        "WITH s0 IS NULL AS new_source, c0, c0 IS NULL AS new_claim, x.bound AS xb, "
         "(c0 IS NOT NULL AND c0.state <> 'IN' AND NOT coalesce(c0.retracted, false) "
         " AND coalesce(c0.pending, 0) = 0) AS shifts "
         "FOREACH (_ IN CASE WHEN new_source THEN [1] ELSE [] END | "
@@ -729,9 +729,9 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         "FOREACH (_ IN CASE WHEN new_claim THEN [1] ELSE [] END | "
         "CREATE (c:Node:Claim) SET c += $result.claim, c.state = 'IN' "
         + _CREATED.format(id="$result.claim.id", kind="'Claim'", after="'IN'") + ") "
-        "WITH shifts MATCH (s:Node {id: $result.source.id}), (c:Node {id: $result.claim.id}) "
+        "WITH shifts, xb MATCH (s:Node {id: $result.source.id}), (c:Node {id: $result.claim.id}) "
         "OPTIONAL MATCH (s)-[e:SUPPORTS]->(c) "
-        "WITH s, c, shifts, e IS NULL AS unlinked "
+        "WITH s, c, shifts, xb, e IS NULL AS unlinked "
         "FOREACH (_ IN CASE WHEN unlinked AND NOT shifts THEN [1] ELSE [] END | "
         "CREATE (s)-[:SUPPORTS {j: $result.source.id}]->(c)) "
         # a reading of a read tool: the claim is fresh until the latest end of its valid readings
@@ -745,20 +745,23 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         f"MERGE (o)-[:{SAW}]->(c) "
         # an output that is the text another run of the scope wrote (an agent used as a tool)
         # carries what that text carried there
-        f"WITH o, c, unlinked, shifts OPTIONAL MATCH (w:{OBSERVATION} {{key: $handed}}) "
+        f"WITH o, c, unlinked, shifts, xb OPTIONAL MATCH (w:{OBSERVATION} {{key: $handed}}) "
         "WHERE w.run <> $run "
         f"OPTIONAL MATCH (w)-[:{SAW}]->(wc:Claim) "
-        "WITH o, c, unlinked, shifts, collect(DISTINCT CASE WHEN wc IS NOT NULL "
+        "WITH o, c, unlinked, shifts, xb, collect(DISTINCT CASE WHEN wc IS NOT NULL "
         "THEN {carrier: w.id, run: w.run, ref: w.ref, claim: wc} END) AS wf, "
         "collect(DISTINCT w.bound) AS wb "
         "OPTIONAL MATCH (wm:Decision {key: $handed}) WHERE wm.run <> $run "
         "OPTIONAL MATCH (wmc:Claim)-[:SUPPORTS]->(wm) "
-        "WITH o, c, unlinked, shifts, wf, wb, collect(DISTINCT CASE WHEN wmc IS NOT NULL "
+        "WITH o, c, unlinked, shifts, xb, wf, wb, collect(DISTINCT CASE WHEN wmc IS NOT NULL "
         "THEN {carrier: wm.id, run: wm.run, ref: wm.turn, claim: wmc} END) AS wmf, "
         "collect(DISTINCT wm.bound) AS wmb "
-        # and the bindings that text carried there (an agent vetoed, then used as a tool)
+        # the bindings its call's turn held (the arguments were written from that input: a
+        # delegation written after a veto), and those the text carried there (an agent vetoed,
+        # then used as a tool)
         "WITH o, c, unlinked, shifts, wf + wmf AS foreign, "
-        "reduce(acc = [], l IN wb + wmb | acc + [x IN l WHERE NOT x IN acc]) AS handed "
+        "reduce(acc = coalesce(xb, []), l IN wb + wmb | acc + [x IN l WHERE NOT x IN acc]) "
+        "AS handed "
         "FOREACH (_ IN CASE WHEN size(handed) > 0 THEN [1] ELSE [] END | "
         "SET o.bound = handed) "
         + _handed("o, c, unlinked, shifts", "foreign")
@@ -798,8 +801,8 @@ def executed_plain(run: str, action_id: str, result: Mapping[str, Any],
         "WITH x, count(s0) + count(w) + count(wm) AS found WHERE found = 0 "
         "SET x.executed_at = $now, x.exec_status = $result.status, x.output = $result.digest "
         f"WITH x OPTIONAL MATCH (r:{RUN} {{id: $run}}) SET r.last_active = $now "
-        "WITH 1 AS one OPTIONAL MATCH (c0:Node {id: $result.claim.id}) "
-        "WITH c0 IS NULL AS new_claim, "
+        "WITH x.bound AS xb OPTIONAL MATCH (c0:Node {id: $result.claim.id}) "
+        "WITH xb, c0 IS NULL AS new_claim, "
         "(c0 IS NOT NULL AND c0.state <> 'IN' AND NOT coalesce(c0.retracted, false) "
         " AND coalesce(c0.pending, 0) = 0) AS shifts "
         "CREATE (s:Node:Source) SET s += $result.source, s.state = 'IN' "
@@ -807,10 +810,10 @@ def executed_plain(run: str, action_id: str, result: Mapping[str, Any],
         "FOREACH (_ IN CASE WHEN new_claim THEN [1] ELSE [] END | "
         "CREATE (c:Node:Claim) SET c += $result.claim, c.state = 'IN' "
         + _CREATED.format(id="$result.claim.id", kind="'Claim'", after="'IN'") + ") "
-        "WITH s, shifts MATCH (c:Node {id: $result.claim.id}) "
+        "WITH s, shifts, xb MATCH (c:Node {id: $result.claim.id}) "
         "FOREACH (_ IN CASE WHEN shifts THEN [] ELSE [1] END | "
         "CREATE (s)-[:SUPPORTS {j: $result.source.id}]->(c)) "
-        f"MERGE (o:{OBSERVATION} {{id: $obs.id}}) ON CREATE SET o += $obs "
+        f"MERGE (o:{OBSERVATION} {{id: $obs.id}}) ON CREATE SET o += $obs, o.bound = xb "
         f"MERGE (o)-[:{SAW}]->(c) "
         "RETURN c.state, NOT shifts, [] AS ended",
         {"run": run, "action": action_id, "result": result, "obs": observation, "now": now,

@@ -170,3 +170,16 @@ async def test_the_async_handle_binds_the_team_the_same_way(
         helper = rippl.run("helper", scope=SCOPE)
         [verdict] = await helper.decide("h1", [migrate("h-c1")], context=["lead-delegate"])
         assert not verdict.allowed and "handed over from run lead" in verdict.reason
+
+
+def test_the_result_of_a_call_made_after_the_veto_carries_it(rippl: Rippl) -> None:
+    """A delegation is a tool call whose arguments the lead wrote after reading its veto: the
+    tool's result (what the team mate is handed) carries the veto's binding."""
+    lead_vetoed(rippl)
+    lead = rippl.run("lead", scope=SCOPE)
+    delegate = ToolCall(name="delegate", args={"task": "migrate billing to 09"}, id="c3")
+    [sent] = lead.decide("t3", [delegate], context=["task", "t1", "c1", "t2", "c2"], told=["c2"])
+    assert sent.allowed
+    lead.executed(delegate, "the operator has the task: migrate billing to 09")
+    again = helper_decides(rippl, migrate("h-c1"), ["c3"])
+    assert not again.allowed and "handed over from run lead (c3) after the veto" in again.reason

@@ -20,8 +20,11 @@ retraction of anything the run read vetoes every later call resting on it, even 
   user's input when it is the new tail of the conversation (it carries nothing); anywhere else it
   is a rewrite (LangChain's `SummarizationMiddleware` marks its summary; an unmarked one is caught
   by position) and carries everything the run had carried. **Told**: the ToolMessages that are
-  Rippl vetoes (their artifact carries `rippl_verdict`): the model read why, so what the veto
-  named leaves the context of its later turns (a call that repeats the vetoed one stays vetoed).
+  Rippl vetoes (their artifact carries `rippl_verdict`), in this run or another agent's of the
+  thread: the model read why, so what the veto named leaves the context of its later turns, and
+  the act it vetoed stays bound (a call that repeats it stays vetoed, in any agent of the thread).
+  A hand-off a multi-agent framework writes (langgraph-supervisor, langgraph-swarm: "Successfully
+  transferred to <agent>") carries nothing.
 - **Execution**: each call is judged again just before it runs (an `interrupt_before=["tools"]`
   pause, a human-in-the-loop approval or edit may lie between the turn and the call), and once it
   ran (an error ToolMessage too: it may have had effects), its output is recorded as an
@@ -168,6 +171,8 @@ def visible(messages: Iterable[BaseMessage]) -> Seen:
     inputs: list[str] = []
     results: dict[str, str | None] = {}
     for message in messages:
+        if handoff(message):
+            continue  # the framework's own text, fixed: it carries nothing
         if isinstance(message, ToolMessage):
             if message.tool_call_id and not cleared(message):
                 context.append(message.tool_call_id)
@@ -202,6 +207,26 @@ def _usable(value: object) -> bool:
 def summary(message: BaseMessage) -> bool:
     """Whether a message is a summary LangChain's `SummarizationMiddleware` wrote."""
     return message.additional_kwargs.get("lc_source") == "summarization"
+
+
+# What a multi-agent framework writes when one agent hands control to another (langgraph-supervisor
+# and langgraph-swarm: the tool result of a transfer, and the "transfer back" turn it adds).
+HANDOFF_TO, HANDOFF_BACK = "__handoff_destination", "__is_handoff_back"
+
+
+def handoff(message: BaseMessage) -> bool:
+    """Whether a message is a hand-off the framework wrote, with its fixed text ("Successfully
+    transferred to <agent>", "... back to <supervisor>", or the transfer-back turn): it carries
+    nothing into a turn, and is no tool result to verify. A message that only claims to be one
+    (any other text) is judged as any other."""
+    meta = message.response_metadata
+    if isinstance(message, ToolMessage):
+        if meta.get(HANDOFF_TO):
+            return message.content == f"Successfully transferred to {meta[HANDOFF_TO]}"
+        return bool(meta.get(HANDOFF_BACK)) and isinstance(message.content, str) \
+            and message.content.startswith("Successfully transferred back to ")
+    return isinstance(message, AIMessage) and bool(meta.get(HANDOFF_BACK)) and all(
+        str(c.get("name", "")).startswith("transfer_back_to_") for c in message.tool_calls)
 
 
 def cleared(message: ToolMessage) -> bool:
