@@ -389,8 +389,9 @@ class Clock:
             run.decide(...)  # denied as stale
     """
 
-    def __init__(self, start: TimeLike | None = None) -> None:
+    def __init__(self, start: TimeLike | None = None, *, ticking: bool = False) -> None:
         self.now = to_ms(start, name="start") if start is not None else now_ms()
+        self.ticking = ticking
         self._previous: Callable[[], int] | None = None
 
     def advance(self, seconds: float = 0, *, minutes: float = 0) -> int:
@@ -398,8 +399,16 @@ class Clock:
         self.now += round((seconds + 60 * minutes) * 1000)
         return self.now
 
+    def read(self) -> int:
+        """The time (epoch ms). A `ticking` clock moves on a millisecond at each read, so code that
+        waits for the clock to pass a moment (a write stamped after what came before it, e.g. a
+        memory store's put) goes on while the test still decides when minutes pass."""
+        if self.ticking:
+            self.now += 1
+        return self.now
+
     def __enter__(self) -> Clock:
-        self._previous = set_clock(lambda: self.now)
+        self._previous = set_clock(self.read)
         return self
 
     def __exit__(self, *_: object) -> None:

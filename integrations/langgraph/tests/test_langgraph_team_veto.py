@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
@@ -24,6 +25,9 @@ from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 from rippl_core import Rippl
 
 HEALTHY = 'get_health({"shard":"09"}) returned'
+
+# langgraph-supervisor builds its supervisor with the deprecated create_react_agent (its own use)
+pytestmark = pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 
 
 @dataclass
