@@ -21,7 +21,8 @@ from langgraph_helpers import State
 from rippl_langgraph import VETO_PREFIX, FalkorDBSaver, RipplStore, add_preflight
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
-from rippl_core import Rippl, State as Status
+from rippl_core import Rippl
+from rippl_core import State as Status
 from rippl_core.testing import Clock
 
 NAMESPACE, KEY = ("ops", "shards"), "09-health"
