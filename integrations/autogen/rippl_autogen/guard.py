@@ -33,7 +33,7 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -50,6 +50,7 @@ from rippl_core.adapters import (
     ToolSettingsMap,
     arguments,
     capture_policy,
+    schema_of,
     text_ref,
     veto_text,
 )
@@ -144,15 +145,19 @@ class Guard(KitGuard):
 
     def runs_tools(self, tools: Iterable[Any]) -> None:
         """Note the tools whose calls this guard judges and records (their results in a model's
-        input are held to what was recorded), and take their settings from a `metadata` mapping
-        they carry under "rippl" (unless `tool_settings` names them)."""
+        input are held to what was recorded), take their settings from a `metadata` mapping they
+        carry under "rippl" (unless `tool_settings` names them), and their argument schema
+        (`args_type()`, or a tool schema's JSON Schema `parameters`): calls are compared on the
+        arguments the tool receives."""
         for tool in tools:
             name = tool.get("name") if isinstance(tool, Mapping) else getattr(tool, "name", None)
             if isinstance(name, str):
                 self.executes.add(name)
                 metadata = getattr(tool, "metadata", None)
-                if isinstance(metadata, Mapping):
-                    self.learn(name, metadata)
+                schema = schema_of(tool, "args_type") if not isinstance(tool, Mapping) \
+                    else tool.get("parameters") if isinstance(tool.get("parameters"), Mapping) \
+                    else None
+                self.learn(name, metadata if isinstance(metadata, Mapping) else None, schema)
 
     def _recording(self, policy: Policy | None) -> Policy | None:
         """Under capture, a policy that does not say what to do with undeclared calls judges them
@@ -213,16 +218,19 @@ class Guard(KitGuard):
     @staticmethod
     @contextmanager
     def running(judged: Judged) -> Iterator[None]:
-        """While an allowed call runs: the runs it starts note what they write and read."""
-        if judged.handing is None:
-            yield
-            return
-        token = handing.set(judged.handing)
-        try:
-            yield
-        finally:
-            with suppress(ValueError):  # a stream closed from another context ends with it
-                handing.reset(token)
+        """While an allowed call runs: the runs it starts note what they write and read, and what
+        it writes to memory (a `RipplMemory.add` from the tool) rests on what the call rested on."""
+        writes = judged.capture.writing(judged.call) if judged.capture is not None else nullcontext()
+        with writes:
+            if judged.handing is None:
+                yield
+                return
+            token = handing.set(judged.handing)
+            try:
+                yield
+            finally:
+                with suppress(ValueError):  # a stream closed from another context ends with it
+                    handing.reset(token)
 
     async def after(self, judged: Judged, output: str, *, ok: bool = True) -> None:
         """Record that an allowed call ran (ok=False: it ran and failed) and its output (the text
