@@ -142,7 +142,7 @@ async def test_an_agent_cannot_repeat_its_way_past_a_veto(rippl: Rippl, arippl: 
 async def test_only_an_approved_override_lets_the_call_run_once(rippl: Rippl,
                                                                 arippl: AsyncRippl) -> None:
     ops = Ops()
-    m1 = fc("migrate", shard="09")
+    m1 = fc("migrate", shard="09", batch=100)  # as the tool receives it: the action's arguments
     proposals: list[str] = []
 
     def overridden() -> None:
