@@ -15,7 +15,15 @@ from typing import Any
 from crewai.utilities.string_utils import sanitize_tool_name
 
 from rippl_core import InvalidInputError, Policy, Rippl, Verdict
-from rippl_core.adapters import METADATA_KEY, VETO_PREFIX, Guard, Resolver, ToolSettingsMap, veto_text
+from rippl_core.adapters import (
+    METADATA_KEY,
+    VETO_PREFIX,
+    Guard,
+    Resolver,
+    ToolSettingsMap,
+    schema_of,
+    veto_text,
+)
 
 __all__ = ["VETO_PREFIX", "Guard", "Resolver", "check_call", "check_memory", "learn_tools",
            "make_guard", "tool_name", "tool_names", "veto_text"]
@@ -66,12 +74,16 @@ def make_guard(memory: object, *, policy: Policy | None = None, resolver: Resolv
 
 def learn_tools(guard: Guard, tools: Iterable[object]) -> None:
     """Take each tool's own settings from its `metadata` mapping (key "rippl"), where a tool
-    carries one (a CrewAI tool class that declares a `metadata` field); settings given to the
-    guard win. Raises InvalidInputError for metadata that does not describe ToolSettings."""
+    carries one (a CrewAI tool class that declares a `metadata` field), and its `args_schema`
+    (calls are compared on the arguments the tool receives); settings given to the guard win.
+    Raises InvalidInputError for metadata that does not describe ToolSettings."""
     for tool in tools:
+        if tool is None:
+            continue
         metadata = getattr(tool, "metadata", None)
-        if isinstance(metadata, Mapping) and metadata.get(METADATA_KEY) is not None:
-            guard.learn(tool_name(tool), metadata)
+        guard.learn(tool_name(tool), metadata if isinstance(metadata, Mapping)
+                    and metadata.get(METADATA_KEY) is not None else None,
+                    schema_of(tool, "args_schema"))
 
 
 def check_call(memory: Rippl, name: str, args: Mapping[str, Any] | None, *,

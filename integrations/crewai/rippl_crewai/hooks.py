@@ -48,7 +48,7 @@ import threading
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -126,6 +126,7 @@ class Judged:
     replayed: str | None = None  # the claim CrewAI's cache replays (not an execution)
     react: bool = False  # a ReAct step: its text and observation become an assistant message
     admission: Admission | None = None  # the hooks' verdict handed to a GuardedTool
+    writing: AbstractContextManager[None] | None = None  # while it runs: its memory writes
 
     @property
     def allowed(self) -> bool:
@@ -216,6 +217,7 @@ class RipplHooks:
                 return None
             self._remember(ctx.tool_input, judged)
             if judged.allowed:
+                self._writes(judged)
                 return None
             assert judged.verdict is not None
             message = veto_text(name, judged.verdict)
@@ -234,6 +236,9 @@ class RipplHooks:
             judged = self._take(ctx.tool_input)
             if judged is None:
                 return None
+            if judged.writing is not None:
+                with suppress(ValueError):  # (entered in this context: left in it too)
+                    judged.writing.__exit__(None, None, None)
             blocked = str(ctx.tool_result or "").startswith(BLOCKED_PREFIX)
             if judged.react and judged.allowed:
                 self._step(judged, str(ctx.tool_result or ""))
@@ -492,6 +497,15 @@ class RipplHooks:
 
     # The call's arguments are the same dict object in the pre- and post-call contexts (both the
     # ReAct and the native paths pass it on), so it keys the judged call between the two.
+    @staticmethod
+    def _writes(judged: Judged) -> None:
+        """While an allowed call runs (from PRE_TOOL_CALL to POST_TOOL_CALL), what its tool writes
+        to memory (a save from the tool, CrewAI's own memory tool) rests on what the call rested
+        on (`Capture.writing`)."""
+        if judged.capture is not None and judged.call is not None:
+            judged.writing = judged.capture.writing(judged.call)
+            judged.writing.__enter__()
+
     def _remember(self, tool_input: Any, judged: Judged) -> None:
         with self._lock:
             self._pending[id(tool_input)] = (tool_input, judged)

@@ -56,11 +56,12 @@ KICKOFFS = ("crew_kickoff_started", "lite_agent_execution_started")  # a crew's,
 
 
 def run_id(crew: object | None = None, task: object | None = None,
-           agent: object | None = None) -> str | None:
+           agent: object | None = None, *, flows: bool = True) -> str | None:
     """The capture run of a crew's task: `crewai/<kickoff id>/<task id>`, from the objects a hook
     is given, else from CrewAI's context variables (the innermost kickoff on the event scope stack,
     the current task id). An agent kicked off on its own: `crewai/<its kickoff id>`. A flow outside
-    any kickoff: `crewai/flow/<flow id>`. None when nothing is running (nothing to record into)."""
+    any kickoff: `crewai/flow/<flow id>` (unless `flows` is False: a memory's own encoding flow is
+    no agent's run). None when nothing is running (nothing to record into)."""
     kickoff, crews = getattr(crew, "_kickoff_event_id", None), True
     if not kickoff:
         kickoff, crews = _kickoff_on_stack()
@@ -71,7 +72,7 @@ def run_id(crew: object | None = None, task: object | None = None,
     task_id = getattr(task, "id", None) or (get_current_task_id() if crews else None)
     if kickoff:
         found = f"crewai/{kickoff}" + (f"/{task_id}" if task_id else "")
-    elif flow := current_flow_id.get():
+    elif flows and (flow := current_flow_id.get()):
         found = f"crewai/flow/{flow}"
     else:
         return None

@@ -17,7 +17,10 @@ Under capture (the default) a recall inside a crew's task is an observation of t
 (`rippl_crewai.runs`): the claims of the records returned are recorded as seen by the run, for the
 rest of it (CrewAI puts what the agent recalls into the task's prompt), so a later retraction of
 one vetoes the calls that rested on it. A recall that cannot be recorded returns nothing: the
-agent never reads a memory its run has no record of.
+agent never reads a memory its run has no record of. A save inside a crew's task is the run's:
+each record naming no source rests on what the run carried (the saving tool call's premises, or,
+for CrewAI's own save of a task's output, everything the run carried) instead of the store's own
+source, so it goes OUT when they are retracted and a later recall of it hands them on.
 
 CrewAI's `MemoryRecord` timestamps are naive UTC (`datetime.utcnow()`); they are read as UTC and
 given back naive UTC. Times passed to `as_of` follow Rippl's rule: aware datetimes or ISO-8601
@@ -34,7 +37,7 @@ from typing import Any
 from crewai.memory.types import MemoryRecord, ScopeInfo
 
 from rippl_core import InvalidInputError, NotFoundError, Record, RecordStore, Rippl, TimeLike, Wave
-from rippl_core.adapters import to_ms
+from rippl_core.adapters import RunRef, Writing, current_writing, to_ms, writing
 from rippl_crewai._guard import check_memory
 from rippl_crewai.runs import FRAMEWORK, run_id, scope_of
 
@@ -150,14 +153,29 @@ class RipplStorage:
 
     # -- StorageBackend --------------------------------------------------------------------------
     def save(self, records: list[MemoryRecord]) -> None:
-        """Insert records (a record with an id already stored replaces it as a new version)."""
+        """Insert records (a record with an id already stored replaces it as a new version).
+        Under capture, saved in a crew's task each record rests on what the run carried: on
+        what the tool call saving it rested on, or, for CrewAI's own save of a task's output,
+        on everything the run carried (`rippl_core.capture.memory`)."""
         self._writable()
-        self.records.save([to_record(r) for r in records])
+        with writing(self._writer()):
+            self.records.save([to_record(r) for r in records])
 
     def update(self, record: MemoryRecord) -> None:
         """Replace the record with the same id (a new version; the old one is kept for as-of)."""
         self._writable()
-        self.records.save([to_record(record)])
+        with writing(self._writer()):
+            self.records.save([to_record(record)])
+
+    def _writer(self) -> Writing | None:
+        """Who writes now: the tool call running (the hooks say), else the crew's task running
+        (not a flow outside any kickoff: CrewAI's memory saves through a flow of its own)."""
+        found = current_writing(self.rippl.graph)
+        run = run_id(flows=False) if self.capture and found is None else None
+        if run is None:
+            return found
+        return Writing(RunRef(run, framework=FRAMEWORK, scope=scope_of(run)),
+                       graph=self.rippl.graph)
 
     def search(self, query_embedding: list[float], scope_prefix: str | None = None,
                categories: list[str] | None = None, metadata_filter: dict[str, Any] | None = None,
