@@ -88,6 +88,7 @@ from rippl_crewai.runs import (
     react_key,
     react_turn,
     run_id,
+    scope_of,
     single_turn,
     task_outputs,
     visible,
@@ -99,6 +100,10 @@ ERROR_PREFIX = "Error executing tool"
 FINAL_ANSWER = "Final Answer:"
 _PENDING_LIMIT = 1024
 _TURN_LIMIT = 4096
+# CrewAI's tools that hand a task (and its context) to a coworker, whose task then runs in the same
+# kickoff; and how long a text they hand over must be to be looked for in the coworker's input.
+DELEGATIONS = frozenset({"delegate_work_to_coworker", "ask_question_to_coworker"})
+_HANDED_TEXT = 12
 
 type HookFn = Callable[[ToolCallHookContext], Any]
 
@@ -199,6 +204,7 @@ class RipplHooks:
         self._pending: OrderedDict[int, tuple[dict[str, Any], Judged]] = OrderedDict()
         self._turns: OrderedDict[tuple[str, str], _TurnState] = OrderedDict()
         self._runs: OrderedDict[str, _RunState] = OrderedDict()
+        self._delegated: dict[str, OrderedDict[str, tuple[str, str]]] = {}  # scope -> ref -> ...
         self._lock = threading.Lock()
         self._remove: Callable[[], None] | None = None
 
@@ -287,6 +293,8 @@ class RipplHooks:
             assert verdict is not None
             self._vetoed(run, turn.call[2], veto_text(name, verdict))
             return judged
+        if name in DELEGATIONS:
+            self._delegate(capture, run, turn, args)
         judged.runs = _will_run(ctx, name, args, native=turn.native)
         cache = cache_of(ctx.agent)
         if cache is not None and judged.runs:
@@ -296,6 +304,34 @@ class RipplHooks:
         if isinstance(original, GuardedTool) and judged.replayed is None:
             judged.admission = original.admit(args, run, verdict)
         return judged
+
+    def _delegate(self, capture: Capture, run: str, turn: Turn, args: Mapping[str, Any]) -> None:
+        """A delegation the run's model wrote (the task and context it hands a coworker, whose
+        task runs in the same kickoff): each text is recorded as a message of this run written from
+        the turn's input, so it carries what the turn carried (the bindings of the vetoes it read
+        too), and the coworker's input quoting it is handed over (`_outputs`)."""
+        texts = [str(args.get(key) or "").strip() for key in ("task", "context")]
+        for text in (t for t in texts if len(t) >= _HANDED_TEXT):
+            ref = text_ref(f"{text}\n{turn.call[2]}")  # each delegation its own message
+            seen = turn.seen
+            if capture.wrote(ref, context=seen.context, told=seen.told, inputs=seen.inputs,
+                             kind="delegation"):
+                with self._lock:
+                    handed = self._delegated.setdefault(scope_of(run), OrderedDict())
+                    handed[ref] = (text, run)
+                    while len(handed) > _PENDING_LIMIT:
+                        handed.popitem(last=False)
+                state = self._run(run)
+                with state.lock:
+                    state.written.add(ref)
+
+    def _outputs(self, run: str, crew: object | None, task: object | None
+                 ) -> dict[str, tuple[str, str]]:
+        """What an input of `run` may quote from other runs of its kickoff: the other tasks'
+        outputs, and the delegations written to a coworker (`_delegate`)."""
+        with self._lock:
+            delegated = dict(self._delegated.get(scope_of(run), {}))
+        return {**delegated, **task_outputs(crew, task)}
 
     def _messages(self, run: str, agent: object | None) -> list[dict[str, Any]] | None:
         """The messages the model of the run is given: its agent's executor's, or else (an
@@ -317,7 +353,7 @@ class RipplHooks:
         if messages is None:  # no executor to read the turn from: a turn of its own
             return single_turn(name, args, f"crewai-{uuid.uuid4().hex[:16]}")
         run_state = self._run(run)
-        known = run_state.known(task_outputs(ctx.crew, ctx.task))
+        known = run_state.known(self._outputs(run, ctx.crew, ctx.task))
         turn = native_turn(messages, name, args, known)
         if turn is None:
             turn = react_turn(messages, name, args, known)
@@ -343,7 +379,7 @@ class RipplHooks:
                 seen = turn.seen
                 if seen.context is not None:
                     self._written(capture, self._messages(run, ctx.agent) or [], seen,
-                                  task_outputs(ctx.crew, ctx.task))
+                                  self._outputs(run, ctx.crew, ctx.task))
                 verdicts = capture.decide(turn.id, turn.calls, context=seen.context,
                                           told=seen.told, inputs=seen.inputs,
                                           results=seen.results if seen.context is not None
@@ -458,7 +494,7 @@ class RipplHooks:
             messages = ctx.messages
             if run is None or not isinstance(messages, list):
                 return
-            outputs = task_outputs(ctx.crew, ctx.task)
+            outputs = self._outputs(run, ctx.crew, ctx.task)
             state = self._run(run)
             seen = visible(messages, state.known(outputs))
             self._written(self._capture(run, ctx.agent), messages, seen, outputs)
