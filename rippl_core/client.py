@@ -49,6 +49,7 @@ from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal.explain import Explanation
 from rippl_core.causal.spec import (
     GraphSpec,
+    NodeSpec,
     action_spec,
     claim_spec,
     decision_spec,
@@ -245,6 +246,11 @@ class Rippl:
         (`capture.memory`)."""
         return capture_memory.justified(capture_memory.current(self.graph))
 
+    def _written_by(self, spec: NodeSpec) -> NodeSpec:
+        """A claim a captured run writes (a tool adding what it will remember) says so: a belief
+        or record of it written by that run later rests on the run (`capture.memory`)."""
+        return capture_memory.stamped(spec, capture_memory.current(self.graph))
+
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
     def open(cls, path: PathLike | None = None, *, url: str | None = None, graph: str = "rippl",
@@ -310,7 +316,8 @@ class Rippl:
         claims form one more justification (all needed). `key` (a subject and a property,
         "shard-09/health") and `value` ("degraded"; default: the text): every other live claim of
         the key with another value is then proposed for retraction (see `detect_contradictions`)."""
-        spec = claim_spec(id, text, sources=sources, derived_from=derived_from, key=key, value=value)
+        spec = self._written_by(claim_spec(id, text, sources=sources, derived_from=derived_from,
+                                           key=key, value=value))
         node = self._driver.run(lambda: write.add(spec, replace=replace), write=True)
         contradictions.drive(contradictions.after_claim(node.id, node.key is not None,
                                                         self.detector), self._driver.run)
@@ -766,6 +773,11 @@ class AsyncRippl:
         (`capture.memory`)."""
         return capture_memory.justified(capture_memory.current(self.graph))
 
+    def _written_by(self, spec: NodeSpec) -> NodeSpec:
+        """A claim a captured run writes (a tool adding what it will remember) says so: a belief
+        or record of it written by that run later rests on the run (`capture.memory`)."""
+        return capture_memory.stamped(spec, capture_memory.current(self.graph))
+
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
     async def open(cls, path: PathLike | None = None, *, url: str | None = None,
@@ -827,7 +839,8 @@ class AsyncRippl:
                         derived_from: SequenceNotStr[str] = (), replace: bool = False,
                         key: str | None = None, value: str | None = None) -> Node:
         """Add a claim, with its `key` and `value` (see the sync twin)."""
-        spec = claim_spec(id, text, sources=sources, derived_from=derived_from, key=key, value=value)
+        spec = self._written_by(claim_spec(id, text, sources=sources, derived_from=derived_from,
+                                           key=key, value=value))
         node = await self._driver.run(lambda: write.add(spec, replace=replace), write=True)
         await contradictions.adrive(contradictions.after_claim(node.id, node.key is not None,
                                                                self.detector), self._driver.run)

@@ -49,7 +49,6 @@ from rippl_core._runtime.timeutil import from_ms, now_ms, to_ms
 from rippl_core._runtime.validation import check_id, check_text, normalise_text, semantic_id
 from rippl_core._runtime.wire import Query
 from rippl_core.adapters import checkpoints
-from rippl_core.adapters.arguments import ArgumentSchema, received, schema_of
 from rippl_core.adapters.capture import Capture, FrameworkCall
 from rippl_core.adapters.checkpoints import (
     ChainPolicy,
@@ -92,6 +91,7 @@ from rippl_core.adapters.toolguard import (
     unmappable,
     veto_text,
 )
+from rippl_core.capture.arguments import ArgumentSchema, received, schema_of
 from rippl_core.capture.ids import output_digest, text_ref
 from rippl_core.capture.memory import Writing, writing
 from rippl_core.capture.memory import current as current_writing

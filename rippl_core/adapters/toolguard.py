@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from rippl_core._runtime import telemetry
 from rippl_core._runtime.validation import CollectionNotStr, plain_errors
-from rippl_core.adapters.arguments import ArgumentSchema, received
+from rippl_core.capture.arguments import ArgumentSchema, received
 from rippl_core.errors import InvalidInputError
 from rippl_core.models import Policy, RepeatScope, ToolCall, ToolSettings, Verdict
 
@@ -70,7 +70,7 @@ class ToolGuard:
               schema: ArgumentSchema | None = None) -> None:
         """Take a tool's settings from its metadata (the key "rippl"), unless the adapter was given
         settings for it, and its argument schema (what its own validation makes of a call's
-        arguments: `adapters.arguments`). Refuses metadata that does not describe ToolSettings."""
+        arguments: `capture.arguments`). Refuses metadata that does not describe ToolSettings."""
         found = (metadata or {}).get(METADATA_KEY) if isinstance(metadata, Mapping) else None
         if found is not None and name not in self.tools:
             self._learnt[name] = _settings(name, found)

@@ -17,8 +17,10 @@ justification that holds keeps it IN: a source someone named, another run's writ
 with a reinstatement, is no fresher than the readings it was written from (`reads`: a call
 resting on it after they aged is denied as stale), and a call repeating an act vetoed before it
 was written stays vetoed wherever it is recalled. A claim that was a premise before the write
-began (someone stated it with no source) holds on its own: the write adds nothing to it. A call
-never recorded (fail closed) writes a memory resting on a retracted claim that it was.
+began (someone stated it with no source) holds on its own: the write adds nothing to it; one the
+run itself added (`stamped`: a claim created while it writes, e.g. by an MCP client's add_claim
+before its record_belief) is the run's own statement. A call never recorded (fail closed) writes a
+memory resting on a retracted claim that it was.
 
 Who is writing is a context variable (`writing`), set by the adapters around a guarded call's
 execution, so `believe` or a record store's `save` called from inside a tool finds its run; an
@@ -31,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rippl_core._runtime.op import Op
@@ -118,6 +120,12 @@ class Justified:
 
 def justified(who: Writing | None) -> Justified | None:
     return None if who is None else Justified(who)
+
+
+def stamped(spec: NodeSpec, who: Writing | None) -> NodeSpec:
+    """A claim written while a run writes, marked as that run's own statement (`created_in`): a
+    memory of it the run writes later rests on the run, even if the claim was added before."""
+    return spec if who is None else replace(spec, created_in=who.run.id)
 
 
 def _dropped(props: dict[str, Any]) -> dict[str, Any]:

@@ -60,6 +60,7 @@ class NodeSpec:
     sources: list[str] = field(default_factory=list)  # antecedents that must be Source nodes
     key: str | None = None  # a claim's subject and property ("shard-09/health"), normalised
     value: str | None = None  # what it says of them ("healthy"), normalised; None: its text
+    created_in: str | None = None  # the captured run that wrote it, if one did (capture.memory)
 
     def validated(self) -> NodeSpec:
         """A checked copy with its id filled in (derived from the content when not given)."""
@@ -84,7 +85,7 @@ class NodeSpec:
                                     "value of (a subject and a property, e.g. 'shard-09/health')")
         return NodeSpec(self.kind, text, node_id, self.uri, self.source_type, self.tool,
                         self.args, unique, self.provenance, check_ids(self.sources, what="sources"),
-                        fact_key, fact_value)
+                        fact_key, fact_value, self.created_in)
 
     def _checked_copy(self) -> NodeSpec:
         """`validated()` of a spec whose every field already passed the checks (see
@@ -93,7 +94,7 @@ class NodeSpec:
         unique = list({frozenset(j): j for j in justs if j}.values())
         return NodeSpec(self.kind, self.text, self.id, self.uri, self.source_type, self.tool,
                         self.args, unique, self.provenance, list(dict.fromkeys(self.sources)),
-                        self.key, self.value)
+                        self.key, self.value, self.created_in)
 
     def props(self, now: int) -> dict[str, Any]:
         """The properties to store (None left out), with the content digest."""
@@ -112,6 +113,8 @@ class NodeSpec:
         if tool:
             props["call_key"] = call_key(tool, args)
         props["retracted"], props["pending"], props["created_at"] = False, 0, now
+        if self.created_in is not None:  # not part of the digest: who wrote it, not what it says
+            props["created_in"] = self.created_in
         if self.provenance:
             props["provenance"] = json.dumps(self.provenance, sort_keys=True)
         props["digest"] = _digest(args, kind, source_type, digested_text(self.id, self.kind, text),

@@ -6,10 +6,11 @@ Plain pydantic: importing this module does not need the `mcp` SDK.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rippl_core._runtime.validation import MAX_ID_LENGTH
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
 from rippl_core.models import (
     Blocker,
@@ -222,6 +223,22 @@ class History(_Out):
 class RunStarted(_Out):
     """A run begun for the calling client."""
 
+    run: str = Field(description=RUN_TOKEN)
+    run_id: str = Field(description=RUN_ID)
+
+
+class ToolSchema(BaseModel):
+    """A tool a client will check: its name and its MCP `inputSchema` (a JSON Schema object)."""
+
+    name: Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)]
+    inputSchema: dict[str, Any] = Field(  # MCP's own (camelCase) name for it
+        description="The tool's JSON Schema of its arguments.")
+
+
+class HandOver(_Out):
+    """A hand-over a run wrote for a team mate of its scope."""
+
+    ref: str = Field(description="Give it to the team mate: receive_hand_over(ref).")
     run: str = Field(description=RUN_TOKEN)
     run_id: str = Field(description=RUN_ID)
 

@@ -127,7 +127,7 @@ def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str
     review.register(rippl, tool, sessions, allow_review=allow_review, reviewer=reviewer,
                     reviewer_key=reviewer_key)
     beliefs.register(rippl, tool, sessions)
-    reasoning.register(rippl, tool)
+    reasoning.register(rippl, tool, sessions)
     capture.register(rippl, tool, sessions)
     resources.register(server, rippl, sessions)
     keep_text(server)

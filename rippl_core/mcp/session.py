@@ -42,7 +42,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rippl_core._runtime.validation import canonical_args
+from rippl_core.capture.arguments import received
 from rippl_core.capture.handle import AsyncRun
+from rippl_core.capture.memory import Writing
 from rippl_core.client import AsyncRippl
 from rippl_core.errors import InvalidInputError
 from rippl_core.mcp.common import client_identity
@@ -71,6 +73,26 @@ NOT_SIGNED = (f"_meta.{RUN_META} is not a token this server issued (its signatur
               f"server restarted without {KEY_ENV} issues new ones). Call start_run to begin a new "
               f"run, then read again (or cite_claims) what your next calls rely on: the new run has "
               f"observed nothing yet. Nothing was recorded.")
+
+
+SCOPED = "mcp-scope:"  # a run in a scope: its id is mcp-scope:<scope>/mcp:<label>:<hex>
+SCOPE_CHARS = 64
+
+
+def _scope_label(scope: str) -> str:
+    label = scope.strip()
+    if not label or len(label) > SCOPE_CHARS or any(
+            not ch.isprintable() or ch.isspace() or ch in "/:" for ch in label):
+        raise InvalidInputError(f"a scope is a label of 1 to {SCOPE_CHARS} printable characters, "
+                                f"without spaces, '/' or ':' (e.g. billing-team), got {scope!r}")
+    return label
+
+
+def scope_of(run_id: str) -> str | None:
+    """The scope a run was begun in (kept in its id, so a run that left memory keeps it)."""
+    if not run_id.startswith(SCOPED) or "/" not in run_id:
+        return None
+    return run_id.split("/", 1)[0]
 
 
 def run_key(environ: dict[str, str] | None = None) -> bytes:
@@ -128,13 +150,15 @@ def _call_key(tool: str, args: dict[str, Any] | None) -> tuple[str, str]:
 @dataclass
 class RunState:
     """A run the server holds in memory: its handle, its token, the last call id of each (tool,
-    args) checked in it, and what each of its clients was told."""
+    args) checked in it, what each of its clients was told, and the input schemas of the tools
+    its clients registered (their calls are compared on the arguments the tool receives)."""
 
     run: AsyncRun
     token: str
     calls: Recent[tuple[str, str], str] = field(default_factory=lambda: Recent(MAX_CALLS))
     told: weakref.WeakKeyDictionary[object, list[str]] = field(
         default_factory=weakref.WeakKeyDictionary)
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -169,14 +193,24 @@ class ClientRun:
             self.told.append(call_id)
             del self.told[:-MAX_TOLD]
 
+    def received(self, tool: str, args: dict[str, Any] | None) -> dict[str, Any]:
+        """The arguments `tool` receives for `args`, under the schema registered for it (as sent
+        when none was)."""
+        return received(args or {}, self.state.schemas.get(tool))
+
     async def decide(self, call: ToolCall, repeat_scope: RepeatScope) -> Verdict:
         """Record the call as a turn of its own (resting on everything the run observed, less
         what this client was told) and judge it: a call repeating one vetoed in the run (within
-        `repeat_scope`) stays vetoed."""
+        `repeat_scope`), or one handed over to it after a veto, stays vetoed."""
         assert call.id is not None
         [verdict] = await self.run.decide(call.id, [call], context=None, told=list(self.told),
                                           repeat_scope=repeat_scope)
         return verdict
+
+    def writing(self) -> Writing:
+        """This run writing a memory (it rests on everything the run carried, less what this
+        client was told: `capture.memory`)."""
+        return Writing(self.run.ref, told=tuple(self.told))
 
 
 class Sessions:
@@ -211,9 +245,18 @@ class Sessions:
             run_id = found
         return self._client_run(run_id, client, ctx)
 
-    def start(self, ctx: Context, name: str | None = None) -> ClientRun:
-        """A new run for the requesting client (`name` only labels its id)."""
-        return self._client_run(self._mint(name), connection_of(ctx), ctx)
+    def writer(self, ctx: Context) -> Writing | None:
+        """The request's run, writing (what it writes rests on what the run carried), or None for
+        a request on no connection that names no run (it writes outside any run, with the
+        sources it names)."""
+        if connection_of(ctx) is None and request_meta(ctx, RUN_META) is None:
+            return None
+        return self.of(ctx).writing()
+
+    def start(self, ctx: Context, name: str | None = None, scope: str | None = None) -> ClientRun:
+        """A new run for the requesting client (`name` only labels its id), in `scope` (runs of
+        one scope hand messages to one another: `hand_over`, `receive`) or alone."""
+        return self._client_run(self._mint(name, scope), connection_of(ctx), ctx)
 
     def token(self, run_id: str) -> str:
         return f"{TOKEN_PREFIX}{self._mac(run_id)}:{run_id}"
@@ -237,16 +280,17 @@ class Sessions:
         return digest.hexdigest()[:MAC_CHARS]
 
     @staticmethod
-    def _mint(name: str | None) -> str:
+    def _mint(name: str | None, scope: str | None = None) -> str:
         label = "".join(ch for ch in name or "" if ch.isprintable()).strip()[:MAX_LABEL].strip()
         suffix = secrets.token_hex(8)
-        return f"mcp:{label}:{suffix}" if label else f"mcp:{suffix}"
+        found = f"mcp:{label}:{suffix}" if label else f"mcp:{suffix}"
+        return found if scope is None else f"{SCOPED}{_scope_label(scope)}/{found}"
 
     def _client_run(self, run_id: str, client: object | None, ctx: Context) -> ClientRun:
         state = self._runs.get(run_id)
         if state is None:  # new, or back after leaving memory: the graph has its record
-            state = RunState(self.rippl.run(run_id, agent=client_identity(ctx), framework="mcp"),
-                             self.token(run_id))
+            state = RunState(self.rippl.run(run_id, agent=client_identity(ctx), framework="mcp",
+                                            scope=scope_of(run_id)), self.token(run_id))
             self._runs.put(run_id, state)
         told = state.told.setdefault(STATELESS if client is None else client, [])
         return ClientRun(state, told)

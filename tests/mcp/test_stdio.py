@@ -35,7 +35,8 @@ INCIDENT = REPO / "examples" / "incident.yaml"
 TOOLS = {"check_premises", "blast_radius", "explain", "propose_retraction", "list_reviews",
          "verify_receipts", "add_source", "add_claim", "add_decision", "add_action", "record_belief",
          "retract_belief", "ask_belief", "timeline", "why_changed", "what_if", "history",
-         "start_run", "record_execution", "cite_claims", "list_compensations", "propose_override",
+         "start_run", "register_tools", "hand_over", "receive_hand_over", "record_execution",
+         "cite_claims", "list_compensations", "propose_override",
          "propose_retraction_where",
          "report_compensation_attempt",
          "log_head", "prove_receipt", "log_consistency"}

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import Field
 
 from rippl_core.beliefs.models import Belief
+from rippl_core.capture.memory import writing
 from rippl_core.client import AsyncRippl
 from rippl_core.mcp.common import MAX_IDS, Id, Ids, Registrar, Text, Time
 from rippl_core.mcp.models import (
@@ -31,6 +32,7 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
 
     @tool(read_only=False, title="Record a belief")
     async def record_belief(
+        ctx: Context,
         agent: Annotated[Id, Field(description="The agent that holds the belief.")],
         claim_id: Annotated[Id, Field(description="The claim it believes (record it with add_claim).")],
         topic: Annotated[Id, Field(description="What the belief is about, e.g. billing-home-shard. "
@@ -40,9 +42,12 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
         note: Annotated[Text | None, Field(description="Why, in plain words.")] = None,
     ) -> Belief:
         """Record that an agent believes a claim about a topic from a time on. Adopting a new claim
-        on the topic closes the previous belief's interval; history is kept, never deleted."""
-        return await rippl.believe(agent, claim_id, topic=topic, valid_from=valid_from,
-                                   evidence=evidence or (), note=note)
+        on the topic closes the previous belief's interval; history is kept, never deleted.
+        Written in your run, it rests on what your run has carried (less what the vetoes you
+        received named): retract what it was written from and it no longer holds."""
+        with writing(sessions.writer(ctx)):
+            return await rippl.believe(agent, claim_id, topic=topic, valid_from=valid_from,
+                                       evidence=evidence or (), note=note)
 
     @tool(read_only=False, title="Drop a belief")
     async def retract_belief(

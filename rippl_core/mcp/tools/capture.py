@@ -1,19 +1,21 @@
-"""Capture tools: begin a run (for clients without a session), report that a checked call ran
-(its output becomes an observation of the client's run), cite the claims a plan relies on, list
-the calls executed on premises since retracted, and report an attempt to compensate one (a
-person confirms it; over MCP a compensation is resolved only by a server started with a
-reviewer, see tools/review.py)."""
+"""Capture tools: begin a run (for clients without a session, or in a team's scope), register the
+schemas of the tools a run checks, report that a checked call ran (its output becomes an
+observation of the client's run), hand over to a team mate of the scope and receive a hand-over,
+cite the claims a plan relies on, list the calls executed on premises since retracted, and report
+an attempt to compensate one (a person confirms it; over MCP a compensation is resolved only by a
+server started with a reviewer, see tools/review.py)."""
 
 # No `from __future__ import annotations` here: the MCP server reads the tool signatures at registration.
 
+import secrets
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from rippl_core.client import AsyncRippl
-from rippl_core.errors import NotFoundError
-from rippl_core.mcp.common import Id, Ids, Registrar, Text, client_identity
-from rippl_core.mcp.models import CompensationList, ExecutionRecord, RunStarted
+from rippl_core.errors import InvalidInputError, NotFoundError
+from rippl_core.mcp.common import MAX_IDS, Id, Ids, Registrar, Text, client_identity
+from rippl_core.mcp.models import CompensationList, ExecutionRecord, HandOver, RunStarted, ToolSchema
 from rippl_core.mcp.sdk import Context
 from rippl_core.mcp.session import Sessions
 from rippl_core.models import CompensationAttempt, ToolCall
@@ -28,14 +30,60 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
         name: Annotated[Id | None, Field(description="A label for the run's id, e.g. your task or "
                                                      "thread (it does not name the run for "
                                                      "anyone else).")] = None,
+        scope: Annotated[Id | None, Field(description=(
+            "A team's label (e.g. billing-team): runs begun in one scope hand messages to one "
+            "another (hand_over, receive_hand_over). Omit: the run is alone."))] = None,
     ) -> RunStarted:
         """Begin a captured run of your own and get its token. A client on a session (stdio, or
-        HTTP with a session id) already has a run and needs this only to keep several apart. A
-        client without a session (stateless HTTP, MCP 2026-07-28) must call it first and send the
-        returned `run` as params._meta.rippl_run in every request: its reads and checks are
-        recorded in that run, and another client cannot act in it."""
-        started = sessions.start(ctx, name)
+        HTTP with a session id) already has a run and needs this only to keep several apart, or
+        to join a team's scope. A client without a session (stateless HTTP, MCP 2026-07-28) must
+        call it first and send the returned `run` as params._meta.rippl_run in every request: its
+        reads and checks are recorded in that run, and another client cannot act in it."""
+        started = sessions.start(ctx, name, scope)
         return RunStarted(run=started.token, run_id=started.run.id)
+
+    @tool(read_only=False, idempotent=True, title="Register the schemas of your tools")
+    async def register_tools(
+        ctx: Context,
+        tools: Annotated[list[ToolSchema], Field(min_length=1, max_length=MAX_IDS, description=(
+            "Each tool you will check: its name and its MCP inputSchema (a JSON Schema "
+            "object)."))],
+    ) -> ExecutionRecord:
+        """Register the input schema of each tool you will check in this run: its calls are then
+        compared on the arguments the tool receives (defaults filled, numbers and booleans
+        written as text read as values), so spelling a default out or quoting a number does not
+        make another call. Kept while the server holds the run in memory."""
+        client = sessions.of(ctx)
+        client.state.schemas.update({t.name: dict(t.inputSchema) for t in tools})
+        return ExecutionRecord(call_id=None, result_claim=None, run=client.token,
+                               run_id=client.run.id)
+
+    @tool(read_only=False, title="Hand over to your team")
+    async def hand_over(ctx: Context) -> HandOver:
+        """Write a hand-over for another run of your scope (a task, a report): it carries what
+        your run has carried (less what the vetoes you received named) and those vetoes: a team
+        mate that receives it rests on what you did, and repeating an act you were refused stays
+        vetoed for it. Give the returned `ref` to the team mate (receive_hand_over)."""
+        client = sessions.of(ctx)
+        ref = f"handover-{secrets.token_hex(16)}"
+        await client.run.wrote(ref, context=None, told=list(client.told), kind="handover")
+        return HandOver(ref=ref, run=client.token, run_id=client.run.id)
+
+    @tool(read_only=False, idempotent=True, title="Receive a hand-over")
+    async def receive_hand_over(
+        ctx: Context,
+        ref: Annotated[Id, Field(description="The `ref` another run of your scope handed over.")],
+    ) -> ExecutionRecord:
+        """Take a hand-over a team mate of your scope wrote (hand_over): what it carries is in
+        your run's context from now on (your later calls rest on it), with the vetoes it hands
+        on. A ref no run of your scope wrote is a message Rippl cannot account for: it carries
+        everything your run and its scope carried (fail closed)."""
+        client = sessions.of(ctx)
+        if not ref.startswith("handover-"):
+            raise InvalidInputError("ref is the `ref` hand_over returned (handover-...)")
+        await client.run.wrote(f"received-{ref}", context=[ref], kind="received")
+        return ExecutionRecord(call_id=None, result_claim=None, run=client.token,
+                               run_id=client.run.id)
 
     @tool(read_only=False, title="Record that a checked call ran")
     async def record_execution(
@@ -64,7 +112,8 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
         if chosen is None:
             raise NotFoundError(f"no check of {tool} with these args in this run; call "
                                 "check_premises first and pass its call_id")
-        claim = await client.run.executed(ToolCall(name=tool, args=args or {}, id=chosen), output,
+        claim = await client.run.executed(ToolCall(name=tool, args=client.received(tool, args),
+                                                   id=chosen), output,
                                           ok=ok, fresh_for=fresh_for, reads=reads)
         return ExecutionRecord(call_id=chosen, result_claim=claim, run=client.token,
                                run_id=client.run.id)

@@ -12,13 +12,16 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from rippl_core.capture.memory import writing
 from rippl_core.client import AsyncRippl
 from rippl_core.errors import InvalidInputError
 from rippl_core.mcp.common import Id, Ids, Registrar, Text
 from rippl_core.mcp.models import NodeInfo
+from rippl_core.mcp.sdk import Context
+from rippl_core.mcp.session import Sessions
 
 
-def register(rippl: AsyncRippl, tool: Registrar) -> None:
+def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
     """Register this family's tools on the server `tool` belongs to."""
 
     @tool(read_only=False, idempotent=True, title="Record a source")
@@ -34,6 +37,7 @@ def register(rippl: AsyncRippl, tool: Registrar) -> None:
 
     @tool(read_only=False, idempotent=True, title="Record a claim")
     async def add_claim(
+        ctx: Context,
         text: Annotated[Text, Field(description="The statement, e.g. 'Shard 09 is healthy'.")],
         id: Annotated[Id | None, Field(description="Its id; derived from the text if omitted "
                                                     "(the same statement gets the same id).")] = None,
@@ -48,10 +52,13 @@ def register(rippl: AsyncRippl, tool: Registrar) -> None:
     ) -> NodeInfo:
         """Record a claim you rely on, with the sources that assert it or the claims it is derived
         from. Re-adding the same claim changes nothing. With a `key`, a claim of the same key with
-        another value is proposed for retraction (a person decides; see list_reviews)."""
-        return NodeInfo.of(await rippl.add_claim(id, text, sources=sources or (),
-                                                 derived_from=derived_from or (), key=key,
-                                                 value=value))
+        another value is proposed for retraction (a person decides; see list_reviews). A claim
+        your run adds is your run's statement: a belief of it your run records rests on what the
+        run has carried (record_belief)."""
+        with writing(sessions.writer(ctx)):  # a claim your run states is your run's
+            return NodeInfo.of(await rippl.add_claim(id, text, sources=sources or (),
+                                                     derived_from=derived_from or (), key=key,
+                                                     value=value))
 
     @tool(read_only=False, idempotent=True, title="Record a decision")
     async def add_decision(

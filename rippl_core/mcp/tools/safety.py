@@ -47,7 +47,9 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
         `tool` name and its `args`: the call is recorded in this client's run as resting on what
         the run read through Rippl, and judged (by that, and by any action declared for it);
         report it with record_execution once it ran. A call repeating one vetoed earlier in the
-        run stays vetoed. Or give an action or decision id as `target`. Fails closed: a graph that
+        run, or one a hand-over of your scope carries after a veto, stays vetoed (compared as
+        the tool receives its arguments, when you registered its schema: register_tools). Or
+        give an action or decision id as `target`. Fails closed: a graph that
         cannot be read is unsafe. The answer's `run` is this run's token: a client without a
         session (stateless HTTP) sends it as params._meta.rippl_run in every request."""
         if target is not None and tool is None:
@@ -66,7 +68,7 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
             return CheckResult.of(await rippl.check(subject, as_of=as_of, known_at=known_at))
         client = sessions.of(ctx)
         ref = call_id or client.next_call_id()
-        call = ToolCall(name=tool, args=args or {}, id=ref)
+        call = ToolCall(name=tool, args=client.received(tool, args), id=ref)
         try:
             verdict = await client.decide(call, repeat_scope)
         except DatabaseError as exc:

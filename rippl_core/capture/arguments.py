@@ -1,5 +1,7 @@
 """Arguments as the tool receives them: two calls are the same act when the tool would receive the
-same arguments (docs/design.md, "Arguments as the tool receives them").
+same arguments (docs/design.md, "Arguments as the tool receives them"). The adapter kit applies it
+to every call it maps (`rippl_core.adapters.ToolGuard`), the MCP server to the tools a client
+registered with its run.
 
 A model spells a call as it likes: a default spelled out (strict function calling sends every
 field), a number quoted ("100" for 100), an injected argument it should not send. What runs is
