@@ -36,7 +36,7 @@ SCHEMA = Schema("3", unique_ids=("Agent", "Topic"), indexes=tuple(
 # the columns of a belief row, in the order `beliefs.memory._row` reads them
 ROW_FIELDS = ("agent", "topic", "claim", "valid_from", "valid_to", "recorded_at", "superseded_at",
               "evidence", "note", "cause", "reason", "first_recorded")
-_ROW = ", ".join(f"r.{name}" for name in ROW_FIELDS) + ", c.text, c.state"
+_ROW = ", ".join(f"r.{name}" for name in ROW_FIELDS) + ", c.text, c.state, c.retracted"
 DAY_MS = 86_400_000
 # Windows tried, in turn, for the latest start at or before a time: the first that holds any
 # start answers; past the last one the key's rows are filtered without a time bound.

@@ -81,6 +81,7 @@ class Row:
     first_recorded: int | None = None  # when Rippl first learned of this adoption
     text: str = ""
     claim_state: str = State.IN.value
+    claim_retracted: bool = False  # the claim itself retracted (not a premise under it)
 
     def props(self) -> dict[str, Any]:
         key = cypher.belief_key(self.agent, self.topic)
@@ -100,12 +101,13 @@ class Row:
 
 def _row(record: Sequence[Any]) -> Row:
     (agent, topic, claim, valid_from, valid_to, recorded_at, superseded_at, evidence, note, cause,
-     reason, first_recorded, text, state) = record
+     reason, first_recorded, text, state, retracted) = record
     return Row(agent=agent, topic=topic, claim=claim, valid_from=valid_from, valid_to=valid_to,
                recorded_at=recorded_at, superseded_at=superseded_at,
                evidence=tuple(evidence or ()), note=note, cause=cause or "believe", reason=reason,
                first_recorded=first_recorded if first_recorded is not None else recorded_at,
-               text=text or "", claim_state=state or State.IN.value)
+               text=text or "", claim_state=state or State.IN.value,
+               claim_retracted=bool(retracted))
 
 
 def rows_of(records: Iterable[Sequence[Any]]) -> list[Row]:
@@ -156,6 +158,7 @@ def belief_model(row: Row, evidence_states: Mapping[str, str], claim_state: Stat
         "cause": row.cause, "reason": row.reason,
         "first_recorded_at": when(row.first_recorded if row.first_recorded is not None
                                   else row.recorded_at),
+        "claim_retracted": row.claim_retracted,
     })
 
 
@@ -471,7 +474,7 @@ def timeline(agent: str, topic: str, *, known_at: TimeLike | None, limit: int | 
     evidence = {joined: tuple(joined.split(sep)) if joined else ()
                 for joined in {r[5] for r in records}}
     briefs = yield from node_briefs(sorted({r[0] for r in records}.union(*evidence.values())))
-    nodes = {node: (brief[2], brief[3]) for node, brief in briefs.items()}
+    nodes = {node: (brief[2], brief[3], bool(brief[4])) for node, brief in briefs.items()}
     return _timeline_models(agent, topic, records, evidence, nodes)
 
 
@@ -488,11 +491,11 @@ def _numeric_times(record: Sequence[Any]) -> list[Any]:
 
 def _timeline_models(agent: str, topic: str, records: Sequence[Sequence[Any]],
                      evidence: Mapping[str | None, tuple[str, ...]],
-                     nodes: Mapping[str, tuple[str, str]]) -> list[Belief]:
-    """`belief_model` of each timeline row (`cypher.TIMELINE_FIELDS`), given the text and state
-    now of its claim and evidence (`nodes`); what rows share (times, states, evidence) is
-    computed once, and each model is `constructed` like belief_model's."""
-    open_end, out, default = cypher.OPEN, State.OUT.value, ("", State.IN.value)
+                     nodes: Mapping[str, tuple[str, str, bool]]) -> list[Belief]:
+    """`belief_model` of each timeline row (`cypher.TIMELINE_FIELDS`), given the text, state now
+    and own retraction of its claim and evidence (`nodes`); what rows share (times, states,
+    evidence) is computed once, and each model is `constructed` like belief_model's."""
+    open_end, out, default = cypher.OPEN, State.OUT.value, ("", State.IN.value, False)
     columns = list(zip(*records, strict=True)) or [()] * len(cypher.TIMELINE_FIELDS)
     starts = {ms: from_ms(ms) for ms in {*columns[1], *columns[3], *columns[9]}}
     ends = {ms: None if ms >= open_end else from_ms(ms) for ms in {*columns[2], *columns[4]}}
@@ -500,13 +503,14 @@ def _timeline_models(agent: str, topic: str, records: Sequence[Sequence[Any]],
                  for joined, ids in evidence.items()}
     claims = {}
     for claim in set(columns[0]):
-        text, name = nodes.get(claim, default)
+        text, name, own = nodes.get(claim, default)
         state = State(name or State.IN.value)
-        claims[claim] = (text or "", state, public_status(Kind.CLAIM, state), state is State.OUT)
+        claims[claim] = (text or "", state, public_status(Kind.CLAIM, state), state is State.OUT,
+                         own)
     beliefs = []
     for (claim, valid_from, valid_to, recorded_at, superseded_at, joined, note, cause, reason,
          first_recorded) in records:
-        text, state, status, retracted_claim = claims[claim]
+        text, state, status, retracted_claim, own = claims[claim]
         beliefs.append(constructed(Belief, {  # the fields in their order, as belief_model's
             "agent": agent, "topic": topic, "claim": claim, "text": text,
             "valid_from": starts[valid_from], "valid_to": ends[valid_to],
@@ -516,7 +520,7 @@ def _timeline_models(agent: str, topic: str, records: Sequence[Sequence[Any]],
             "rests_on_retracted": retracted_claim, "retracted_evidence": list(retracted[joined]),
             "cause": cause or "believe", "reason": reason,
             "first_recorded_at": starts[first_recorded if first_recorded is not None
-                                        else recorded_at]}))
+                                        else recorded_at], "claim_retracted": own}))
     return beliefs
 
 

@@ -54,7 +54,9 @@ class Belief(_Model):
     dropped the belief) or `revise` (a correction, and the parts of older rows it kept); `reason`
     is the reason given when the agent dropped the belief. `recorded_at` is when this version of
     the interval was recorded (closing an interval records a new version); `first_recorded_at` is
-    when Rippl first learned of the adoption.
+    when Rippl first learned of the adoption. `claim_retracted` says the claim itself was
+    retracted (now); a claim OUT without it went OUT because a premise under it was (a memory
+    written from a reading since retracted): nobody dropped the belief.
     """
 
     agent: str
@@ -76,6 +78,7 @@ class Belief(_Model):
     cause: str = "believe"
     reason: str | None = None
     first_recorded_at: datetime | None = None
+    claim_retracted: bool = False
 
     def holds_at(self, t: datetime) -> bool:
         """Whether `t` falls in the valid interval [valid_from, valid_to)."""
@@ -90,6 +93,9 @@ class Belief(_Model):
             line += f"; evidence: {', '.join(self.evidence)}"
         if self.rests_on_retracted:
             line += f"; WARNING: {self.claim} is {self.claim_status}"
+            if not self.claim_retracted:
+                line += (": not itself, a premise it rests on was retracted (nobody dropped the "
+                         "belief; explain shows the trail)")
         elif self.claim_state is not State.IN:
             line += f"; {self.claim} is {self.claim_status}"
         if self.retracted_evidence:

@@ -24,7 +24,8 @@ rows = st.builds(
     superseded_at=times, evidence=st.lists(ids, max_size=3).map(tuple),
     note=st.none() | st.text(max_size=5), cause=st.sampled_from(["believe", "revise"]),
     reason=st.none() | st.text(max_size=5), first_recorded=st.none() | times,
-    text=st.text(max_size=5), claim_state=st.sampled_from([s.value for s in State]))
+    text=st.text(max_size=5), claim_state=st.sampled_from([s.value for s in State]),
+    claim_retracted=st.booleans())
 states = st.dictionaries(ids, st.sampled_from([s.value for s in State]), max_size=4)
 
 
@@ -46,7 +47,7 @@ def reference(row: Row, evidence_states: dict[str, str]) -> Belief:
         claim_status=public_status(Kind.CLAIM, state), claim_state_now=state,
         claim_status_now=public_status(Kind.CLAIM, state), rests_on_retracted=state is State.OUT,
         retracted_evidence=[e for e in row.evidence if evidence_states.get(e) == State.OUT.value],
-        cause=row.cause, reason=row.reason)
+        cause=row.cause, reason=row.reason, claim_retracted=row.claim_retracted)
 
 
 def same(mine: Belief, theirs: Belief) -> None:
@@ -81,17 +82,20 @@ def test_a_constructed_belief_is_frozen_and_validates_again() -> None:
 
 
 nodes = st.dictionaries(ids, st.tuples(st.text(max_size=5),
-                                       st.sampled_from([s.value for s in State])), max_size=6)
+                                       st.sampled_from([s.value for s in State]), st.booleans()),
+                        max_size=6)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(rows, max_size=8), nodes)
-def test_timeline_models_are_belief_models(many: list[Row], known: dict[str, tuple[str, str]]) -> None:
+def test_timeline_models_are_belief_models(many: list[Row],
+                                           known: dict[str, tuple[str, str, bool]]) -> None:
     """A timeline's rows arrive plain (`cypher.timeline`: no agent, topic, claim text or state;
     the evidence joined) and are built in one pass: the same Beliefs as `belief_models` of the
     full rows, the claim's text and state and the evidence's states being those of its node."""
-    many = [replace(r, agent="ag", topic="tp", text=known.get(r.claim, ("", ""))[0],
-                    claim_state=known.get(r.claim, ("", State.IN.value))[1]) for r in many]
+    many = [replace(r, agent="ag", topic="tp", text=known.get(r.claim, ("", "", False))[0],
+                    claim_state=known.get(r.claim, ("", State.IN.value, False))[1],
+                    claim_retracted=known.get(r.claim, ("", "", False))[2]) for r in many]
     records = [[r.claim, r.valid_from, r.valid_to, r.recorded_at, r.superseded_at,
                 cypher.ID_SEPARATOR.join(r.evidence), r.note,
                 None if r.cause == "believe" else r.cause, r.reason, r.first_recorded]
@@ -99,7 +103,7 @@ def test_timeline_models_are_belief_models(many: list[Row], known: dict[str, tup
     evidence = {rec[5]: tuple(rec[5].split(cypher.ID_SEPARATOR)) if rec[5] else ()
                 for rec in records}
     built = _timeline_models("ag", "tp", records, evidence, known)
-    expected = belief_models(many, {node: state for node, (_, state) in known.items()})
+    expected = belief_models(many, {node: state for node, (_, state, _) in known.items()})
     assert len(built) == len(expected)
     for mine, theirs in zip(built, expected, strict=True):
         same(mine, theirs)

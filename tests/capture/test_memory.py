@@ -239,3 +239,18 @@ async def test_the_async_handle_justifies_the_same_way(
             await rippl.believe("ops", memory, topic="shards/09-health")
         await rippl.retract(reading, reason="stale cache", by="monitor")
         assert (await rippl.get(memory)).state is State.OUT
+
+
+def test_the_beliefs_history_says_its_premise_fell_not_that_it_was_dropped(rippl: Rippl) -> None:
+    reading, memory = scout_remembers(rippl)
+    rippl.retract(reading, reason="stale cache", by="monitor")
+    [interval] = rippl.timeline("ops", "shards/09-health")
+    assert interval.valid_to is None and interval.cause == "believe"  # still held: not dropped
+    assert interval.rests_on_retracted and not interval.claim_retracted
+    assert "a premise it rests on was retracted (nobody dropped the belief" in interval.describe()
+    explained = rippl.explain(memory)
+    [writer] = [a for j in explained.justifications for a in j.antecedents]
+    assert writer.id.startswith("WRT-") and writer.status == "Retracted"
+    assert explained.blockers[0].premise == reading
+    rippl.retract(memory, reason="the note itself was wrong", by="alice")
+    assert rippl.ask("ops", "shards/09-health").claim_retracted  # type: ignore[union-attr]
