@@ -97,14 +97,20 @@ def fresh_at(readings: Sequence[Mapping[str, Any]], t: int, known: int) -> bool:
 
 def expired_then(rows: Sequence[Sequence[Any]], t: int, known: int) -> list[Expired]:
     """The read claims (`cypher.reads_of` rows) that were not fresh at valid time `t`, as known
-    at `known`: stale, or superseded by a reading recorded by then."""
+    at `known`: superseded when the latest reading of the claim then was ended by a newer reading
+    of another output recorded by then, else stale (a reading superseded once and read again
+    since, then aged, was stale then)."""
     found = []
     for props, readings in rows:
         if fresh_at(readings, t, known):
             continue
-        ended = [r["superseded_at"] for r in readings if r.get("superseded_at") is not None
-                 and r["superseded_at"] <= t and r["superseded_at"] <= known]
+        then = [r for r in readings if r.get("observed_at") is not None
+                and r["observed_at"] <= t and r["observed_at"] <= known]
+        latest = max(then, key=lambda r: r["observed_at"], default=None)
+        ended = latest.get("superseded_at") if latest is not None else None
+        superseded = ended is not None and ended <= t and ended <= known
+        expires = latest.get("expires_at") if latest is not None else None
         found.append(Expired(premise=props["id"], text=props.get("text", ""),
-                             status="superseded" if ended else "stale",
-                             valid_until=from_ms(max(ended) if ended else None)))
+                             status="superseded" if superseded else "stale",
+                             valid_until=from_ms(ended if superseded else expires)))
     return found

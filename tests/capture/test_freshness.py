@@ -162,6 +162,30 @@ def test_check_as_of_honours_freshness(rippl: Rippl, clock: Clock) -> None:
     assert not rippl.check(ok.target, as_of=start + 20 * 60_000).allowed
 
 
+def test_check_as_of_names_a_supersession_only_once_the_superseding_reading_existed(
+        rippl: Rippl, clock: Clock) -> None:
+    """Stale then, superseded only later: as of then it was stale. And a reading superseded, read
+    again with its first output, then aged: stale at a time after that, not superseded."""
+    start = clock.now
+    read(rippl, "r1", "h1", "shard 09: healthy")
+    [ok] = rippl.run("r1").decide("t2", [migrate("m1")], context=["h1"])
+    clock.advance(minutes=10)  # stale from 10:05
+    read(rippl, "r2", "x1", "shard 09: degraded")  # superseded at 10:10
+    stale = rippl.check(ok.target, as_of=start + 7 * 60_000)
+    assert not stale.allowed and [e.status for e in stale.expired] == ["stale"]
+    assert "denied as stale" in stale.reason
+    between = start + 10 * 60_000 + 30_000  # after the supersession, before the next re-read
+    later = rippl.check(ok.target, as_of=between)
+    assert [e.status for e in later.expired] == ["superseded"]
+    clock.advance(minutes=1)
+    read(rippl, "r3", "y1", "shard 09: healthy")  # read again: the first output, fresh again
+    clock.advance(minutes=10)
+    aged = rippl.check(ok.target, as_of=clock.now)
+    assert [e.status for e in aged.expired] == ["stale"], aged.reason
+    assert [e.status for e in rippl.check(ok.target, as_of=between).expired] == \
+        ["superseded"]  # what held then is unchanged
+
+
 def test_bad_freshness_is_refused_and_writes_nothing(rippl: Rippl, clock: Clock) -> None:
     run = rippl.run("r1")
     run.decide("t1", [HEALTH], context=[])

@@ -52,11 +52,10 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from rippl_core import Belief, InvalidInputError, Node, NotFoundError, Rippl, State
+from rippl_core import Belief, InvalidInputError, Node, NotFoundError, Rippl, RunTrace, State
 from rippl_core.adapters import (
     Call,
     Calls,
-    Capture,
     RunRef,
     Tick,
     Writing,
@@ -70,10 +69,10 @@ from rippl_core.adapters import (
     sync_handle,
     writing,
 )
-from rippl_langgraph.capture import current_config, framework_call, run_id, thread_of, turn_id
+from rippl_langgraph.capture import current_config, run_id, thread_of, turn_id
 from rippl_langgraph.checkpoint import AsyncFalkorDBSaver, FalkorDBSaver
 from rippl_langgraph.checkpoint.saver import connection_options
-from rippl_langgraph.guard import Guard, Memory
+from rippl_langgraph.guard import Memory
 
 SEPARATOR = "/"  # joins the namespace after the agent, and the key, into a topic id
 TIME_KEYS = ("as_of", "known_at")
@@ -467,18 +466,17 @@ def _premises(found: Any, key: str, memory: Memory) -> Calls[StepPremises | None
         return None
     run = run_id(found.config, node=False)
     calls = [dict(c) for c in ai.tool_calls]
-    decision_id = Capture(Guard(memory), run).decision_id(turn_id(ai),
-                                                         [framework_call(c) for c in calls])
-    if decision_id is None:
-        return None
-    try:
-        decision: Node = yield Call("get", (decision_id,))
+    try:  # the turn as capture recorded it (its calls' arguments as the tools received them)
+        trace: RunTrace = yield Call("run_trace", (run,))
     except NotFoundError:
-        return None  # not captured (capture was off, or the turn was never decided)
+        return None  # not captured (capture was off)
+    turn = next((t for t in trace.turns if t.turn == turn_id(ai)), None)
+    if turn is None:
+        return None  # the turn was never decided
     premises: list[Node] = []
-    for node_id in (decision.justifications or [[]])[0]:
-        premises.append((yield Call("get", (node_id,))))
-    return StepPremises(run, turn_id(ai), decision_id, calls, premises)
+    for rested in turn.rested_on:
+        premises.append((yield Call("get", (rested.id,))))
+    return StepPremises(run, turn_id(ai), turn.decision, calls, premises)
 
 
 def _required(taken: datetime | None, config: RunnableConfig) -> datetime:

@@ -208,3 +208,25 @@ def test_one_agent_spelling_its_vetoed_call_another_way_stays_vetoed(
     found = vetoes(model.seen[-1])
     assert all("repeats the call vetoed at turn" in found[f"r-{n}"] for n in range(len(SPELLINGS)))
     assert ops.shards() == ["07"]
+
+
+def test_what_a_turn_rested_on_is_found_whatever_the_model_spelt(
+        rippl: Rippl, saver: FalkorDBSaver) -> None:
+    """The turn is recorded with its calls as the tool receives them (defaults filled): reading
+    back what it rested on from a checkpoint finds it all the same."""
+    from rippl_langgraph import RipplStore
+
+    ops = Ops()
+    model = ScriptedChatModel(script=[calls(tool_call("get_health", {"shard": "07"}, "h1")),
+                                      calls(tool_call("migrate", {"shard": "07"}, "m1")),
+                                      AIMessage("done")])
+    agent = create_agent(model, ops.tools(), middleware=[RipplMiddleware(rippl)],
+                         checkpointer=saver)
+    agent.invoke({"messages": [HumanMessage("move billing to 07")]}, thread("P"))
+    step = RipplStore(rippl, checkpointer=saver).premises_at_checkpoint(
+        agent.get_state(thread("P")).config)
+    assert step is not None and [c["args"] for c in step.calls] == [{"shard": "07"}]
+    assert any(text.startswith('get_health({"shard":"07"}) returned')
+               for text in (n.text for n in step.premises))
+    [call] = [c for c in rippl.run_trace("P").calls if c.tool == "migrate"]
+    assert call.args == {"shard": "07", "rows": 100, "dry_run": False}  # as the tool received it
