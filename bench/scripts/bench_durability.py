@@ -24,8 +24,6 @@ docs/benchmarks.md. Benchmarks record numbers; the tests assert behaviour.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import tempfile
@@ -37,15 +35,10 @@ from typing import Any
 
 import psutil
 from rippl_bench.measure import summary_ms
-from rippl_bench.report import replace_section
-from rippl_bench.summary import stamp
+from rippl_bench.script import options, publish, results_file
 
 from rippl_core import Rippl, ToolCall
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "bench" / "results" / "durability.json"
-QUICK_RESULTS = ROOT / "bench" / "results" / "quick" / "durability.json"
-DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Durability and the embedded server"
 MODES = ("everysec", "always")
 
@@ -178,20 +171,13 @@ no process uses it.
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer samples; docs untouched")
-    parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md")
-    options = parser.parse_args()
-    rounds, per_block, runs = (4, 25, 3) if options.quick else (20, 50, 20)
+    args = options(__doc__, quick="fewer samples; docs untouched", docs="--no-docs").parse_args()
+    rounds, per_block, runs = (4, 25, 3) if args.quick else (20, 50, 20)
     with tempfile.TemporaryDirectory(prefix="rippl-durability-") as tmp:
         result = {"fsync": fsync_costs(Path(tmp), rounds, per_block),
                   "lifecycle": lifecycle(Path(tmp), runs), "machine": machine()}
-    out = QUICK_RESULTS if options.quick else RESULTS
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(stamp(result), indent=2) + "\n")
-    print(render(result))
-    if not options.quick and not options.no_docs:
-        replace_section(DOCS, SECTION, render(result))
+    publish(result, results_file("durability", quick=args.quick), render, heading=SECTION,
+            docs=not (args.quick or args.no_docs))
 
 
 if __name__ == "__main__":
