@@ -13,9 +13,10 @@
    without a context list rests on everything its run observed, which grows with the run) and
    `Run.executed` of that call. Read: `check(action)`.
 2. The embedded server's lifecycle: a cold `Rippl.open` (starts the server under its watchdog), a
-   second open (joins it), `close()` of the last handle (the server stops in the background), and
-   how long the server takes to be gone after it; beside it, falkordblite's own cleanup (what
-   `close()` called before), which waits for the server with sleeps.
+   second open (joins it), `close()` of the last handle (it returns once the server has stopped,
+   so the database's folder can go right after), and how long the server is still there after it;
+   beside it, falkordblite's own cleanup (what `close()` called before), which waits for the
+   server with sleeps.
 
 Results go to bench/results/durability.json (--quick: bench/results/quick/, docs
 untouched); a full run also rewrites the `## Durability and the embedded server` section of
@@ -107,7 +108,7 @@ def lifecycle(folder: Path, runs: int) -> dict[str, Any]:
         gone.append(time.perf_counter() - start)
     return {"open (starts the server)": summary(cold), "open (joins it)": summary(join),
             "close() of the last handle": summary(close),
-            "server gone after that close() (background)": summary(gone),
+            "server gone after that close()": summary(gone),
             "falkordblite's cleanup (the close() before)": summary(redislite_cleanup(folder, runs))}
 
 
@@ -161,8 +162,9 @@ read). A FalkorDB server gives the same guarantee only when it is configured wit
 `appendonly yes` and `appendfsync always` (see docs/design.md, "Durability").
 
 **The embedded server's lifecycle** (p50 / p99 in ms over {life['close() of the last handle']['n']}
-runs). `close()` only lets go of the server: the server's watchdog stops it in the background once
-no process uses it.
+runs). The server's watchdog stops it once no process uses it; `close()` of the last handle
+returns once it has stopped (the server writes the database's files until then), so a script can
+delete the database's folder right after.
 
 | step | p50 / p99 (ms) |
 |---|---|
