@@ -7,51 +7,92 @@ key, fully deterministic.
 
 Each step is what the model answers on its next call: a text, a turn of tool calls (`calls`), or a
 function of the messages it is shown returning one, so that a script can react to a veto the way a
-real model would. It is autogen-ext's `ReplayChatCompletionClient` with function steps; `create_calls`
-keeps what the model was shown on each call.
+real model would. `create_calls` keeps what the model was shown on each call. Running past the
+end of the script raises an error naming the call. It needs autogen-core only.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 from autogen_core import FunctionCall
-from autogen_core.models import CreateResult, LLMMessage, ModelFamily, ModelInfo, RequestUsage
-from autogen_ext.models.replay import ReplayChatCompletionClient
+from autogen_core.models import (
+    ChatCompletionClient,
+    CreateResult,
+    LLMMessage,
+    ModelCapabilities,
+    ModelFamily,
+    ModelInfo,
+    RequestUsage,
+)
 
 __all__ = ["MODEL_INFO", "ScriptedModel", "Step", "calls", "tool_call"]
 
 MODEL_INFO = ModelInfo(vision=False, function_calling=True, json_output=False,
                        family=ModelFamily.UNKNOWN, structured_output=False)
+NO_USAGE = RequestUsage(prompt_tokens=0, completion_tokens=0)
 
 type Step = str | CreateResult | Callable[[Sequence[LLMMessage]], str | CreateResult]
 
 
 def tool_call(name: str, /, id: str | None = None, **args: Any) -> FunctionCall:
-    """One tool call of a model turn (a fresh id unless given)."""
+    """One tool call of a model turn (a fresh id unless given, as a provider's)."""
     return FunctionCall(id=id or f"call-{uuid.uuid4().hex[:8]}", name=name, arguments=json.dumps(args))
 
 
 def calls(*function_calls: FunctionCall) -> CreateResult:
     """A model turn that asks for these tool calls."""
     return CreateResult(finish_reason="function_calls", content=list(function_calls),
-                        usage=RequestUsage(prompt_tokens=0, completion_tokens=0), cached=False)
+                        usage=NO_USAGE, cached=False)
 
 
-class ScriptedModel(ReplayChatCompletionClient):
-    """Answers with the next step of `steps`; a step that is a function is called with the messages
-    the model is shown, and its answer replayed."""
+class ScriptedModel(ChatCompletionClient):
+    """Answers each call with the next step of `steps`; a step that is a function is called with
+    the messages the model is shown."""
 
     def __init__(self, steps: Sequence[Step], *, model_info: ModelInfo | None = None) -> None:
-        super().__init__(list(steps), model_info=model_info or MODEL_INFO)  # type: ignore[arg-type]
+        self.steps = list(steps)
+        self.create_calls: list[dict[str, Any]] = []
+        self._info = model_info or MODEL_INFO
 
     async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:
-        index = self._current_index
-        if index < len(self.chat_completions):
-            step: Any = self.chat_completions[index]
-            if callable(step):
-                self.chat_completions[index] = step(messages)
-        return await super().create(messages, **kwargs)
+        self.create_calls.append({"messages": messages, **kwargs})
+        turn = len(self.create_calls)
+        if turn > len(self.steps):
+            raise RuntimeError(f"the scripted model has {len(self.steps)} steps and was asked for "
+                               f"step {turn}")
+        step = self.steps[turn - 1]
+        reply = step(messages) if callable(step) else step
+        if isinstance(reply, str):
+            return CreateResult(finish_reason="stop", content=reply, usage=NO_USAGE, cached=False)
+        return reply
+
+    async def create_stream(self, messages: Sequence[LLMMessage],
+                            **kwargs: Any) -> AsyncGenerator[str | CreateResult, None]:
+        yield await self.create(messages, **kwargs)
+
+    async def close(self) -> None:
+        return None
+
+    def actual_usage(self) -> RequestUsage:
+        return NO_USAGE
+
+    def total_usage(self) -> RequestUsage:
+        return NO_USAGE
+
+    def count_tokens(self, messages: Sequence[LLMMessage], **kwargs: Any) -> int:
+        return 0
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], **kwargs: Any) -> int:
+        return 1 << 20
+
+    @property
+    def capabilities(self) -> ModelCapabilities:  # deprecated in autogen-core, still abstract
+        return ModelCapabilities(vision=False, function_calling=True, json_output=False)
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return self._info
