@@ -333,6 +333,22 @@ def test_live_takes_a_model_name_and_says_what_it_lacks(framework: str,
     assert "GROQ_API_KEY" in said or "langchain-groq" in said or "langchain_groq" in said
 
 
+TELEMETRY = ("CREWAI_DISABLE_TELEMETRY", "OTEL_SDK_DISABLED", "CREWAI_TRACING_ENABLED")
+
+
+def test_a_crewai_story_turns_crewai_telemetry_off_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run without the variables a user would not know to set: the CrewAI stories set them
+    themselves before a crew runs (without network, CrewAI's telemetry made a script exit late)."""
+    from crewai.events.listeners.tracing.utils import is_tracing_enabled
+    from crewai.telemetry.telemetry import Telemetry
+
+    for name in TELEMETRY:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit):
+        run_as_script(EXAMPLES / "crewai" / "quickstart.py", "--help")
+    assert Telemetry._is_telemetry_disabled() and not is_tracing_enabled()
+
+
 def test_every_folder_tells_the_same_stories() -> None:
     """The three folders read side by side: the same story names (checkpoints where Rippl keeps
     or checks the framework's saved state: not CrewAI's, which resumes by its own means)."""
