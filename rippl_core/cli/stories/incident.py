@@ -117,8 +117,8 @@ def propose_again(rippl: Rippl) -> ReviewItem:
 def tell_notices_apart(console: Console) -> None:
     """The notices story lets twelve minutes pass on a demo clock, so what it records is stamped
     in the future: it is told on a throwaway database, never where the demo keeps its graph."""
-    console.print("\n[dim]The notices story runs on a throwaway database: its demo clock runs twelve "
-                  "minutes ahead, and nothing of it is kept.[/dim]")
+    console.print(styled("\n[dim]The notices story runs on a throwaway database: its demo clock "
+                         "runs twelve minutes ahead, and nothing of it is kept.[/dim]"))
     with throwaway_database(prefix="rippl-demo-") as db, Rippl.open(db, graph=DEMO_SCRATCH) as scratch:
         notices.tell_story(scratch, console)
 
