@@ -19,7 +19,7 @@ batches (`batches`) that load one after another.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +123,9 @@ def _block(rng: random.Random) -> _Block:
                   tuple(rng.sample(TABLES, 2)), f"v{rng.randint(1, 9)}.{rng.randint(0, 20)}")
 
 
+KIND_OF = {"sources": "Source", "claims": "Claim", "decisions": "Decision", "actions": "Action"}
+
+
 def causal_graph(n: int, *, seed: int = 7, block_size: int = 100, cross: float = 0.05,
                  alternatives: float = 0.05, rationale: float = 0.5) -> Generated:
     """An operations memory of exactly `n` nodes (see the module docstring)."""
@@ -139,8 +142,16 @@ def causal_graph(n: int, *, seed: int = 7, block_size: int = 100, cross: float =
         counters[prefix] += 1
         return f"{prefix}{counters[prefix]:07d}"
 
-    def add_edges(node: str, antecedents: list[str]) -> None:
-        out.edges.extend((a, node) for a in antecedents)
+    def place(section: str, node: str, text: str, entry: dict[str, Any], into: list[str], *,
+              rests_on: Sequence[str] = (), **optional: list[str]) -> None:
+        """Add a node: its spec entry (with each optional list that is not empty), its kind and
+        text, its edges from what it rests on, in that order; `into` collects the block's nodes
+        of its kind."""
+        entry.update({key: value for key, value in optional.items() if value})
+        out.spec[section].append(entry)
+        out.kinds[node], out.texts[node] = KIND_OF[section], text
+        out.edges.extend((a, node) for a in rests_on)
+        into.append(node)
 
     while remaining > 0:
         size = min(block_size, remaining)
@@ -149,17 +160,13 @@ def causal_graph(n: int, *, seed: int = 7, block_size: int = 100, cross: float =
         remaining -= size
         entity = _block(rng)
         counts = _kind_counts(size)
-        block_ids: list[str] = []
-        sources = []
+        sources: list[str] = []
         for _ in range(counts["S"]):
             node = new_id("S")
             title = f"{rng.choice(('Grafana', 'Datadog', 'PagerDuty', 'Runbook', 'Postmortem'))}: " \
                     f"{entity.service} {rng.choice(('dashboard', 'alert', 'ticket', 'report'))} " \
                     f"{node[-4:]}"
-            out.spec["sources"].append({"id": node, "title": title, "kind": "telemetry"})
-            out.kinds[node], out.texts[node] = "Source", title
-            sources.append(node)
-            block_ids.append(node)
+            place("sources", node, title, {"id": node, "title": title, "kind": "telemetry"}, sources)
         claims: list[str] = []
         for _ in range(counts["C"]):
             node = new_id("C")
@@ -172,16 +179,8 @@ def causal_graph(n: int, *, seed: int = 7, block_size: int = 100, cross: float =
             # a derived claim rests on its premise alone; an observed one on one or two sources
             srcs = [] if derived else rng.sample(sources, 2 if rng.random() < 0.2 and len(sources) > 1
                                                  else 1)
-            entry: dict[str, Any] = {"id": node, "text": text}
-            if srcs:
-                entry["sources"] = srcs
-            if derived:
-                entry["derived_from"] = derived
-            out.spec["claims"].append(entry)
-            out.kinds[node], out.texts[node] = "Claim", text
-            add_edges(node, srcs + derived)
-            claims.append(node)
-            block_ids.append(node)
+            place("claims", node, text, {"id": node, "text": text}, claims, rests_on=srcs + derived,
+                  sources=srcs, derived_from=derived)
         decisions: list[str] = []
         for _ in range(counts["D"]):
             node = new_id("D")
@@ -194,19 +193,13 @@ def causal_graph(n: int, *, seed: int = 7, block_size: int = 100, cross: float =
                 depends = [rng.choice(decisions)]
             elif prev["decisions"] and rng.random() < cross:
                 depends = [rng.choice(prev["decisions"])]
-            entry = {"id": node, "title": text, "premises": premises}
-            if depends:
-                entry["depends_on"] = depends
-            out.spec["decisions"].append(entry)
-            out.kinds[node], out.texts[node] = "Decision", text
-            add_edges(node, premises + depends)
+            place("decisions", node, text, {"id": node, "title": text, "premises": premises},
+                  decisions, rests_on=premises + depends, depends_on=depends)
             if rng.random() < alternatives and len(claims) > len(premises):
                 other = [c for c in claims if c not in premises]
                 alt = rng.sample(other, min(len(other), 2))
                 out.spec["justifications"].append({"node": node, "antecedents": alt})
-                add_edges(node, alt)
-            decisions.append(node)
-            block_ids.append(node)
+                out.edges.extend((a, node) for a in alt)
         actions: list[str] = []
         for _ in range(counts["A"]):
             node = new_id("A")
@@ -219,18 +212,12 @@ def causal_graph(n: int, *, seed: int = 7, block_size: int = 100, cross: float =
                 triggers = [rng.choice(actions)]
             elif prev["actions"] and rng.random() < cross:
                 triggers = [rng.choice(prev["actions"])]
-            entry = {"id": node, "title": text, "decisions": drivers,
-                     "tool": TOOLS[int(node[1:]) % len(TOOLS)],
-                     "args": {"target": entity.service, "ref": node}}
-            if triggers:
-                entry["triggers"] = triggers
-            out.spec["actions"].append(entry)
-            out.kinds[node], out.texts[node] = "Action", text
-            add_edges(node, drivers + triggers)
-            actions.append(node)
-            block_ids.append(node)
+            place("actions", node, text, {"id": node, "title": text, "decisions": drivers,
+                                          "tool": TOOLS[int(node[1:]) % len(TOOLS)],
+                                          "args": {"target": entity.service, "ref": node}},
+                  actions, rests_on=drivers + triggers, triggers=triggers)
         prev = {"claims": claims, "decisions": decisions, "actions": actions}
-        out.blocks.append(block_ids)
+        out.blocks.append([*sources, *claims, *decisions, *actions])
     return out
 
 

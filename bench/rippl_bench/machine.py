@@ -1,4 +1,5 @@
-"""What the benchmark ran on: CPU, cores, memory, OS, Python, package and server versions, load."""
+"""What a benchmark ran on: CPU, cores, memory, OS, Python, package and server versions, load
+(`describe` for the lab's full runs, `brief` for a single script's)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,17 @@ def load_average() -> list[float] | None:
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:
         return None
+
+
+def brief(*packages: str, memory: bool = False) -> dict[str, Any]:
+    """The machine as a single benchmark script records it: CPU, cores, Python, OS, the load
+    average and the versions of `packages` (with `memory`: the RAM too)."""
+    found: dict[str, Any] = {"cpu": cpu_model(), "cores": os.cpu_count()}
+    if memory:
+        found["memory_gb"] = round(psutil.virtual_memory().total / 2**30, 1)
+    return {**found, "python": platform.python_version(),
+            "os": f"{platform.system()} {platform.release()}", "load_average": load_average(),
+            "packages": {name: _version(name) for name in packages}}
 
 
 def describe() -> dict[str, Any]:

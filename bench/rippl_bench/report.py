@@ -740,20 +740,20 @@ def _chain_growth(r: Mapping[str, Any]) -> str:
             "events); it was not broken down further here.\n")
 
 
+def _load_row(size: int, backend: str, measured: Mapping[str, Any]) -> list[str]:
+    load = measured["load"]
+    return [size_label(size), backend, f"{load['nodes']:,}", f"{load['edges']:,}",
+            f"{load['batches']} x {load['batch_nodes']:,}", f"{load['seconds']:.3g} s",
+            f"{num(load['nodes_per_s'])}", f"{num(load['edges_per_s'])}",
+            f"{measured['rss_empty_mb']:.0f} / {measured['rss_loaded_mb']:.0f} / "
+            f"{measured['rss_after_mb']:.0f}"]
+
+
 def _load(results: Mapping[str, Any]) -> str:
-    scale = _scale_rows(results)
-    if not scale:
+    rows = [_load_row(s["size"], name, measured) for s in _scale_rows(results)
+            for name, measured in sorted(s["backends"].items())]
+    if not rows:
         return ""
-    rows = []
-    for s in scale:
-        for name in sorted(s["backends"]):
-            b = s["backends"][name]
-            load = b["load"]
-            rows.append([size_label(s["size"]), name, f"{load['nodes']:,}", f"{load['edges']:,}",
-                         f"{load['batches']} x {load['batch_nodes']:,}", f"{load['seconds']:.3g} s",
-                         f"{num(load['nodes_per_s'])}", f"{num(load['edges_per_s'])}",
-                         f"{b['rss_empty_mb']:.0f} / {b['rss_loaded_mb']:.0f} / "
-                         f"{b['rss_after_mb']:.0f}"])
     return ("## Load and memory\n\n"
             "The whole generated graph through the core `load` (validation, truth maintenance, "
             "one atomic commit per batch), batch after batch; every reference points to an "

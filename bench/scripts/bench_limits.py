@@ -46,7 +46,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -706,6 +706,15 @@ def plot(r: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    def p50s(section: str, size: str, *series: tuple[str, str, str],
+             target: tuple[str, float] | None = None) -> list[tuple[str, list[Any], list[float], str]]:
+        """The p50 curves of `section`'s measurements (label, key, style) by `size`, and the
+        target as a dotted line."""
+        xs = [x[size] for x in r[section]]
+        curves = [(label, xs, [x[key]["p50_ms"] for x in r[section]], style)
+                  for label, key, style in series]
+        return curves + ([(target[0], xs, [target[1]] * len(xs), ":")] if target else [])
+
     panels: list[tuple[str, str, list[tuple[str, list[Any], list[float], str]]]] = []
     if r["load"]:
         panels.append(("load", "µs per node+edge", [
@@ -714,31 +723,22 @@ def plot(r: dict[str, Any], path: Path) -> None:
             ("bare UNWIND CREATE", [x["size"] for x in r["load"]],
              [1e6 / x["limit_items_per_s"] for x in r["load"]], "--s")]))
     if r["check"]:
-        xs = [x["size"] for x in r["check"]]
-        panels.append(("check (p50)", "ms", [
-            ("denied", xs, [x["denied"]["p50_ms"] for x in r["check"]], "-o"),
-            ("allowed", xs, [x["allowed"]["p50_ms"] for x in r["check"]], "-^"),
-            ("indexed read", xs, [x["indexed_read"]["p50_ms"] for x in r["check"]], "--s")]))
+        panels.append(("check (p50)", "ms", p50s(
+            "check", "size", ("denied", "denied", "-o"), ("allowed", "allowed", "-^"),
+            ("indexed read", "indexed_read", "--s"))))
     if r["checkpointer"]:
-        xs = [x["size"] for x in r["checkpointer"]]
-        panels.append(("checkpointer (p50)", "ms", [
-            ("put", xs, [x["put"]["p50_ms"] for x in r["checkpointer"]], "-o"),
-            ("one write", xs, [x["write"]["p50_ms"] for x in r["checkpointer"]], "--s"),
-            ("get_tuple", xs, [x["get_tuple"]["p50_ms"] for x in r["checkpointer"]], "-^"),
-            ("one read", xs, [x["read"]["p50_ms"] for x in r["checkpointer"]], "--d")]))
+        panels.append(("checkpointer (p50)", "ms", p50s(
+            "checkpointer", "size", ("put", "put", "-o"), ("one write", "write", "--s"),
+            ("get_tuple", "get_tuple", "-^"), ("one read", "read", "--d"))))
     if r["timeline"]:
-        xs = [x["size"] for x in r["timeline"]]
-        panels.append(("timeline (p50) by changes", "ms", [
-            ("timeline", xs, [x["timeline"]["p50_ms"] for x in r["timeline"]], "-o"),
-            ("its query, raw", xs, [x["query"]["p50_ms"] for x in r["timeline"]], "--s"),
-            ("target 50 ms", xs, [50.0 for _ in xs], ":")]))
+        panels.append(("timeline (p50) by changes", "ms", p50s(
+            "timeline", "size", ("timeline", "timeline", "-o"), ("its query, raw", "query", "--s"),
+            target=("target 50 ms", 50.0))))
     if r["ask"]:
-        xs = [x["intervals"] for x in r["ask"]]
-        panels.append(("ask (p50) by intervals", "ms", [
-            ("known now", xs, [x["ask_known_now"]["p50_ms"] for x in r["ask"]], "-o"),
-            ("known at a past time", xs, [x["ask_known_past"]["p50_ms"] for x in r["ask"]], "-^"),
-            ("indexed read", xs, [x["indexed_read"]["p50_ms"] for x in r["ask"]], "--s"),
-            ("target 0.3 ms", xs, [0.3 for _ in xs], ":")]))
+        panels.append(("ask (p50) by intervals", "ms", p50s(
+            "ask", "intervals", ("known now", "ask_known_now", "-o"),
+            ("known at a past time", "ask_known_past", "-^"),
+            ("indexed read", "indexed_read", "--s"), target=("target 0.3 ms", 0.3))))
     fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
     flat = list(axes.flat)
     for ax, (title, unit, lines) in zip(flat, panels, strict=False):
@@ -863,66 +863,70 @@ def markdown(r: dict[str, Any]) -> str:
     misses = explain(r)
     lines += ["", "### What stands in the way of each miss", ""]
     lines += misses or ["Every target was met."]
-    lines += ["", "### Per path", "",
-              "**load**: `Rippl.load` in 25k-node batches (each an atomic commit: validation, "
-              "content digests, truth-maintenance labelling, Change records) against the same "
-              "nodes (their scalar properties, kind and state) and edges written by "
-              "`UNWIND $rows AS r CREATE (n:Node:Kind) SET n = r` and `UNWIND ... MATCH (a), (b) "
-              "CREATE (a)-[:REL]->(b)` on an indexed scratch graph, batch by batch alternately.", "",
-              "| nodes | nodes + edges | load (/s) | bare (/s) | ratio | load CPU client / server (s) "
-              "| bare CPU client / server (s) |", "|---|---|---|---|---|---|---|"]
-    for x in r["load"]:
-        lines.append(f"| {x['size']:,} | {x['nodes'] + x['edges']:,} | {x['path_items_per_s']:,} | "
-                     f"{x['limit_items_per_s']:,} | {x['ratio']:.2f}x | "
-                     f"{x['path_cpu_s']['client']} / {x['path_cpu_s']['server']} | "
-                     f"{x['limit_cpu_s']['client']} / {x['limit_cpu_s']['server']} |")
-    lines += ["", "**check** (p50 / p99 ms; 50 allowed and up to 50 denied actions, after "
-              "retracting claims; the indexed read is `MATCH (n:Node {id: $id}) RETURN n.state` "
-              "sent raw, and through Rippl's driver, which adds MULTI/EXEC and ROLE):", "",
-              "| nodes | allowed | denied | indexed read | read via driver | denied / allowed | "
-              "allowed / read |", "|---|---|---|---|---|---|---|"]
-    for x in r["check"]:
-        lines.append(f"| {x['size']:,} | {_pp(x['allowed'])} | {_pp(x['denied'])} | "
-                     f"{_pp(x['indexed_read'])} | {_pp(x['indexed_read_driver'])} | "
-                     f"{x['ratio_denied_to_allowed']:.2f}x | {x['ratio_allowed_to_read']:.2f}x |")
-    lines += ["", "**LangGraph checkpointer** (FalkorDBSaver, a real checkpoint of the ReAct "
-              "graph; p50 / p99 ms; one write is a raw CREATE of one node with a payload the "
-              "size of the checkpoint, one read a raw indexed read of a checkpoint's data):", "",
-              "| checkpoints | put | one write | get_tuple (latest) | one read | put ratio | "
-              "get_tuple ratio |", "|---|---|---|---|---|---|---|"]
-    for x in r["checkpointer"]:
-        lines.append(f"| {x['size']:,} | {_pp(x['put'])} | {_pp(x['write'])} | "
-                     f"{_pp(x['get_tuple'])} | {_pp(x['read'])} | {x['ratio_put']:.2f}x | "
-                     f"{x['ratio_get_tuple']:.2f}x |")
-    lines += ["", "**timeline** of one topic with N changes written through `believe()` (p50 / "
-              "p99 ms; the limit is its own Cypher query sent raw, the reply not parsed into "
-              "models):", "", "| changes | timeline | its query, raw | ratio |", "|---|---|---|---|"]
-    for x in r["timeline"]:
-        lines.append(f"| {x['size']:,} | {_pp(x['timeline'])} | {_pp(x['query'])} | "
-                     f"{x['ratio']:.2f}x |")
-    lines += ["", "**ask(as_of, known_at)** over N belief intervals (the stored format, 50 "
-              "adoptions per agent and topic; random pairs and valid times; p50 / p99 ms; the "
-              "limit is a raw indexed read of one BELIEVES edge by its head key):", "",
-              "| intervals | known now | known at a past time | indexed read | ratios |",
-              "|---|---|---|---|---|"]
-    for x in r["ask"]:
-        lines.append(f"| {x['intervals']:,} | {_pp(x['ask_known_now'])} | "
-                     f"{_pp(x['ask_known_past'])} | {_pp(x['indexed_read'])} | "
-                     f"{x['ratio_ask_known_now_to_read']:.2f}x / "
-                     f"{x['ratio_ask_known_past_to_read']:.2f}x |")
+    lines += ["", "### Per path"]
+    lines += _table(
+        "**load**: `Rippl.load` in 25k-node batches (each an atomic commit: validation, content "
+        "digests, truth-maintenance labelling, Change records) against the same nodes (their "
+        "scalar properties, kind and state) and edges written by `UNWIND $rows AS r CREATE "
+        "(n:Node:Kind) SET n = r` and `UNWIND ... MATCH (a), (b) CREATE (a)-[:REL]->(b)` on an "
+        "indexed scratch graph, batch by batch alternately.",
+        "| nodes | nodes + edges | load (/s) | bare (/s) | ratio | load CPU client / server (s) "
+        "| bare CPU client / server (s) |",
+        (f"| {x['size']:,} | {x['nodes'] + x['edges']:,} | {x['path_items_per_s']:,} | "
+         f"{x['limit_items_per_s']:,} | {x['ratio']:.2f}x | "
+         f"{x['path_cpu_s']['client']} / {x['path_cpu_s']['server']} | "
+         f"{x['limit_cpu_s']['client']} / {x['limit_cpu_s']['server']} |" for x in r["load"]))
+    lines += _table(
+        "**check** (p50 / p99 ms; 50 allowed and up to 50 denied actions, after retracting "
+        "claims; the indexed read is `MATCH (n:Node {id: $id}) RETURN n.state` sent raw, and "
+        "through Rippl's driver, which adds MULTI/EXEC and ROLE):",
+        "| nodes | allowed | denied | indexed read | read via driver | denied / allowed | "
+        "allowed / read |",
+        (f"| {x['size']:,} | {_pp(x['allowed'])} | {_pp(x['denied'])} | "
+         f"{_pp(x['indexed_read'])} | {_pp(x['indexed_read_driver'])} | "
+         f"{x['ratio_denied_to_allowed']:.2f}x | {x['ratio_allowed_to_read']:.2f}x |"
+         for x in r["check"]))
+    lines += _table(
+        "**LangGraph checkpointer** (FalkorDBSaver, a real checkpoint of the ReAct graph; p50 / "
+        "p99 ms; one write is a raw CREATE of one node with a payload the size of the checkpoint, "
+        "one read a raw indexed read of a checkpoint's data):",
+        "| checkpoints | put | one write | get_tuple (latest) | one read | put ratio | "
+        "get_tuple ratio |",
+        (f"| {x['size']:,} | {_pp(x['put'])} | {_pp(x['write'])} | {_pp(x['get_tuple'])} | "
+         f"{_pp(x['read'])} | {x['ratio_put']:.2f}x | {x['ratio_get_tuple']:.2f}x |"
+         for x in r["checkpointer"]))
+    lines += _table(
+        "**timeline** of one topic with N changes written through `believe()` (p50 / p99 ms; the "
+        "limit is its own Cypher query sent raw, the reply not parsed into models):",
+        "| changes | timeline | its query, raw | ratio |",
+        (f"| {x['size']:,} | {_pp(x['timeline'])} | {_pp(x['query'])} | {x['ratio']:.2f}x |"
+         for x in r["timeline"]))
+    lines += _table(
+        "**ask(as_of, known_at)** over N belief intervals (the stored format, 50 adoptions per "
+        "agent and topic; random pairs and valid times; p50 / p99 ms; the limit is a raw indexed "
+        "read of one BELIEVES edge by its head key):",
+        "| intervals | known now | known at a past time | indexed read | ratios |",
+        (f"| {x['intervals']:,} | {_pp(x['ask_known_now'])} | {_pp(x['ask_known_past'])} | "
+         f"{_pp(x['indexed_read'])} | {x['ratio_ask_known_now_to_read']:.2f}x / "
+         f"{x['ratio_ask_known_past_to_read']:.2f}x |" for x in r["ask"]))
     c, a = r["cold_start"], r["adapter"]
-    lines += ["", "**cold start** (subprocesses, interleaved, p50 / p99 ms; the workspace venv, "
-              "which has every adapter installed, not a core-only venv):", "",
-              "| command | p50 / p99 (ms) |", "|---|---|"]
-    for name in ("python -c pass", "import typer, rich.console", "import rippl_core",
-                 "rippl --help"):
-        lines.append(f"| `{name}` | {_pp(c[name])} |")
+    lines += _table(
+        "**cold start** (subprocesses, interleaved, p50 / p99 ms; the workspace venv, which has "
+        "every adapter installed, not a core-only venv):", "| command | p50 / p99 (ms) |",
+        (f"| `{name}` | {_pp(c[name])} |" for name in ("python -c pass",
+                                                     "import typer, rich.console",
+                                                     "import rippl_core", "rippl --help")))
     lines += ["", f"**LangGraph guard-only overhead** (the bench_langgraph ReAct graph, one tool "
               f"call a run, `guarded_tool_node(capture=False)` against a plain `ToolNode`, "
               f"interleaved): unguarded {_pp(a['unguarded'])} ms, guarded {_pp(a['guarded'])} ms, "
               f"so +{a['added_ms']:.3f} ms per call; the check alone {_pp(a['check'])} ms, so the "
               f"limit is {a['limit_ms']:.3f} ms and the ratio {a['ratio']:.2f}x."]
     return "\n".join(lines) + "\n"
+
+
+def _table(intro: str, header: str, rows: Iterable[str]) -> list[str]:
+    """A paragraph, then its Markdown table: `header`, its rule, one line a row."""
+    return ["", intro, "", header, "|" + "---|" * (header.count("|") - 1), *rows]
 
 
 def _pp(s: dict[str, Any]) -> str:

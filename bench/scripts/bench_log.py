@@ -20,7 +20,6 @@ Benchmarks record numbers; the tests assert behaviour.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -33,13 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from rippl_bench.report import replace_section
-from rippl_bench.summary import stamp
+from rippl_bench.script import options, publish, results_file
+from rippl_bench.summary import DOCS
 
 from rippl_core import Rippl
 from rippl_core.review import merkle
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Receipt log: Merkle proofs"
 SAMPLES = 500
 
@@ -223,15 +221,12 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes; docs untouched")
-    parser.add_argument("--no-docs", action="store_true", help="do not touch docs/benchmarks.md")
+    parser = options(__doc__, quick="small sizes; docs untouched", docs="--no-docs")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite the docs section from bench/results/log.json")
     args = parser.parse_args(argv)
     if args.render:
-        replace_section(DOCS, SECTION, markdown(json.loads(
-            (ROOT / "bench" / "results" / "log.json").read_text())))
+        replace_section(DOCS, SECTION, markdown(json.loads(results_file("log").read_text())))
         return 0
     rng = random.Random(27)
     sizes = [1_000, 10_000] if args.quick else [1_000, 100_000, 1_000_000]
@@ -247,13 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     print("through the database…", file=sys.stderr, flush=True)
     results["database"] = database([200, 1_000] if args.quick else [1_000, 5_000], rng)
     results["load"] = [start_load, [round(x, 2) for x in os.getloadavg()]]
-    out = ROOT / "bench" / "results" / ("quick" if args.quick else "") / "log.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(stamp(results), indent=1) + "\n")
-    section = markdown(results)
-    print(section)
-    if not args.quick and not args.no_docs:
-        replace_section(DOCS, SECTION, section)
+    publish(results, results_file("log", quick=args.quick), markdown, heading=SECTION,
+            docs=not (args.quick or args.no_docs))
     return 0
 
 

@@ -100,11 +100,10 @@ def main() -> None:
         r = results[variant]
         print(f"{variant:12} p50 {r['p50_us']:7.1f} µs  p90 {r['p90_us']:7.1f} µs  "
               f"(p50 {r['p50_us'] - base:+.1f} µs against off; {r['checks']} checks)")
-    out_file = ROOT / "bench" / "results" / "otel.json"
-    from rippl_bench.summary import stamp
+    from rippl_bench.script import results_file, save
 
-    out_file.write_text(json.dumps(stamp({"checks": options.checks, "rounds": options.rounds,
-                                          "results": results}), indent=2) + "\n")
+    save({"checks": options.checks, "rounds": options.rounds, "results": results},
+         results_file("otel"))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ docs/benchmarks.md. Benchmarks record numbers; the tests assert behaviour.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rippl_bench.measure import summary_ms
-from rippl_bench.report import replace_section
+from rippl_bench.script import options, publish, results_file
 
 from rippl_core import Rippl
 from rippl_core._runtime.timeutil import to_ms
@@ -40,10 +39,6 @@ from rippl_core._runtime.wire import Query
 from rippl_core.causal.relabel import justification_key
 from rippl_core.review import provenance
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "bench" / "results" / "provenance.json"
-QUICK_RESULTS = ROOT / "bench" / "results" / "quick" / "provenance.json"
-DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Retraction by provenance"
 START = to_ms("2026-12-01T00:00:00Z")
 DAY_MS = 86_400_000
@@ -197,10 +192,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="10k readings, results under quick/")
-    parser.add_argument("--no-docs", action="store_true", help="do not touch docs/benchmarks.md")
-    args = parser.parse_args()
+    args = options(__doc__, quick="10k readings, results under quick/", docs="--no-docs").parse_args()
     n = 10_000 if args.quick else 100_000
     with tempfile.TemporaryDirectory() as folder, Rippl.open(Path(folder) / "bench.db",
                                                              graph="provenance") as rippl:
@@ -211,13 +203,8 @@ def main() -> None:
                    "at": datetime.now(UTC).isoformat(timespec="seconds"),
                    "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
                               f"{sys.version.split()[0]}, rippl-core {metadata.version('rippl-core')}"}
-    target = QUICK_RESULTS if args.quick else RESULTS
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(results, indent=2) + "\n")
-    progress(f"wrote {target.relative_to(ROOT)}")
-    if not args.quick and not args.no_docs:
-        replace_section(DOCS, SECTION, markdown(results))
-        progress(f"updated {DOCS.relative_to(ROOT)}")
+    publish(results, results_file("provenance", quick=args.quick), markdown, heading=SECTION,
+            docs=not (args.quick or args.no_docs))
 
 
 if __name__ == "__main__":

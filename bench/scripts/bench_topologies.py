@@ -27,7 +27,6 @@ docs/benchmarks.md. Benchmarks record numbers; the tests (pytest -m cluster) ass
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -41,8 +40,7 @@ from typing import Any
 
 from rippl_bench.machine import describe
 from rippl_bench.measure import summary
-from rippl_bench.report import replace_section
-from rippl_bench.summary import stamp
+from rippl_bench.script import options, publish, results_file
 
 from rippl_core import Rippl, RipplError, State, ToolCall
 from rippl_core.testing import (
@@ -53,9 +51,6 @@ from rippl_core.testing import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "bench" / "results" / "topologies.json"
-QUICK_RESULTS = ROOT / "bench" / "results" / "quick" / "topologies.json"
-DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Replication, failover and cluster"
 INCIDENT = ROOT / "examples" / "incident.yaml"
 STABLE = ToolCall(name="deploy", args={"service": "stable"})
@@ -340,10 +335,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 failover rounds, fewer samples")
-    parser.add_argument("--no-docs", action="store_true", help="do not touch docs/benchmarks.md")
-    args = parser.parse_args(argv)
+    args = options(__doc__, quick="3 failover rounds, fewer samples", docs="--no-docs").parse_args(argv)
     machine = describe()
     progress("durability cost (WAIT 1 vs none)")
     durability = bench_durability(50 if args.quick else 300)
@@ -354,13 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     failover = bench_failover(3 if args.quick else 20)
     results = {"recorded_at": datetime.now(UTC).isoformat(), "quick": args.quick,
                "machine": machine, "failover": failover, "durability": durability, "scale": scale}
-    path = QUICK_RESULTS if args.quick else RESULTS
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(stamp(results), indent=2) + "\n")
-    section = markdown(results)
-    print(section)
-    if not args.quick and not args.no_docs:
-        replace_section(DOCS, SECTION, section)
+    publish(results, results_file("topologies", quick=args.quick), markdown, heading=SECTION,
+            docs=not (args.quick or args.no_docs))
     return 0
 
 

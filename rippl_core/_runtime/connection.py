@@ -21,6 +21,7 @@ primary has replicas) and `replica_timeout_ms=T` (how long it waits, default 500
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import json
 import os
@@ -233,6 +234,7 @@ def _without_password(url: str) -> str:
 
 
 START_TIMEOUT = 120.0  # a large append-only file takes a while to load
+STOP_WAIT_S = 20.0  # how long the last handle's close() waits for its server to stop
 
 
 class EmbeddedServer:
@@ -261,6 +263,7 @@ class EmbeddedServer:
             lifeline, running = self._join() or self._start()
         self.socket_path: str = running["socket"]
         self.pid: int = int(running["pid"])
+        self._lifeline = lifeline
         # A handle that is never closed still leaves the server: its lock goes with its file.
         self._finalizer = weakref.finalize(self, os.close, lifeline)
 
@@ -325,8 +328,30 @@ class EmbeddedServer:
             raise
 
     def close(self) -> None:
-        """Leave the server: it stops (in the background) when no other process uses it."""
-        self._finalizer()
+        """Leave the server: it stops when no other handle, in this process or another, uses it.
+        The last one returns once the server has stopped (it writes the database's files until
+        then: a folder deleted right after would not be empty), or after `STOP_WAIT_S` at most
+        (a frozen server). Nobody joins the server while it stops: a later open starts another."""
+        if not self._finalizer.alive:
+            return
+        try:
+            with contextlib.suppress(OSError), self._exclusive():
+                last = _only_user(self._lifeline)
+                self._finalizer()  # the watchdog stops the server once no lifeline lock is left
+                if last:
+                    wait_stopped(self.db, timeout=STOP_WAIT_S)
+        finally:
+            self._finalizer()  # closed in any case (a second call does nothing)
+
+
+def _only_user(lifeline: int) -> bool:
+    """Whether the shared lock on `lifeline` is the only one left: it becomes exclusive only
+    then (if not, it may be dropped: flock converts a lock by releasing it first)."""
+    try:
+        fcntl.flock(lifeline, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def wait_stopped(db: Path, timeout: float = 30.0) -> bool:

@@ -77,8 +77,8 @@ class AsyncStateGraph:
 @contextmanager
 def throwaway_database(prefix: str = "rippl-memory-") -> Iterator[Path]:
     """The path of an embedded database file in a new temporary folder (a framework's ":memory:"
-    store), the folder deleted on exit once the database's server has stopped: it stops by
-    itself when its last handle closes, and writes its files until then."""
+    store), the folder deleted on exit once the database's server has stopped: the last handle's
+    `close()` waits for that; a handle left to the garbage collector does not, so this does."""
     folder = Path(tempfile.mkdtemp(prefix=prefix))
     db = folder / "rippl.db"
     try:

@@ -55,3 +55,21 @@ def test_rippl_demo_tells_one_story_when_asked(tmp_path: Path) -> None:
     wrong = subprocess.run([sys.executable, "-m", "rippl_core.cli", "--db", str(tmp_path / "d.db"),
                             "demo", "--story", "sequel"], capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 2 and "'sequel' is not one of" in wrong.stderr
+
+
+def test_the_notices_story_keeps_its_clock_out_of_the_users_database(tmp_path: Path) -> None:
+    """The notices story lets twelve minutes pass on a demo clock: it is told on a throwaway
+    database, so the user's database records nothing of it (nothing stamped in the future)."""
+    db = tmp_path / "d.db"
+    done = subprocess.run([sys.executable, "-m", "rippl_core.cli", "--db", str(db), "demo",
+                           "--story", "notices"], capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    assert "\nThe notices story runs on a throwaway database" in done.stdout  # styled, no markup
+    assert "-> STALE: not run" in done.stdout
+    assert "to compensate: send_email in run notices/writer" in done.stdout
+    from rippl_core import Rippl
+
+    assert Rippl.list_graphs(db) == ["rippl-demo"]
+    with Rippl.open(db, graph="rippl-demo") as rippl:
+        assert rippl.runs() == [] and rippl.stats().nodes == {}

@@ -1,6 +1,7 @@
 """The embedded server's lifecycle, with real processes: it goes away when the last process using it
 is gone, however that process ended; a later open works; a dead server, even an unreaped zombie,
-is replaced by a fresh one; close() never waits on the server."""
+is replaced by a fresh one; the last handle's close() returns once the server has stopped (so its
+folder can go at once), and never waits long on a frozen one."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import gc
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +21,7 @@ import psutil
 import pytest
 
 from rippl_core import AsyncRippl, Rippl
+from rippl_core._runtime import connection
 
 ROOT = Path(__file__).parents[2]
 
@@ -157,8 +160,11 @@ def test_a_killed_server_is_replaced_even_when_nobody_reaps_it(tmp_path: Path, v
     assert report["text"] == "acknowledged before the kill"
 
 
-def test_close_never_waits_on_the_server(tmp_path: Path) -> None:
-    """close() only lets go of the server: it returns even while the server is frozen."""
+def test_close_never_waits_long_on_a_frozen_server(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last close() waits for the server to stop, for STOP_WAIT_S at most: it returns even
+    while the server is frozen (and cannot stop)."""
+    monkeypatch.setattr(connection, "STOP_WAIT_S", 1.0)
     handle = Rippl.open(tmp_path / "rippl.db")
     assert handle._server is not None
     server = psutil.Process(handle._server.pid)
@@ -167,7 +173,7 @@ def test_close_never_waits_on_the_server(tmp_path: Path) -> None:
         closer = threading.Thread(target=handle.close)
         closer.start()
         closer.join(timeout=30)
-        assert not closer.is_alive(), "close() waited on a frozen server"
+        assert not closer.is_alive(), "close() waited on a frozen server beyond STOP_WAIT_S"
     finally:
         server.resume()
     assert_gone(server.pid)
@@ -233,3 +239,38 @@ def test_a_throwaway_database_is_deleted_once_its_server_stopped() -> None:
         assert not db.parent.exists()
         with contextlib.suppress(psutil.NoSuchProcess):  # gone, or exited and not yet reaped
             assert server.status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.parametrize("handle_kind", ["sync", "async"])
+async def test_a_folder_deleted_right_after_the_last_close_goes(tmp_path: Path,
+                                                                handle_kind: str) -> None:
+    """A script that deletes its embedded database's folder right after close() (an example's
+    temporary database): the server has stopped, its last file written, when close() returns, so
+    the deletion never meets "Directory not empty" and no server is left behind."""
+    for n in range(4):
+        folder = tmp_path / f"scratch-{n}"
+        handle = Rippl.open(folder / "rippl.db") if handle_kind == "sync" \
+            else await AsyncRippl.open(folder / "rippl.db")
+        assert handle._server is not None
+        server = psutil.Process(handle._server.pid)
+        if isinstance(handle, Rippl):
+            handle.add_claim("C1", "written just before the close")
+            handle.close()
+        else:
+            await handle.add_claim("C1", "written just before the close")
+            await handle.close()
+        assert not connection._alive(server.pid, server.create_time()), "still running"
+        shutil.rmtree(folder)  # no ignore_errors: it raises if the server still writes there
+
+
+def test_a_close_that_is_not_the_last_leaves_the_server_serving(tmp_path: Path) -> None:
+    db = tmp_path / "rippl.db"
+    with Rippl.open(db) as first:
+        second = Rippl.open(db)
+        assert first._server is not None and second._server is not None
+        assert second._server.pid == first._server.pid
+        second.close()  # another handle still uses the server: it stays, and close() returns
+        first.add_claim("C1", "served after the other handle left")
+        assert first.get("C1").text == "served after the other handle left"
+        server = first._server.pid
+    assert_gone(server)

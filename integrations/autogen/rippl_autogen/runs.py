@@ -46,9 +46,8 @@ from autogen_core import MessageHandlerContext
 from rippl_core import AsyncRippl, InvalidInputError, Rippl, Verdict
 from rippl_core.adapters import check_id
 
-if TYPE_CHECKING:
-    from rippl_autogen.guard import Guard
-    from rippl_core.adapters import Capture
+if TYPE_CHECKING:  # the adapter kit's Guard: this module sits below rippl_autogen.guard
+    from rippl_core.adapters import Capture, Guard
 
 FRAMEWORK = "autogen"
 DEFAULT_AGENT = "agent"
@@ -113,8 +112,9 @@ class RunScope:
 
 @dataclass(frozen=True)
 class Turn:
-    """A model turn the wrapper decided: its run, the guard it was decided through, and the
-    verdict it got on each call (by call id; None: an unguarded tool)."""
+    """A model turn the wrapper decided: its run, the guard it was decided through (a
+    `rippl_autogen.guard.Guard`), and the verdict it got on each call (by call id; None: an
+    unguarded tool)."""
 
     run: str
     agent: str | None

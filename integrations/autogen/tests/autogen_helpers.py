@@ -3,30 +3,22 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from autogen_agentchat.messages import TextMessage
 from autogen_core import CancellationToken, FunctionCall
-from autogen_core.models import CreateResult, ModelFamily, ModelInfo, RequestUsage
+from autogen_core.models import CreateResult
 from autogen_core.tools import BaseStreamTool, FunctionTool
 from autogen_ext.models.replay import ReplayChatCompletionClient
 from pydantic import BaseModel
-
-MODEL_INFO = ModelInfo(vision=False, function_calling=True, json_output=False,
-                       family=ModelFamily.UNKNOWN, structured_output=False)
+from rippl_autogen.testing import MODEL_INFO, ScriptedModel, tool_call
+from rippl_autogen.testing import calls as calls  # the tests take it from here
 
 
 def call(name: str, /, **args: Any) -> FunctionCall:
-    return FunctionCall(id=f"call-{uuid.uuid4().hex[:8]}", name=name, arguments=json.dumps(args))
-
-
-def calls(*function_calls: FunctionCall) -> CreateResult:
-    """A model turn that asks for these tool calls."""
-    return CreateResult(finish_reason="function_calls", content=list(function_calls),
-                        usage=RequestUsage(prompt_tokens=0, completion_tokens=0), cached=False)
+    return tool_call(name, **args)
 
 
 def replay(*turns: str | CreateResult) -> ReplayChatCompletionClient:
@@ -34,18 +26,10 @@ def replay(*turns: str | CreateResult) -> ReplayChatCompletionClient:
     return ReplayChatCompletionClient(list(turns), model_info=MODEL_INFO)
 
 
-class Scripted(ReplayChatCompletionClient):
+def Scripted(*steps: Any) -> ScriptedModel:
     """A scripted model whose steps may be functions of the messages it is shown (to react to a
     veto as a model would)."""
-
-    def __init__(self, *steps: Any) -> None:
-        super().__init__(list(steps), model_info=MODEL_INFO)
-
-    async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
-        index = self._current_index
-        if index < len(self.chat_completions) and callable(self.chat_completions[index]):
-            self.chat_completions[index] = self.chat_completions[index](messages)  # type: ignore[operator]
-        return await super().create(messages, **kwargs)
+    return ScriptedModel(steps)
 
 
 def vetoed_in(messages: Sequence[Any]) -> bool:

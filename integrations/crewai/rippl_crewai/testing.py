@@ -16,6 +16,7 @@ import json
 import math
 import re
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -35,9 +36,10 @@ def react_final(answer: str) -> str:
     return f"Thought: I now know the final answer\nFinal Answer: {answer}"
 
 
-def native_call(tool: str, args: Mapping[str, Any], call_id: str = "call_1") -> list[dict[str, Any]]:
-    """A native (OpenAI-style) function-calling reply that calls `tool` with `args`."""
-    return [{"id": call_id, "type": "function",
+def native_call(tool: str, args: Mapping[str, Any], call_id: str | None = None) -> list[dict[str, Any]]:
+    """A native (OpenAI-style) function-calling reply that calls `tool` with `args` (a fresh call id
+    unless given: a provider never reuses one)."""
+    return [{"id": call_id or f"call_{uuid.uuid4().hex[:10]}", "type": "function",
              "function": {"name": tool, "arguments": json.dumps(dict(args))}}]
 
 

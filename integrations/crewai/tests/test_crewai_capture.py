@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextvars
 import glob
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,15 @@ from crewai.hooks import InterceptionPoint
 from crewai.hooks.dispatch import register, unregister
 from crewai.state.checkpoint_config import CheckpointConfig
 from crewai.tools.tool_failure import ToolFailure
-from crewai_helpers import SHARD_07, SHARD_09, HealthTool, MigrateTablesTool, crew_of
+from crewai_helpers import (
+    H09,
+    SHARD_07,
+    SHARD_09,
+    HealthTool,
+    MigrateTablesTool,
+    crew_of,
+    model,
+)
 from rippl_crewai import (
     GuardedTool,
     RipplHooks,
@@ -29,33 +36,15 @@ from rippl_crewai import (
     rippl_guard,
     run_id,
 )
-from rippl_crewai.testing import HashEmbedder, ScriptedLLM, native_call, react_call, react_final
+from rippl_crewai.testing import HashEmbedder, ScriptedLLM
 
 from rippl_core import Rippl
 from rippl_core.testing import start_falkordb_server
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 PATHS = ["react", "native"]
-H09 = ("get_shard_health", {"shard": "09"})
-H07 = ("get_shard_health", {"shard": "07"})
 M09 = ("migrate_tables", SHARD_09)
 M07 = ("migrate_tables", SHARD_07)
-
-type Step = tuple[str, dict[str, Any]] | Callable[[list[dict[str, Any]]], Any]
-
-
-def model(path: str, *steps: Step, final: str = "done") -> ScriptedLLM:
-    """A scripted model: one call per turn (a step may be a function of the messages, returning a
-    call), then `final`. Native call ids are c0, c1, ... by position."""
-    def reply(index: int, step: Step) -> Any:
-        if callable(step):
-            return lambda messages: reply(index, step(messages))
-        tool, args = step
-        return native_call(tool, args, f"c{index}") if path == "native" else react_call(tool, args)
-
-    answer = final if path == "native" else react_final(final)
-    return ScriptedLLM([*(reply(i, s) for i, s in enumerate(steps)), answer],
-                       native=path == "native")
 
 
 def claim_of(hooks: RipplHooks, tool: str, **args: Any) -> str:

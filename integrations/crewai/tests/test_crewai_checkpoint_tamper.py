@@ -28,10 +28,9 @@ from crewai.events.event_bus import crewai_event_bus
 from crewai.hooks import InterceptionPoint
 from crewai.hooks.dispatch import register, unregister
 from crewai.state.checkpoint_config import CheckpointConfig
-from crewai_helpers import HealthTool
-from rippl_crewai import RipplHooks, rippl_guard
-from test_crewai_veto_holds import (
+from crewai_helpers import (
     H09,
+    HealthTool,
     MigrateTool,
     crew_of,
     model,
@@ -40,6 +39,7 @@ from test_crewai_veto_holds import (
     verdicts_of,
     vetoes_shown,
 )
+from rippl_crewai import RipplHooks, rippl_guard
 
 from rippl_core import Rippl
 

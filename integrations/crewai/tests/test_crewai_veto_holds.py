@@ -16,138 +16,39 @@ from crewai import Agent, Crew, Task
 from crewai.core.providers.human_input import SyncHumanInputProvider, reset_provider, set_provider
 from crewai.hooks import InterceptionPoint
 from crewai.hooks.dispatch import register, unregister
-from crewai.tools import BaseTool
 from crewai.tools.tool_failure import ToolFailure
 from crewai.utilities.i18n import I18N_DEFAULT
-from crewai_helpers import HealthTool
-from pydantic import BaseModel, Field
+from crewai_helpers import (
+    H07,
+    H09,
+    HealthTool,
+    MigrateTool,
+    NotifyTool,
+    Step,
+    crew_of,
+    model,
+    reading,
+    retract,
+    then,
+    verdicts_of,
+    vetoes_shown,
+)
 from rippl_crewai import (
-    VETO_PREFIX,
     GuardedTool,
     RipplHooks,
     guard_tools,
     register_rippl_hooks,
     rippl_guard,
 )
-from rippl_crewai.testing import ScriptedLLM, native_call, react_call, react_final
+from rippl_crewai.testing import ScriptedLLM
 
-from rippl_core import Rippl, Verdict
+from rippl_core import Rippl
 from rippl_core.testing import Clock
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 PATHS = ["native", "react"]
-H09 = ("get_shard_health", {"shard": "09"})
-H07 = ("get_shard_health", {"shard": "07"})
 
 
-class MoveInput(BaseModel):
-    shard: str = Field(description="The destination shard, e.g. '07'")
-    batch: int = Field(default=100, description="Rows per batch")
-
-
-class MigrateTool(BaseTool):
-    """Migrate billing to a shard, `batch` rows at a time; records every migration that ran.
-    `metadata` carries Rippl's settings for the tool (key "rippl"), as a tool may."""
-
-    name: str = "migrate_tables"
-    description: str = "Migrate the billing tables to another shard."
-    args_schema: type[BaseModel] = MoveInput
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    ran: list[str] = Field(default_factory=list)
-
-    def _run(self, shard: str, batch: int = 100) -> str:
-        self.ran.append(shard)
-        return f"migrated billing to shard {shard}"
-
-
-class NotifyInput(BaseModel):
-    text: str
-
-
-class NotifyTool(BaseTool):
-    """Posts to the ops channel; `meanwhile` runs while it does (another agent at work)."""
-
-    name: str = "notify_ops"
-    description: str = "Post a message to the ops channel."
-    args_schema: type[BaseModel] = NotifyInput
-    meanwhile: Any = Field(default=None, exclude=True)
-
-    def _run(self, text: str) -> str:
-        if self.meanwhile is not None:
-            self.meanwhile()
-        return "posted"
-
-
-type Step = (str | tuple[str, dict[str, Any]] | list[tuple[str, dict[str, Any]]]
-             | Callable[..., Any])
-
-
-def model(path: str, *steps: Step, final: str = "done", kind: type[ScriptedLLM] = ScriptedLLM,
-          **fields: Any) -> ScriptedLLM:
-    """A scripted model: one turn per step (a call, a list of calls for one native turn, or a
-    function of the messages returning one), then `final`. Native call ids: c<step>[-<k>]."""
-    def reply(index: int, step: Step) -> Any:
-        if callable(step):
-            return lambda messages: reply(index, step(messages))
-        if isinstance(step, str):  # a text answer
-            return step
-        if isinstance(step, list):
-            return [native_call(t, a, f"c{index}-{k}")[0] for k, (t, a) in enumerate(step)]
-        tool, args = step
-        return native_call(tool, args, f"c{index}") if path == "native" else react_call(tool, args)
-
-    answer = final if path == "native" else react_final(final)
-    return kind([*(reply(i, s) for i, s in enumerate(steps)), answer], native=path == "native",
-                **fields)
-
-
-def then(effect: Callable[[], Any], step: Step) -> Callable[[list[dict[str, Any]]], Step]:
-    def run(_: list[dict[str, Any]]) -> Step:
-        effect()
-        return step
-    return run
-
-
-def crew_of(llm: ScriptedLLM, tools: list[BaseTool], **agent: Any) -> Crew:
-    ops = Agent(role="ops engineer", goal="Move billing off shard 03",
-                backstory="You run the payments database fleet.", llm=llm, tools=tools,
-                max_iter=12, verbose=False, allow_delegation=False, **agent)
-    task = Task(description="Move the billing tables off shard 03.", expected_output="a summary",
-                agent=ops)
-    return Crew(agents=[ops], tasks=[task], verbose=False)
-
-
-def reading(hooks: RipplHooks, shard: str = "09") -> str:
-    [claim] = [e.claim for e in hooks.executions
-               if e.tool == "get_shard_health" and e.args == {"shard": shard}]
-    return claim
-
-
-def retract(rippl: Rippl, hooks: RipplHooks) -> Callable[[], None]:
-    """A monitor proposes the health reading false and a reviewer approves."""
-    def act() -> None:
-        review = rippl.propose_retraction(reading(hooks), reason="served from a stale replica",
-                                          by="replica-monitor")
-        rippl.approve(review.id, by="oncall")
-    return act
-
-
-def verdicts_of(hooks: RipplHooks, tool: str = "migrate_tables") -> list[Verdict]:
-    return [v for v in hooks.verdicts if v.tool_call is not None and v.tool_call.name == tool]
-
-
-def vetoes_shown(llm: ScriptedLLM) -> list[str]:
-    """The veto texts the model read, in order."""
-    texts: list[str] = []
-    for messages in llm.received:
-        for message in messages:
-            content = str(message.get("content") or "")
-            if VETO_PREFIX in content and content not in texts:
-                texts.append(content)
-    return texts
-
-
-# ------------------------------------------------------------------------------ repeats
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -273,7 +174,7 @@ def test_a_context_window_summary_carries_the_reading_it_folded_away(rippl: Ripp
     try:
         with rippl_guard(rippl) as hooks:
             box.append(hooks)
-            crew_of(llm, [HealthTool(), migrate], respect_context_window=True).kickoff()
+            crew_of(llm, [HealthTool(), migrate], agent={"respect_context_window": True}).kickoff()
     finally:
         unregister(InterceptionPoint.PRE_MODEL_CALL, trim_the_read)
     shown = llm.received[3]  # the model's input when it migrates: the summary, then the 08 read

@@ -9,23 +9,22 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.panel import Panel
 
+from rippl_core.adapters import throwaway_database
 from rippl_core.cli import render
 from rippl_core.cli.app import styled
 from rippl_core.cli.stories import beliefs, capture, notices
+from rippl_core.client import Rippl
 from rippl_core.errors import PremiseRetractedError
 from rippl_core.models import ReviewItem, ToolCall
-
-if TYPE_CHECKING:
-    from rippl_core.client import Rippl
 
 INCIDENT = Path(__file__).resolve().parents[3] / "examples" / "incident.yaml"
 MIGRATE_09 = ToolCall(name="migrate_tables", args={"table": "billing", "shard": "09"})
 MIGRATE_07 = ToolCall(name="migrate_tables", args={"table": "billing", "shard": "07"})
+DEMO_SCRATCH = "rippl-demo-notices"  # the notices story's graph, in a throwaway database
 
 
 def incident_file() -> Path:
@@ -115,6 +114,15 @@ def propose_again(rippl: Rippl) -> ReviewItem:
                                     by="monitor:disk-health", evidence="grafana: shard-09 io errors")
 
 
+def tell_notices_apart(console: Console) -> None:
+    """The notices story lets twelve minutes pass on a demo clock, so what it records is stamped
+    in the future: it is told on a throwaway database, never where the demo keeps its graph."""
+    console.print(styled("\n[dim]The notices story runs on a throwaway database: its demo clock "
+                         "runs twelve minutes ahead, and nothing of it is kept.[/dim]"))
+    with throwaway_database(prefix="rippl-demo-") as db, Rippl.open(db, graph=DEMO_SCRATCH) as scratch:
+        notices.tell_story(scratch, console)
+
+
 def run(rippl: Rippl, console: Console, *, story: str = "all") -> None:
     """Tell the stories (`story`: all, incident, beliefs, capture or notices)."""
     console.print(Panel.fit("Rippl demo: an agent's tool call is vetoed because the premise under "
@@ -127,7 +135,7 @@ def run(rippl: Rippl, console: Console, *, story: str = "all") -> None:
     if story in ("all", "capture"):
         capture.tell_story(rippl, console)
     if story in ("all", "notices"):
-        notices.tell_story(rippl, console)
+        tell_notices_apart(console)
     graph = f"rippl --graph {rippl.graph}"
     console.print(styled("\n[bold green]Done.[/bold green] Explore it yourself:"))
     if story in ("all", "incident"):
