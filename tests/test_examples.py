@@ -249,8 +249,40 @@ def checkpoints(told: Told) -> None:
         assert "never recorded the tool result" in veto
 
 
+def memory(told: Told) -> None:
+    """A memory written from a reading goes out with it: the migration resting on the recall is
+    vetoed, the trail running reading -> the run that wrote it -> the memory -> the call; nobody
+    dropped the memory."""
+    [(_, args, verdict, ran)] = told.calls("migrate_tables")
+    assert (args, verdict, ran) == (TO_09, "vetoed", False)
+    action, veto = told.veto_of("migrate_tables")
+    trail = trail_to(action, veto)
+    writer = next(node for node in trail if node.startswith("WRT-"))
+    memory = trail[trail.index(writer) + 1]
+    assert told.rippl.get(memory).text == "Shard 09 is healthy"
+    assert told.rippl.get(memory).status == "Retracted" and not told.rippl.get(memory).retracted
+    assert " wrote it" in told.rippl.get(writer).text
+    assert any(told.rippl.get(node).status == "Retracted" and told.rippl.get(node).retracted
+               for node in trail[:trail.index(writer)])  # the reading, retracted itself
+
+
+def delegation(told: Told) -> None:
+    """The lead's migration vetoed; handed to the operator, the same act stays vetoed, naming the
+    lead's veto; the operator's different plan runs."""
+    runs = told.calls_by_run("migrate_tables")
+    lead = next(run for run, calls in zip(told.runs, runs, strict=True)
+                if calls == [("migrate_tables", TO_09, "vetoed", False)])
+    [operator] = [calls for calls in runs if ("migrate_tables", TO_07, "allowed", True) in calls]
+    assert operator == [("migrate_tables", TO_09, "vetoed", False),
+                        ("migrate_tables", TO_07, "allowed", True)]
+    first, _ = told.veto_of("migrate_tables")
+    _, held = told.veto_of("migrate_tables", 1)
+    assert "vetoed at turn" in held and f"of run {lead} ({first})" in held
+
+
 SHOWS: dict[str, Callable[[Told], None]] = {
-    story.__name__: story for story in (quickstart, capture, premises, handover, notices, checkpoints)}
+    story.__name__: story for story in (quickstart, capture, premises, handover, notices, checkpoints,
+                                        memory, delegation)}
 
 
 # ------------------------------------------------------------------------------ the tests
@@ -355,5 +387,6 @@ def test_every_folder_tells_the_same_stories() -> None:
     told = {framework: {p.stem for p in (EXAMPLES / framework).glob("*.py")} - {"helpers"}
             for framework in FRAMEWORKS}
     assert told["langgraph"] == told["autogen"] == told["crewai"] | {"checkpoints"}
-    assert {"quickstart", "premises", "capture", "handover", "notices"} <= told["crewai"]
+    assert {"quickstart", "premises", "capture", "handover", "notices", "memory",
+            "delegation"} <= told["crewai"]
     assert os.path.exists(EXAMPLES / "incident.yaml")
