@@ -1,5 +1,6 @@
-"""`rippl demo`: the incident story, the belief-time story, the capture story and the notices
-story, offline, in seconds; with `--serve`, then the review console on the demo graph."""
+"""`rippl demo`: the incident story, the belief-time story, the capture story, the memory story
+and the notices story, offline, in seconds; with `--serve`, then the review console on the demo
+graph."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ class Story(StrEnum):
     incident = "incident"
     beliefs = "beliefs"
     capture = "capture"
+    memory = "memory"
     notices = "notices"
 
 DEMO_REVIEWER = "demo-reviewer"
@@ -36,7 +38,8 @@ def demo_cmd(ctx: typer.Context,
                                              "with a pending proposal and a one-off reviewer."),
              port: int = typer.Option(8765, help="With --serve: the console's port.")) -> None:
     """Run the demo: a vetoed tool call, its blast radius and receipt; belief time travel; a run
-    captured as it happens, its call vetoed after a pause, with what to compensate; and readings
+    captured as it happens, its call vetoed after a pause, with what to compensate; a memory that
+    goes out with the reading it was written from, and a veto that binds the team; and readings
     that age and supersede one another (stale is not false)."""
     from rippl_core.cli.stories import incident  # the stories, their models and the client
 

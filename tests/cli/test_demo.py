@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,24 @@ def test_rippl_demo_tells_one_story_when_asked(tmp_path: Path) -> None:
     wrong = subprocess.run([sys.executable, "-m", "rippl_core.cli", "--db", str(tmp_path / "d.db"),
                             "demo", "--story", "sequel"], capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 2 and "'sequel' is not one of" in wrong.stderr
+
+
+def test_the_memory_story_vetoes_a_recall_and_a_hand_over(tmp_path: Path) -> None:
+    """`rippl demo --story memory`: one agent saves what it read, the reading is found false,
+    another run's recall is vetoed with the trail through the memory, and the team mate it hands
+    the act to is vetoed too, naming the original veto."""
+    env = {**os.environ, "COLUMNS": "400"}
+    done = subprocess.run([sys.executable, "-m", "rippl_core.cli", "--db", str(tmp_path / "d.db"),
+                           "demo", "--story", "memory"], capture_output=True, text=True,
+                          timeout=240, env=env)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "CLM-001" not in out  # only the memory story
+    trail = re.search(r"(CLM-\w+) -> (WRT-\w+) -> (CLM-\w+) -> DEC-\w+ -> ACT-\w+", out)
+    assert trail, out  # the reading -> run scout/thread-7 wrote it -> the memory -> the call
+    assert "nobody dropped the belief" in out
+    assert "handed over from run operator/thread-8 (m-handover) after the veto" in out
+    assert out.count("VETOED") == 2 and "shard=07) -> allowed" in out
 
 
 def test_the_notices_story_keeps_its_clock_out_of_the_users_database(tmp_path: Path) -> None:

@@ -35,19 +35,19 @@ RETRY_09 = ToolCall(name="migrate_tables", args={"shard": "09", "table": "billin
 RESIZE_09 = ToolCall(name="resize_replicas", args={"shard": "09", "replicas": 3}, id="dba-call-1")
 
 
-def _step(console: Console, number: str, text: str) -> None:
+def step(console: Console, number: str, text: str) -> None:
     console.print(styled("\n[bold cyan]{}.[/bold cyan] {}", number, text))
 
 
-def _label(call: ToolCall) -> str:
+def label(call: ToolCall) -> str:
     return f"{call.name}({', '.join(f'{k}={v}' for k, v in call.args.items())})"
 
 
-def _said(console: Console, call: ToolCall, verdict: Verdict) -> None:
+def said(console: Console, call: ToolCall, verdict: Verdict) -> None:
     if verdict.allowed:
-        console.print(styled("   {} -> [green]allowed[/green]", _label(call)))
+        console.print(styled("   {} -> [green]allowed[/green]", label(call)))
         return
-    console.print(styled("   {} -> [bold red]VETOED[/bold red] before it runs", _label(call)))
+    console.print(styled("   {} -> [bold red]VETOED[/bold red] before it runs", label(call)))
     for line in verdict.explain().splitlines():
         console.print(Text(f"     {line}"))
 
@@ -56,64 +56,64 @@ def tell_story(rippl: Rippl, console: Console) -> None:
     """The third story: provenance captured from the agents' own runs."""
     run = rippl.run(RUN, agent="ops-agent", framework="demo", scope=SCOPE)
     dba = rippl.run(DBA, agent="dba-agent", framework="demo", scope=SCOPE)
-    _step(console, "C1", "An ops agent starts a run. Nothing about it is declared in the graph: "
+    step(console, "C1", "An ops agent starts a run. Nothing about it is declared in the graph: "
                          "Rippl records what each call rests on as it happens.")
     [verdict] = run.decide("turn-1", [HEALTH_09])
-    _said(console, HEALTH_09, verdict)
+    said(console, HEALTH_09, verdict)
     seen = run.executed(HEALTH_09, "shard 09: healthy, p99 4 ms (served from replica r3)")
     console.print(f"   its result is an observation of the run: {seen}", highlight=False)
 
-    _step(console, "C2", "Resting on that observation, it announces a maintenance window (runs) and "
+    step(console, "C2", "Resting on that observation, it announces a maintenance window (runs) and "
                          "decides to migrate billing onto shard 09:")
     announce, migrate = run.decide("turn-2", [ANNOUNCE, MIGRATE_09], context=[HEALTH_09.id or ""])
-    _said(console, ANNOUNCE, announce)
+    said(console, ANNOUNCE, announce)
     run.executed(ANNOUNCE, "window announced to #ops for 02:00Z")
-    _said(console, MIGRATE_09, migrate)
+    said(console, MIGRATE_09, migrate)
     console.print("   The migration waits for a human's go-ahead (the run pauses).", highlight=False)
 
-    _step(console, "C3", "The ops agent posts a status report ('shard 09 is healthy; billing moves "
+    step(console, "C3", "The ops agent posts a status report ('shard 09 is healthy; billing moves "
                          "there at 02:00Z'). A DBA agent reads it in its own run and plans to resize "
                          "shard 09's replicas:")
     run.wrote(REPORT, context=[HEALTH_09.id or "", "turn-2"])
     [resize] = dba.decide("dba-turn-1", [RESIZE_09], context=[REPORT])
-    _said(console, RESIZE_09, resize)
+    said(console, RESIZE_09, resize)
     console.print("   The report carries the health reading into the DBA agent's run.",
                   highlight=False)
 
-    _step(console, "C4", "Meanwhile a monitor finds the health read came from a stale cache and "
+    step(console, "C4", "Meanwhile a monitor finds the health read came from a stale cache and "
                          "proposes retracting that observation; a human approves:")
     review = rippl.propose_retraction(seen, reason="served from a stale cache (replica r3 lagged "
                                       "40 min)", by="monitor:replica-lag")
     rippl.approve(review.id, by="alice@oncall")
     console.print(f"   {review.id} approved by alice@oncall", highlight=False)
 
-    _step(console, "C5", "The run resumes; the paused migration is checked again before it runs:")
+    step(console, "C5", "The run resumes; the paused migration is checked again before it runs:")
     vetoed = run.judge(MIGRATE_09)
-    _said(console, MIGRATE_09, vetoed)
+    said(console, MIGRATE_09, vetoed)
 
-    _step(console, "C6", "The model reads the veto and simply asks again, the arguments in another "
+    step(console, "C6", "The model reads the veto and simply asks again, the arguments in another "
                          "order. A veto binds the action, not the message:")
     [retried] = run.decide("turn-3", [RETRY_09], context=[MIGRATE_09.id or ""],
                            told=[MIGRATE_09.id or ""])
-    _said(console, RETRY_09, retried)
+    said(console, RETRY_09, retried)
 
-    _step(console, "C7", "It re-plans without the false observation: it reads shard 07's health "
+    step(console, "C7", "It re-plans without the false observation: it reads shard 07's health "
                          "from the primary, and migrates there:")
     [fresh] = run.decide("turn-4", [HEALTH_07], context=[MIGRATE_09.id or "", RETRY_09.id or ""],
                          told=[MIGRATE_09.id or "", RETRY_09.id or ""])
-    _said(console, HEALTH_07, fresh)
+    said(console, HEALTH_07, fresh)
     run.executed(HEALTH_07, "shard 07: healthy, p99 5 ms (primary)")
     [moved] = run.decide("turn-5", [MIGRATE_07], context=[MIGRATE_09.id or "", HEALTH_07.id or ""],
                          told=[MIGRATE_09.id or ""])
-    _said(console, MIGRATE_07, moved)
+    said(console, MIGRATE_07, moved)
     run.executed(MIGRATE_07, "billing migrated to shard 07")
 
-    _step(console, "C8", "The DBA agent's resize comes up. It never read the health check itself, "
+    step(console, "C8", "The DBA agent's resize comes up. It never read the health check itself, "
                          "but the report it acts on carried it across:")
     blocked = dba.judge(RESIZE_09)
-    _said(console, RESIZE_09, blocked)
+    said(console, RESIZE_09, blocked)
 
-    _step(console, "C9", "Only a person lifts a veto. The on-call engineer checks shard 09's "
+    step(console, "C9", "Only a person lifts a veto. The on-call engineer checks shard 09's "
                          "replicas by hand; the DBA agent proposes a one-call override and bob "
                          "approves it (`rippl override`, `rippl review approve`):")
     proposal = rippl.override(RESIZE_09, run=DBA, reason="replica count verified by hand on the "
@@ -124,16 +124,16 @@ def tell_story(rippl: Rippl, console: Console) -> None:
     once = RESIZE_09.model_copy(update={"id": "dba-call-2"})
     [allowed] = dba.decide("dba-turn-2", [once], context=[REPORT, RESIZE_09.id or ""],
                            told=[RESIZE_09.id or ""])
-    _said(console, once, allowed)
+    said(console, once, allowed)
     dba.executed(once, "shard 09 resized to 3 replicas")
     twice = RESIZE_09.model_copy(update={"id": "dba-call-3"})
     [again] = dba.decide("dba-turn-3", [twice], context=[REPORT, RESIZE_09.id or ""],
                          told=[RESIZE_09.id or ""])
     console.print("   and the same call once more: the override was for one call.",
                   highlight=False)
-    _said(console, twice, again)
+    said(console, twice, again)
 
-    _step(console, "C10", "What already ran on the false observation, for compensation "
+    step(console, "C10", "What already ran on the false observation, for compensation "
                           "(`rippl compensations`; the overridden resize is listed with its "
                           "override, `rippl overrides`):")
     for line in compensation_lines(rippl.compensations()):

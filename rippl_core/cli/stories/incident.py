@@ -16,7 +16,7 @@ from rich.panel import Panel
 from rippl_core.adapters import throwaway_database
 from rippl_core.cli import render
 from rippl_core.cli.app import styled
-from rippl_core.cli.stories import beliefs, capture, notices
+from rippl_core.cli.stories import beliefs, capture, memory, notices
 from rippl_core.client import Rippl
 from rippl_core.errors import PremiseRetractedError
 from rippl_core.models import ReviewItem, ToolCall
@@ -124,7 +124,7 @@ def tell_notices_apart(console: Console) -> None:
 
 
 def run(rippl: Rippl, console: Console, *, story: str = "all") -> None:
-    """Tell the stories (`story`: all, incident, beliefs, capture or notices)."""
+    """Tell the stories (`story`: all, incident, beliefs, capture, memory or notices)."""
     console.print(Panel.fit("Rippl demo: an agent's tool call is vetoed because the premise under "
                             "it was found false", style="bold"))
     rippl.drop()  # the demo graph starts empty; the stories then live in it side by side
@@ -134,6 +134,8 @@ def run(rippl: Rippl, console: Console, *, story: str = "all") -> None:
         beliefs.tell_story(rippl, console)
     if story in ("all", "capture"):
         capture.tell_story(rippl, console)
+    if story in ("all", "memory"):
+        memory.tell_story(rippl, console)
     if story in ("all", "notices"):
         tell_notices_apart(console)
     graph = f"rippl --graph {rippl.graph}"
@@ -145,3 +147,5 @@ def run(rippl: Rippl, console: Console, *, story: str = "all") -> None:
                       f"{beliefs.AGENT} {beliefs.TOPIC} --as-of 2026-10-08T00:00:00Z")
     if story in ("all", "capture"):
         console.print(f"  {graph} compensations")
+    if story in ("all", "memory"):
+        console.print(f"  {graph} ask ops {memory.TOPIC} | {graph} compensations")
