@@ -254,3 +254,31 @@ def test_the_beliefs_history_says_its_premise_fell_not_that_it_was_dropped(rippl
     assert explained.blockers[0].premise == reading
     rippl.retract(memory, reason="the note itself was wrong", by="alice")
     assert rippl.ask("ops", "shards/09-health").claim_retracted  # type: ignore[union-attr]
+
+
+def test_a_memory_as_of_a_time_is_its_status_then_as_known_then(rippl: Rippl) -> None:
+    """Bitemporal: a retraction of the reading valid from `at`, recorded later, makes the memory
+    OUT from `at` on, and only for what is known after it was recorded."""
+    import time
+    from datetime import UTC, datetime
+
+    def moment() -> datetime:
+        time.sleep(0.01)
+        found = datetime.now(UTC)
+        time.sleep(0.01)
+        return found
+
+    reading, memory = scout_remembers(rippl)
+    held = moment()  # the memory holds
+    found_false = moment()  # when the reading was false from (valid time)
+    before_known = moment()  # before anyone recorded it
+    rippl.retract(reading, reason="stale cache", by="monitor", at=found_false)
+    after = moment()
+    then = rippl.ask("ops", "shards/09-health", as_of=held)
+    assert then is not None and then.claim_state is State.IN and then.claim_state_now is State.OUT
+    later = rippl.ask("ops", "shards/09-health", as_of=after)
+    assert later is not None and later.claim_state is State.OUT
+    unknown = rippl.ask("ops", "shards/09-health", as_of=after, known_at=before_known)
+    assert unknown is not None and unknown.claim_state is State.IN  # not known yet then
+    assert not rippl.check(memory, as_of=after).allowed  # the memory claim itself, as of then
+    assert rippl.check(memory, as_of=after, known_at=before_known).allowed
