@@ -514,10 +514,10 @@ def main() -> int:
                         ignore=shutil.ignore_patterns("__pycache__"))
         runner = Runner(scratch, args.timeout)
         only = set(args.only.read_text().split()) if args.only else None
-        k, n = (int(x) for x in args.part.split("/")) if args.part else (1, 1)
+        part, parts = (int(x) for x in args.part.split("/")) if args.part else (1, 1)
         for module in chosen:
             found = [m for m in _chosen(module, args.sample, args.seed)
-                     if only is None or m.id in only][k - 1::n]
+                     if only is None or m.id in only][part - 1::parts]
             results[module] = []
             started = time.monotonic()
             covered, order = runner.baseline(module)

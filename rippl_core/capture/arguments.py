@@ -99,7 +99,7 @@ def _value(value: Any, schema: Mapping[str, Any]) -> Any:
         except ValueError:
             pass
         else:
-            return int(number) if number.is_integer() and _INTEGER.fullmatch(text) else number
+            return int(text) if _INTEGER.fullmatch(text) else number
     if "boolean" in wanted and text.lower() in ("true", "false"):
         return text.lower() == "true"
     return value

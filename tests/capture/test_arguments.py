@@ -83,6 +83,8 @@ def test_no_schema_takes_the_arguments_as_sent() -> None:
                                                   "target": {"zone": "eu-1", "weight": 3}}),
     ({"shard": "09", "tags": ["1"]}, {"shard": "09", "rows": 100, "dry_run": False,
                                       "tags": ["1"]}),
+    ({"shard": "09", "target": "eu-2"}, {"shard": "09", "rows": 100, "dry_run": False,
+                                         "target": "eu-2"}),  # not an object: left as sent
     ({"shard": "09", "extra": "1"}, {"shard": "09", "rows": 100, "dry_run": False,
                                      "extra": "1"}),
 ])
