@@ -92,13 +92,13 @@ class Justified:
         self.who = who
 
     def queries(self, claims: Sequence[str], now: int) -> list[Query]:
-        if not claims:
-            return []
+        """The writer node of each claim (kept when the writing run is pruned: it holds the
+        memory's support), linked to the claim, in one query."""
         who, run = self.who, self.who.run
         writer = ids.memory_writer(run.id, who.call)
         rows = [{"claim": c, "w": ids.memory_written(writer, c)} for c in dict.fromkeys(claims)]
         props = {"kind": Kind.CLAIM.value, "retracted": False, "pending": 0, "created_at": now,
-                 "captured": True, "wrote_run": run.id, "wrote_call": who.call}
+                 "wrote_run": run.id, "wrote_call": who.call}
         if who.call is None:
             return [cypher.run_wrote_memory(run.props(now), rows, _dropped(props), who.told,
                                             who.since, now)]
@@ -107,7 +107,7 @@ class Justified:
                          "recorded", unrecorded).validated().props(now)
         return [cypher.wrote_memory(
             cypher.call_ref(run.id, who.call), rows, _dropped(props),
-            {"id": unrecorded, "props": {**claim, "run": run.id, "captured": True}},
+            {"id": unrecorded, "props": {**claim, "run": run.id}},
             who.since, now)]
 
     def after(self, replies: Sequence[Sequence[Sequence[Any]]]) -> Op[None]:

@@ -282,3 +282,18 @@ def test_a_memory_as_of_a_time_is_its_status_then_as_known_then(rippl: Rippl) ->
     assert unknown is not None and unknown.claim_state is State.IN  # not known yet then
     assert not rippl.check(memory, as_of=after).allowed  # the memory claim itself, as of then
     assert rippl.check(memory, as_of=after, known_at=before_known).allowed
+
+
+def test_a_memory_keeps_resting_on_its_reading_when_the_writing_run_is_pruned(
+        rippl: Rippl) -> None:
+    """Pruning the run that wrote a memory removes the run's capture, not what the memory rests
+    on: the writer and the reading under it stay, so a later retraction still reaches it."""
+    from datetime import UTC, datetime, timedelta
+
+    reading, memory = scout_remembers(rippl)
+    rippl.run("T1").close()
+    assert "T1" in rippl.prune_runs(older_than=datetime.now(UTC) + timedelta(seconds=1))
+    [writer] = rippl.get(memory).justifications[0]
+    assert writer.startswith("WRT-") and rippl.get(writer).justifications[0] != []
+    rippl.retract(reading, reason="stale cache", by="monitor")
+    assert rippl.get(memory).state is State.OUT
