@@ -5,7 +5,7 @@ schemas LangChain, AutoGen and CrewAI give (their own tests drive the real frame
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given
@@ -127,8 +127,8 @@ def test_schema_of_finds_a_tools_schema() -> None:
         def broken(self) -> type[BaseModel]:
             raise RuntimeError("no")
 
-        parameters = SCHEMA
-        nothing = {"type": "object"}
+        parameters: ClassVar[dict[str, Any]] = SCHEMA
+        nothing: ClassVar[dict[str, Any]] = {"type": "object"}
 
     tool = Tool()
     assert schema_of(tool, "missing", "args_schema") is Migrate
