@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -40,12 +40,12 @@ def received(values: Mapping[str, Any], schema: ArgumentSchema | None) -> dict[s
     if schema is None:
         return sent
     try:
+        if isinstance(schema, Mapping):
+            return _object(sent, schema)
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             received_: dict[str, Any] = schema.model_validate(sent).model_dump(mode="json")
             return received_
-        if isinstance(schema, Mapping):
-            return _object(sent, schema)
-        return dict(schema(sent))
+        return dict(cast(Callable[[dict[str, Any]], Mapping[str, Any]], schema)(sent))
     except Exception:  # refused by the tool's validation: as sent (the tool will not run it)
         return sent
 

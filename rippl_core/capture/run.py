@@ -444,9 +444,9 @@ def _verdict(run: RunRef, named_call: ids.Call, own: Own, declared: list[ActionR
                 tool_key(run.id, named_call.tool), named_call.key)
         tell = [cypher.tell(own.row[0], named, sorted(set(binds)), keys)]
     yield Commit(tell, [vetoed], blind=True)  # a veto is published (watch, console, webhooks)
-    handed = [r for r in own.repeats if len(r) > 2 and r[2] is not None]
-    origins = (yield cypher.binding_origins([str(r[2]) for r in handed],
-                                            [str(r[3]) for r in handed])) if handed else []
+    bound = [r for r in own.repeats if len(r) > 2 and r[2] is not None]  # handed over
+    origins = (yield cypher.binding_origins([str(r[2]) for r in bound],
+                                            [str(r[3]) for r in bound])) if bound else []
     if own.repeats and own.decision_state is State.IN:
         verdict = verdict.model_copy(update={"reason": _repeat_reason(verdict, own, origins)})
     elif origins:  # its own premises deny it too; and the act was handed over after a veto
