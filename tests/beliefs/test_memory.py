@@ -191,6 +191,16 @@ def test_believing_again_is_a_no_op_and_new_evidence_splits(world: Rippl) -> Non
     assert change.new_evidence == ["S2"] and change.dropped_evidence == []
 
 
+def test_new_evidence_keeps_the_state_of_the_evidence_it_joins(world: Rippl) -> None:
+    """Believing a claim again with more evidence returns the whole evidence with each state:
+    a retracted source already held is reported retracted in the answer itself."""
+    world.believe("ag", "C1", topic="t", valid_from=day(1), recorded_at=day(1), evidence=["S1"])
+    world.retract("S1", reason="wrong cluster", by="postmortem", at=day(1))
+    more = world.believe("ag", "C1", topic="t", valid_from=day(3), recorded_at=day(3),
+                         evidence=["S2"])
+    assert more.evidence == ["S1", "S2"] and more.retracted_evidence == ["S1"]
+
+
 def test_transaction_time_only_moves_forward(world: Rippl) -> None:
     world.believe("ag", "C1", topic="t", valid_from=day(1), recorded_at=day(5))
     with pytest.raises(InvalidInputError, match="only moves forward"):
