@@ -1,25 +1,27 @@
 """The console's JSON API: one route per core operation, over the app's `AsyncRippl` handle.
 
 Reads go through `reader` (open on loopback), state changes through `reviewer` (an authenticated
-reviewer, whose name is the only identity a receipt or a proposal ever records)."""
+reviewer, whose name is the only identity a receipt or a proposal ever records); both are request
+dependencies of `access.py`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
 from rippl_core.causal.explain import Explanation
 from rippl_core.console import monitors, views
-from rippl_core.console.auth import (
-    Decision,
-    Session,
-    authorize_propose,
-    authorize_read,
-    authorize_write,
+from rippl_core.console.access import (
+    COOKIE,
+    Proposing,
+    Read,
+    Reviewer,
+    console,
+    session_of,
 )
 from rippl_core.console.notify import DeliveryStatus
 from rippl_core.errors import InvalidInputError
@@ -40,69 +42,9 @@ from rippl_core.models import (
     WhatIfRetracted,
 )
 
-if TYPE_CHECKING:
-    from rippl_core.console.app import ConsoleState
-
-COOKIE = "rippl_session"
-CSRF_HEADER = "x-csrf-token"
 GRAPH_LIMIT = 2_500  # nodes the explorer draws at once; beyond, it focuses on a neighbourhood
 
 router: APIRouter = APIRouter(prefix="/api")
-
-
-def console(request: Request) -> ConsoleState:
-    state: ConsoleState = request.app.state.console
-    return state
-
-
-def _bearer(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-
-
-def _session(request: Request) -> Session | None:
-    return console(request).sessions.get(request.cookies.get(COOKIE))
-
-
-def _enforce(decision: Decision) -> str | None:
-    if not decision.allowed:
-        raise HTTPException(decision.status, decision.reason)
-    return decision.reviewer
-
-
-def reader(request: Request) -> str | None:
-    state = console(request)
-    return _enforce(authorize_read(state.read_open, state.reviewers, _session(request),
-                                   _bearer(request)))
-
-
-def reviewer(request: Request) -> str:
-    state = console(request)
-    name = _enforce(authorize_write(state.reviewers, _session(request), _bearer(request),
-                                    request.headers.get(CSRF_HEADER), state.proposers))
-    assert name is not None
-    return name
-
-
-class Proposer(BaseModel):
-    """Who proposes: a reviewer, or a proposer (a monitor, which never decides)."""
-
-    name: str
-    monitor: bool
-
-
-def proposer(request: Request) -> Proposer:
-    state = console(request)
-    decision = authorize_propose(state.reviewers, state.proposers, _session(request),
-                                 _bearer(request), request.headers.get(CSRF_HEADER))
-    name = _enforce(decision)
-    assert name is not None
-    return Proposer(name=name, monitor=decision.proposer)
-
-
-Read = Depends(reader)
-Reviewer = Annotated[str, Depends(reviewer)]
-Proposing = Annotated[Proposer, Depends(proposer)]
 
 
 class _Body(BaseModel):
@@ -172,7 +114,7 @@ class Info(BaseModel):
 @router.get("/session", response_model=SessionInfo, tags=["session"])
 def get_session(request: Request) -> SessionInfo:
     """The signed-in reviewer and the CSRF token of this session."""
-    session = _session(request)
+    session = session_of(request)
     return SessionInfo(reviewer=session.reviewer if session else None,
                        csrf=session.csrf if session else None,
                        public_key=console(request).reviewers.keys.get(session.reviewer)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -23,13 +22,13 @@ from rippl_core.console import runs as runs_api
 from rippl_core.console.auth import (
     LOOPBACK_NAMES,
     Reviewers,
-    Sessions,
     content_type_allowed,
     host_allowed,
     origin_allowed,
 )
 from rippl_core.console.monitors import AlertRules
 from rippl_core.console.notify import Notifier, Webhook
+from rippl_core.console.state import ConsoleState
 from rippl_core.console.stream import KEEPALIVE, EventHub
 from rippl_core.errors import (
     ConflictError,
@@ -52,20 +51,6 @@ SECURITY_HEADERS = [
 ]
 STATUS = [(NotFoundError, 404), (InvalidInputError, 422), (ReviewError, 409), (ConflictError, 409),
           (UnavailableError, 503)]
-
-
-@dataclass
-class ConsoleState:
-    """What every request of one console app shares."""
-
-    rippl: AsyncRippl
-    reviewers: Reviewers
-    hub: EventHub
-    read_open: bool = True
-    sessions: Sessions = field(default_factory=Sessions)
-    proposers: Reviewers = field(default_factory=Reviewers)  # monitors: propose, never decide
-    alert_rules: AlertRules | None = None  # the Alertmanager webhook's rules (None: no webhook)
-    notifier: Notifier | None = None
 
 
 class RequestChecks:
