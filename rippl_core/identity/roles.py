@@ -21,6 +21,9 @@ from typing import Any
 from rippl_core._runtime.validation import MAX_ID_LENGTH
 from rippl_core.identity.errors import TokenRefusedError
 
+# The scopes of Rippl's tokens (what each allows: rippl_core.mcp.scopes; the console reads
+# monitors' tokens by them too)
+CHECK_SCOPE, PROPOSE_SCOPE, REVIEW_SCOPE = "rippl:check", "rippl:propose", "rippl:review"
 GROUPS_CLAIM = "groups"
 REVIEWER_GROUP, PROPOSER_GROUP, READER_GROUP = "rippl-reviewers", "rippl-proposers", "rippl-readers"
 
