@@ -19,7 +19,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -145,7 +144,10 @@ def protect(app: Starlette, server: ResourceServer) -> Starlette:
     for route in app.router.routes:
         if isinstance(route, Route) and route.path == "/mcp":
             route.app = Gate(route.app, server)
+    # the URLs as written: the metadata model parses them itself (mcp 2.x keeps an issuer without
+    # a path as it is, and its client compares the issuer exactly, trailing slash included)
+    urls: list[Any] = [server.resource, server.options.issuer]
     app.router.routes[:0] = sdk.create_protected_resource_routes(
-        resource_url=AnyHttpUrl(server.resource), authorization_servers=[
-            AnyHttpUrl(server.options.issuer)], scopes_supported=server.advertised_scopes())
+        resource_url=urls[0], authorization_servers=urls[1:],
+        scopes_supported=server.advertised_scopes())
     return app
