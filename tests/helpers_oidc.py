@@ -110,24 +110,17 @@ class OidcProvider:
         assert answer.status_code == 200, answer.text
         return str(answer.json()["access_token"])
 
-    def person_token(self, client: Client, login: str, resource: str, scope: str) -> str:
-        """An access token for a person: the authorization code grant with PKCE, through the
-        provider's own login and consent pages (driven by HTTP, as a browser would)."""
-        verifier = secrets.token_urlsafe(48)
-        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=")
-        query = {"client_id": client.client_id, "response_type": "code", "redirect_uri": REDIRECT,
-                 "scope": scope, "state": secrets.token_urlsafe(8), "resource": resource,
-                 "code_challenge": challenge.decode(), "code_challenge_method": "S256",
-                 "prompt": "consent"}
+    def authorize(self, url: str, login: str, redirect_uri: str = REDIRECT) -> str:
+        """Follow an authorization request through the provider's own login and consent pages
+        (driven by HTTP, as a browser would, signing in as `login`): the URL it redirects back
+        to (not fetched), with the code and state."""
         with httpx.Client(timeout=30, follow_redirects=False) as browser:
-            url = f"{self.issuer}/auth?{urlencode(query)}"
             for _ in range(12):
-                answer = browser.get(url) if url else None
-                assert answer is not None
+                answer = browser.get(url)
                 if answer.is_redirect:
                     url = urljoin(url, answer.headers["location"])
-                    if url.startswith(REDIRECT):
-                        break
+                    if url.startswith(redirect_uri):
+                        return url
                     continue
                 form = re.search(r'<form[^>]*action="([^"]+)"', answer.text)
                 assert form, answer.text[:500]
@@ -138,9 +131,21 @@ class OidcProvider:
                 posted = browser.post(urljoin(url, unescape(form.group(1))), data=fields)
                 assert posted.is_redirect, posted.text[:500]
                 url = urljoin(url, posted.headers["location"])
-                if url.startswith(REDIRECT):
-                    break
-            code = parse_qs(urlsplit(url).query)["code"][0]
+                if url.startswith(redirect_uri):
+                    return url
+        raise AssertionError(f"the provider never redirected to {redirect_uri}")
+
+    def person_token(self, client: Client, login: str, resource: str, scope: str) -> str:
+        """An access token for a person: the authorization code grant with PKCE, through the
+        provider's own login and consent pages."""
+        verifier = secrets.token_urlsafe(48)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=")
+        query = {"client_id": client.client_id, "response_type": "code", "redirect_uri": REDIRECT,
+                 "scope": scope, "state": secrets.token_urlsafe(8), "resource": resource,
+                 "code_challenge": challenge.decode(), "code_challenge_method": "S256",
+                 "prompt": "consent"}
+        back = self.authorize(f"{self.issuer}/auth?{urlencode(query)}", login)
+        code = parse_qs(urlsplit(back).query)["code"][0]
         answer = httpx.post(f"{self.issuer}/token", auth=(client.client_id, client.client_secret),
                             data={"grant_type": "authorization_code", "code": code,
                                   "redirect_uri": REDIRECT, "code_verifier": verifier,

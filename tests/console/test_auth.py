@@ -119,7 +119,7 @@ def test_sessions_open_find_expire_and_close() -> None:
     clock = Clock()
     sessions = Sessions(ttl=60, clock=clock)
     one = sessions.open("alice")
-    assert one.reviewer == "alice" and one.id != one.csrf and len(one.csrf) >= 40
+    assert one.who == "alice" and one.id != one.csrf and len(one.csrf) >= 40
     assert sessions.get(one.id) == one
     assert sessions.get(None) is None and sessions.get("") is None and sessions.get("nope") is None
     clock.now += 59.9
@@ -195,18 +195,18 @@ SESSION = Session("sid", "alice", "csrf-token", expires=float("inf"))
 
 def test_a_write_by_session_needs_the_csrf_token() -> None:
     ok = authorize_write(REVIEWERS, SESSION, None, "csrf-token")
-    assert (ok.allowed, ok.reviewer) == (True, "alice")
+    assert (ok.allowed, ok.who) == (True, "alice")
     for csrf in (None, "", "csrf-token ", "CSRF-TOKEN", "other"):
         refused = authorize_write(REVIEWERS, SESSION, None, csrf)
-        assert (refused.allowed, refused.reviewer, refused.status) == (False, None, 403)
+        assert (refused.allowed, refused.who, refused.status) == (False, None, 403)
         assert "CSRF" in refused.reason
 
 
 def test_a_write_by_bearer_token_needs_no_csrf_and_names_the_token_holder() -> None:
     ok = authorize_write(REVIEWERS, None, BOB, None)
-    assert (ok.allowed, ok.reviewer) == (True, "bob@example.com")
+    assert (ok.allowed, ok.who) == (True, "bob@example.com")
     # the bearer decides even when a session cookie of someone else comes along
-    assert authorize_write(REVIEWERS, SESSION, BOB, None).reviewer == "bob@example.com"
+    assert authorize_write(REVIEWERS, SESSION, BOB, None).who == "bob@example.com"
     refused = authorize_write(REVIEWERS, SESSION, "wrong-token-xxxxxxxx", "csrf-token")
     assert (refused.allowed, refused.status) == (False, 401)
 
@@ -222,12 +222,12 @@ def test_a_write_without_credentials_or_reviewers_is_refused() -> None:
 
 def test_reads_are_open_only_when_configured_so() -> None:
     assert authorize_read(True, Reviewers(), None, None).allowed
-    assert authorize_read(True, REVIEWERS, SESSION, None).reviewer == "alice"
-    assert authorize_read(True, REVIEWERS, None, None).reviewer is None
+    assert authorize_read(True, REVIEWERS, SESSION, None).who == "alice"
+    assert authorize_read(True, REVIEWERS, None, None).who is None
     closed = authorize_read(False, REVIEWERS, None, None)
     assert (closed.allowed, closed.status) == (False, 401)
-    assert authorize_read(False, REVIEWERS, SESSION, None).reviewer == "alice"  # no CSRF on reads
-    assert authorize_read(False, REVIEWERS, None, ALICE).reviewer == "alice"
+    assert authorize_read(False, REVIEWERS, SESSION, None).who == "alice"  # no CSRF on reads
+    assert authorize_read(False, REVIEWERS, None, ALICE).who == "alice"
     assert not authorize_read(False, REVIEWERS, None, "nope-nope-nope-nope").allowed
     assert authorize_read(False, Reviewers(), SESSION, None).status == 403
 
