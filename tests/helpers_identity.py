@@ -83,6 +83,9 @@ class LoopbackIssuer:
     failing: bool = False  # answer 500 to every request
     metadata_issuer: str | None = None  # the issuer the metadata names (default: its own url)
     oidc_discovery: bool = True  # serve /.well-known/openid-configuration (else only RFC 8414)
+    metadata_extra: dict[str, Any] = field(default_factory=dict)  # more fields (None: removed)
+    jwks_body: bytes | None = None  # the JWKS answer as these bytes instead
+    jwks_redirect: str | None = None  # answer the JWKS with a redirect there instead
 
     def publish(self, *keys: IssuerKey | dict[str, Any]) -> None:
         """Publish exactly these keys (a IssuerKey's public JWK, or a JWK as given)."""
@@ -95,20 +98,25 @@ class LoopbackIssuer:
                  "scope": "rippl:check", "iat": now, "exp": now + 300, **overrides}
         return {k: v for k, v in found.items() if v is not None}
 
-    def document(self, path: str) -> tuple[int, Any]:
+    def document(self, path: str) -> tuple[int, bytes, dict[str, str]]:
+        """The status, body and headers of the answer to a GET of `path`."""
         if self.failing:
-            return 500, {"error": "down"}
+            return 500, b'{"error": "down"}', {}
         base = self.url.rstrip("/")
         metadata = {"issuer": self.metadata_issuer or self.url, "jwks_uri": f"{base}/jwks",
-                    "token_endpoint": f"{base}/token"}
+                    "token_endpoint": f"{base}/token", **self.metadata_extra}
+        metadata = {k: v for k, v in metadata.items() if v is not None}
         if path == "/jwks":
             self.jwks_fetches += 1
-            return 200, {"keys": self.published}
-        if path == "/.well-known/openid-configuration" and self.oidc_discovery:
-            return 200, metadata
-        if path == "/.well-known/oauth-authorization-server":
-            return 200, metadata
-        return 404, {"error": "not found"}
+            if self.jwks_redirect is not None:
+                return 302, b"", {"Location": self.jwks_redirect}
+            body = self.jwks_body if self.jwks_body is not None else \
+                json.dumps({"keys": self.published}).encode()
+            return 200, body, {}
+        if (path == "/.well-known/openid-configuration" and self.oidc_discovery) or \
+                path == "/.well-known/oauth-authorization-server":
+            return 200, json.dumps(metadata).encode(), {}
+        return 404, b'{"error": "not found"}', {}
 
 
 @contextmanager
@@ -118,11 +126,12 @@ def loopback_issuer(**options: Any) -> Iterator[LoopbackIssuer]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            status, body = issuer.document(self.path.split("?")[0])
-            data = json.dumps(body).encode()
+            status, data, headers = issuer.document(self.path.split("?")[0])
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
 

@@ -129,7 +129,7 @@ async def _call(method: str, url: str, **options: Any) -> httpx.Response:
             return await http.request(method, url, **options)
     except httpx.HTTPError as exc:
         raise IssuerUnavailableError(f"cannot reach the identity provider at {url}: "
-                                     f"{exc or type(exc).__name__}") from None
+                                     f"{str(exc) or type(exc).__name__}") from None
 
 
 def _json(answer: httpx.Response, url: str) -> dict[str, Any]:

@@ -99,7 +99,8 @@ async def fetch_json(url: str, *, what: str) -> Any:
         async with httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as http:
             response = await http.get(url, headers={"Accept": "application/json"})
     except httpx.HTTPError as exc:
-        raise IssuerUnavailableError(f"cannot fetch the {what} from {url}: {exc or type(exc).__name__}; "
+        raise IssuerUnavailableError(f"cannot fetch the {what} from {url}: "
+                                     f"{str(exc) or type(exc).__name__}; "
                                      "check that the identity provider is up and reachable from "
                                      "this server") from None
     if response.status_code != 200:

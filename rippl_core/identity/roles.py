@@ -37,9 +37,11 @@ class Role(StrEnum):
 
 
 def claim_values(claims: Mapping[str, Any], path: str) -> list[str]:
-    """The strings a claim holds (a list of strings, or one string), at a dotted `path`."""
-    value: Any = claims
-    for part in path.split("."):
+    """The strings a claim holds (a list of strings, or one string): the claim named `path`, or,
+    when there is none, the one a dotted `path` reaches (Keycloak's `realm_access.roles`; a
+    namespaced claim such as Auth0's `https://rippl.example.com/groups` is found by its name)."""
+    value: Any = claims.get(path, claims)
+    for part in path.split(".") if value is claims else ():
         value = value.get(part) if isinstance(value, Mapping) else None
     if isinstance(value, str):
         return [value]

@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rippl_core.identity.errors import IdentityError
@@ -29,6 +28,7 @@ from rippl_core.mcp.auth import REFUSAL, ResourceServer, principal_of_token
 from rippl_core.mcp.scopes import Refusal, refusal
 
 MAX_BODY = 4 << 20  # bytes of one POST's JSON-RPC messages
+METADATA_PATH = "/.well-known/oauth-protected-resource"
 
 
 def _quoted(text: str) -> str:
@@ -74,7 +74,7 @@ class Gate:
             return
         principal = principal_of_token(sdk.authenticated(scope))
         if principal is None:
-            await self._refuse(send, self._unauthenticated(scope))
+            await self._refuse(send, self._unauthenticated())
             return
         if scope["method"] != "POST":  # the SSE stream, the end of a session: nothing to call
             await self.app(scope, receive, send)
@@ -90,11 +90,9 @@ class Gate:
             return
         await self.app(scope, _replay(body, receive), send)
 
-    def _unauthenticated(self, scope: Scope) -> Refusal:
-        refused: IdentityError | None = REFUSAL.get()
-        sent = any(k.lower() == b"authorization" and v[:7].lower() == b"bearer "
-                   for k, v in scope.get("headers", []))
-        if sent and refused is not None:
+    def _unauthenticated(self) -> Refusal:
+        refused: IdentityError | None = REFUSAL.get()  # set only when a bearer token came
+        if refused is not None:
             return Refusal(refused.status, "invalid_token" if refused.status == 401
                            else "temporarily_unavailable", f"{refused} Nothing was done.")
         return Refusal(401, "", f"this MCP server needs a bearer token (Authorization: Bearer ...) "
@@ -140,14 +138,15 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 def protect(app: Starlette, server: ResourceServer) -> Starlette:
     """Put the gate in front of the SDK's /mcp endpoint (behind its bearer middleware, which
     authenticates), and serve the protected resource metadata with the scopes Rippl advertises
-    (before the SDK's, which would list only the scopes every request needs)."""
+    (instead of the SDK's, which would list only the scopes every request needs)."""
     for route in app.router.routes:
-        if isinstance(route, Route) and route.path == "/mcp":
-            route.app = Gate(route.app, server)
+        if getattr(route, "path", None) == "/mcp":
+            route.app = Gate(route.app, server)  # type: ignore[attr-defined]
     # the URLs as written: the metadata model parses them itself (mcp 2.x keeps an issuer without
     # a path as it is, and its client compares the issuer exactly, trailing slash included)
     urls: list[Any] = [server.resource, server.options.issuer]
-    app.router.routes[:0] = sdk.create_protected_resource_routes(
+    app.router.routes[:] = [*sdk.create_protected_resource_routes(
         resource_url=urls[0], authorization_servers=urls[1:],
-        scopes_supported=server.advertised_scopes())
+        scopes_supported=server.advertised_scopes()),
+        *(r for r in app.router.routes if not str(getattr(r, "path", "")).startswith(METADATA_PATH))]
     return app

@@ -5,6 +5,7 @@ a loopback issuer whose keys the test rotates."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -150,8 +151,9 @@ async def test_an_unreachable_issuer_says_so_and_is_retried() -> None:
             await issuer.metadata()
         running.failing = False
         assert (await issuer.metadata()).issuer == running.url
-    with pytest.raises(IssuerUnavailableError, match="cannot fetch the issuer metadata"):
+    with pytest.raises(IssuerUnavailableError, match="cannot fetch the issuer metadata") as down:
         await Issuer(running.url).metadata()  # stopped: nothing listens
+    assert "connect" in str(down.value).lower() and "ConnectError" not in str(down.value)
 
 
 # -- when the keys are fetched -------------------------------------------------------------------
@@ -240,6 +242,43 @@ async def test_a_jwks_that_is_not_one_is_unavailable(issuer: LoopbackIssuer) -> 
 async def test_a_token_without_a_kid(issuer: LoopbackIssuer) -> None:
     keys = Issuer(issuer.url, min_interval=0)
     assert (await keys.key(None, "ES256")).kid == OLD.kid  # the one key that can
+    assert (await keys.key(None, "ES256")).kid == OLD.kid
+    assert issuer.jwks_fetches == 1  # found among the keys held: not fetched again
     issuer.publish(OLD, NEW)
     with pytest.raises(TokenRefusedError, match=r"names no key .* exactly one key for ES256"):
         await Issuer(issuer.url).key(None, "ES256")
+
+
+async def test_metadata_without_a_jwks_uri_is_refused() -> None:
+    with loopback_issuer(metadata_extra={"jwks_uri": None}) as running, \
+            pytest.raises(IdentityConfigError, match="names no jwks_uri: its tokens cannot be"):
+        await Issuer(running.url).metadata()
+
+
+async def test_an_endpoint_that_is_not_a_url_of_an_issuer_is_refused() -> None:
+    with loopback_issuer(metadata_extra={"token_endpoint": "http://login.example.com/token"}) \
+            as running, pytest.raises(IdentityConfigError, match=r"token_endpoint of .* plain http"):
+        await Issuer(running.url).metadata()
+
+
+async def test_a_jwks_larger_than_a_mebibyte_is_refused(issuer: LoopbackIssuer) -> None:
+    document = json.dumps({"keys": [OLD.jwk()], "pad": ""}).encode()
+    fits = document.replace(b'"pad": ""', b'"pad": "' + b"p" * ((1 << 20) - len(document)) + b'"')
+    assert len(fits) == 1 << 20
+    issuer.jwks_body = fits
+    assert (await Issuer(issuer.url).key(OLD.kid, "ES256")).kid == OLD.kid
+    issuer.jwks_body = fits.replace(b'"pad": "', b'"pad": "p')
+    with pytest.raises(IssuerUnavailableError, match="larger than 1048576 bytes"):
+        await Issuer(issuer.url).key(OLD.kid, "ES256")
+
+
+async def test_a_jwks_that_is_not_json_is_unavailable(issuer: LoopbackIssuer) -> None:
+    issuer.jwks_body = b"<html>maintenance</html>"
+    with pytest.raises(IssuerUnavailableError, match=r"the JWKS at .* is not JSON"):
+        await Issuer(issuer.url).key(OLD.kid, "ES256")
+
+
+async def test_redirects_are_not_followed(issuer: LoopbackIssuer) -> None:
+    issuer.jwks_redirect = issuer.url + "/.well-known/openid-configuration"
+    with pytest.raises(IssuerUnavailableError, match="answered HTTP 302"):
+        await Issuer(issuer.url).key(OLD.kid, "ES256")

@@ -29,6 +29,9 @@ def test_claim_values_reach_lists_strings_and_nested_claims() -> None:
     assert claim_values(claims, "realm_access.missing") == []
     assert claim_values(claims, "role.deeper") == []
     assert claim_values(claims, "n") == [] and claim_values(claims, "missing") == []
+    namespaced = {"https://rippl.example.com/groups": ["rippl-reviewers"], "https://rippl": {}}
+    assert claim_values(namespaced, "https://rippl.example.com/groups") == ["rippl-reviewers"]
+    assert claim_values({"a.b": "flat", "a": {"b": "nested"}}, "a.b") == ["flat"]
 
 
 def test_roles_come_from_the_configured_groups() -> None:

@@ -234,3 +234,33 @@ async def test_the_verifier_gives_the_sdk_the_tokens_access(issuer: LoopbackIssu
     refused = REFUSAL.get()
     assert refused is not None and "not a JWT" in str(refused)
     assert principal_of_token(object()) is None
+
+
+async def test_a_body_in_chunks_is_read_whole_and_handed_on_unchanged() -> None:
+    from rippl_core.mcp.gate import _body, _replay
+
+    def feed(*messages: dict[str, Any]) -> Any:
+        pending = list(messages)
+
+        async def receive() -> dict[str, Any]:
+            return pending.pop(0)
+
+        return receive
+
+    chunked = feed({"type": "http.request", "body": b'{"a":', "more_body": True},
+                   {"type": "http.request", "body": b" 1}"})  # no more_body: the last
+    assert await _body(chunked) == b'{"a": 1}'
+    assert await _body(feed({"type": "http.disconnect"})) == b""
+    handed = _replay(b'{"a": 1}', feed({"type": "http.disconnect"}))
+    assert await handed() == {"type": "http.request", "body": b'{"a": 1}', "more_body": False}
+    assert await handed() == {"type": "http.disconnect"}  # then what the client sends next
+
+
+async def test_the_sdks_resource_metadata_route_is_replaced(graph: AsyncRippl,
+                                                            issuer: LoopbackIssuer) -> None:
+    from rippl_core.mcp.gate import METADATA_PATH
+
+    app = build_server(graph, oauth=OAuthOptions(issuer=issuer.url)).http_asgi_app()
+    paths = [str(getattr(r, "path", "")) for r in app.router.routes]
+    assert [p for p in paths if p.startswith(METADATA_PATH)] == [f"{METADATA_PATH}/mcp"]
+    assert paths.count("/mcp") == 1
