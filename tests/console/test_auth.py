@@ -7,6 +7,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from helpers_clock import ManualClock
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -107,16 +108,8 @@ def test_new_tokens_are_long_random_and_accepted() -> None:
 
 
 # -- sessions ----------------------------------------------------------------------------------
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_sessions_open_find_expire_and_close() -> None:
-    clock = Clock()
+    clock = ManualClock()
     sessions = Sessions(ttl=60, clock=clock)
     one = sessions.open("alice")
     assert one.who == "alice" and one.id != one.csrf and len(one.csrf) >= 40
@@ -133,7 +126,7 @@ def test_sessions_open_find_expire_and_close() -> None:
 
 
 def test_opening_a_session_drops_expired_ones() -> None:
-    clock = Clock()
+    clock = ManualClock()
     sessions = Sessions(ttl=10, clock=clock)
     old = sessions.open("alice")
     clock.now += 11

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from helpers_browser import IMG, Page
-from helpers_console import ALICE, INCIDENT, loopback_graph, serving
+from helpers_console import ALICE, INCIDENT, incident_graph, serving
 
 from rippl_core import Rippl, ToolCall
 from rippl_core.testing import FalkorDBServer
@@ -26,8 +26,7 @@ WAVE = 18
 
 @pytest.fixture(scope="module")
 def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
-    with loopback_graph(falkordb_server.url, "browser") as handle:
-        handle.load(INCIDENT)
+    with incident_graph(falkordb_server.url, "browser") as handle:
         yield handle
 
 

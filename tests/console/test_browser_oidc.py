@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from helpers_browser import IMG, Page
-from helpers_console import INCIDENT, loopback_graph, serving
+from helpers_console import incident_graph, serving
 from helpers_oidc import OidcProvider
 
 from rippl_core import Rippl
@@ -33,8 +33,7 @@ APPROVE = """async ([id, csrf]) => {
 
 @pytest.fixture(scope="module")
 def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
-    with loopback_graph(falkordb_server.url, "browser-oidc") as handle:
-        handle.load(INCIDENT)
+    with incident_graph(falkordb_server.url, "browser-oidc") as handle:
         yield handle
 
 

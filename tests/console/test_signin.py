@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from helpers_clock import ManualClock
 
 from rippl_core.console.signin import (
     LOGIN_TTL,
@@ -26,16 +27,8 @@ from rippl_core.console.signin import (
 from rippl_core.identity.roles import Role
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_sign_in_is_finished_once_by_the_browser_that_began_it() -> None:
-    states = LoginStates(clock=Clock())
+    states = LoginStates(clock=ManualClock())
     begun = states.open("#queue")
     assert len({begun.state, begun.nonce, begun.verifier}) == 3 and len(begun.verifier) >= 43
     assert begun.next == "#queue" and len(states) == 1
@@ -52,7 +45,7 @@ def test_a_sign_in_is_finished_once_by_the_browser_that_began_it() -> None:
 
 
 def test_a_sign_in_expires() -> None:
-    clock = Clock()
+    clock = ManualClock()
     states = LoginStates(clock=clock)
     assert LOGIN_TTL == 600
     late, in_time = states.open(), states.open()
@@ -64,7 +57,7 @@ def test_a_sign_in_expires() -> None:
 
 
 def test_sign_ins_begun_are_bounded_and_expired_ones_dropped() -> None:
-    clock = Clock()
+    clock = ManualClock()
     states = LoginStates(clock=clock, limit=3)
     first, *_ = [states.open() for _ in range(3)]
     newest = states.open()

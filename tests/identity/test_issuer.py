@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers_clock import ManualClock
 from helpers_identity import LoopbackIssuer, loopback_issuer, new_key
 
 from rippl_core.identity.errors import (
@@ -31,14 +32,6 @@ from rippl_core.identity.keys import (
 from rippl_core.identity.tokens import JwtVerifier
 
 OLD, NEW = new_key("ES256", kid="2026-old"), new_key("ES256", kid="2026-new")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -158,7 +151,7 @@ async def test_an_unreachable_issuer_says_so_and_is_retried() -> None:
 
 # -- when the keys are fetched -------------------------------------------------------------------
 async def test_keys_are_fetched_once_and_kept(issuer: LoopbackIssuer) -> None:
-    clock = Clock()
+    clock = ManualClock()
     keys = Issuer(issuer.url, clock=clock)
     for _ in range(3):
         assert (await keys.key(OLD.kid, "ES256")).kid == OLD.kid
@@ -172,7 +165,7 @@ async def test_keys_are_fetched_once_and_kept(issuer: LoopbackIssuer) -> None:
 
 
 async def test_a_rotation_is_followed_and_a_key_rotated_out_is_refused(issuer: LoopbackIssuer) -> None:
-    clock = Clock()
+    clock = ManualClock()
     keys = Issuer(issuer.url, clock=clock)
     verify = JwtVerifier(keys)
     assert await verify.verify(OLD.sign(issuer.claims()), issuer.audience)
@@ -186,7 +179,7 @@ async def test_a_rotation_is_followed_and_a_key_rotated_out_is_refused(issuer: L
 
 
 async def test_new_key_ids_fetch_at_most_once_per_interval(issuer: LoopbackIssuer) -> None:
-    clock = Clock()
+    clock = ManualClock()
     keys = Issuer(issuer.url, clock=clock)
     await keys.key(OLD.kid, "ES256")
     clock.now += MIN_INTERVAL - 0.01
@@ -201,7 +194,7 @@ async def test_new_key_ids_fetch_at_most_once_per_interval(issuer: LoopbackIssue
 
 
 async def test_a_failed_refetch_keeps_the_keys_held(issuer: LoopbackIssuer) -> None:
-    clock = Clock()
+    clock = ManualClock()
     keys = Issuer(issuer.url, clock=clock)
     await keys.key(OLD.kid, "ES256")
     issuer.failing = True
@@ -215,7 +208,7 @@ async def test_a_failed_refetch_keeps_the_keys_held(issuer: LoopbackIssuer) -> N
 
 
 async def test_no_keys_ever_fetched_refuses_everything_without_hammering(issuer: LoopbackIssuer) -> None:
-    clock = Clock()
+    clock = ManualClock()
     keys = Issuer(issuer.url, clock=clock)
     await keys.metadata()
     issuer.failing = True

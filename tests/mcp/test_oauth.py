@@ -21,7 +21,8 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-from helpers_mcp import REPO, Client, MemoryTokens, free_port, http_server, oauth_client_for
+from helpers_console import incident_graph
+from helpers_mcp import Client, MemoryTokens, free_port, http_server, oauth_client_for
 from helpers_oidc import Client as OidcClient
 from helpers_oidc import OidcProvider
 
@@ -67,11 +68,8 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 
 @pytest.fixture(scope="module")
 def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
-    handle = Rippl.open(url=falkordb_server.url, graph=f"oauth-{uuid.uuid4().hex[:8]}")
-    handle.load(REPO / "examples" / "incident.yaml")
-    yield handle
-    handle.drop()
-    handle.close()
+    with incident_graph(falkordb_server.url, "oauth") as handle:
+        yield handle
 
 
 @pytest.fixture(scope="module")
