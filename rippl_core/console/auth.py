@@ -303,14 +303,12 @@ def authorize_write(reviewers: Reviewers, session: Session | None, bearer: str |
 def authorize_propose(reviewers: Reviewers, proposers: Reviewers, session: Session | None,
                       bearer: str | None, csrf: str | None) -> Decision:
     """A proposal: by a proposer's bearer token (a monitor), or as any change is (a reviewer)."""
-    if bearer is not None and proposers:
-        name = proposers.identify(bearer)
-        if name is not None:
-            return Decision(True, name, proposer=True)
-    if not reviewers and proposers and bearer is None:
-        return _refuse(401, "send a proposer's token (Authorization: Bearer TOKEN)")
+    name = proposers.identify(bearer)  # None without a token, or for one no proposer holds
+    if name is not None:
+        return Decision(True, name, proposer=True)
     if not reviewers and proposers:
-        return _refuse(401, "unknown proposer token")
+        return _refuse(401, "send a proposer's token (Authorization: Bearer TOKEN)"
+                       if bearer is None else "unknown proposer token")
     return authorize_write(reviewers, session, bearer, csrf)
 
 

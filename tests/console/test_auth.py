@@ -18,6 +18,7 @@ from rippl_core.console.auth import (
     Reviewers,
     Session,
     Sessions,
+    authorize_propose,
     authorize_read,
     authorize_write,
     check_bind,
@@ -268,3 +269,40 @@ def test_proposers_load_apart_from_reviewers_and_never_hold_a_key() -> None:
                        reviewers)
     with pytest.raises(AuthConfigError, match="alice is both a reviewer and a proposer"):
         load_proposers(None, "alice: other-token-0123456789abcdefgh", reviewers)
+
+
+SCANNER = "scanner-token-0123456789"
+PROPOSERS = parse_reviewers([f"scanner: {SCANNER}"], where="proposers")
+
+
+def test_a_proposers_token_proposes_as_a_monitor() -> None:
+    for reviewers in (REVIEWERS, Reviewers()):
+        decision = authorize_propose(reviewers, PROPOSERS, None, SCANNER, None)
+        assert (decision.allowed, decision.who, decision.proposer) == (True, "scanner", True)
+
+
+def test_a_reviewer_proposes_as_any_change_is_made() -> None:
+    by_session = authorize_propose(REVIEWERS, PROPOSERS, SESSION, None, "csrf-token")
+    assert (by_session.allowed, by_session.who, by_session.proposer) == (True, "alice", False)
+    assert authorize_propose(REVIEWERS, PROPOSERS, SESSION, None, "wrong").status == 403
+    by_token = authorize_propose(REVIEWERS, Reviewers(), None, ALICE, None)
+    assert (by_token.allowed, by_token.who, by_token.proposer) == (True, "alice", False)
+    unknown = authorize_propose(REVIEWERS, PROPOSERS, None, "wrong-token-xxxxxxxx", None)
+    assert (unknown.allowed, unknown.status, unknown.reason) == (False, 401, "unknown reviewer token")
+
+
+def test_with_proposers_only_a_proposers_token_proposes() -> None:
+    none = authorize_propose(Reviewers(), PROPOSERS, SESSION, None, "csrf-token")
+    assert (none.allowed, none.status) == (False, 401) and "send a proposer's token" in none.reason
+    wrong = authorize_propose(Reviewers(), PROPOSERS, None, ALICE, None)
+    assert (wrong.allowed, wrong.status, wrong.reason) == (False, 401, "unknown proposer token")
+    nobody = authorize_propose(Reviewers(), Reviewers(), None, SCANNER, None)
+    assert (nobody.allowed, nobody.status) == (False, 403) and "no reviewers" in nobody.reason
+
+
+def test_a_reviewer_key_must_be_written_as_rippl_keys_prints_it() -> None:
+    key = "ab" * 32
+    assert parse_reviewers([f"alice: {ALICE} ed25519:{key}"], where="f").keys == {"alice": key}
+    for bad in ("ed25519:" + "AB" * 32, "ed25519:" + "ab" * 31, "ed25519:xyz"):
+        with pytest.raises(AuthConfigError, match=r"entry 1 \(alice\): after the token, a reviewer key"):
+            parse_reviewers([f"alice: {ALICE} {bad}"], where="f")

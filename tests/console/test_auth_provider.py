@@ -47,7 +47,10 @@ def test_a_sessions_role_says_what_it_may_do(role: Role, propose: bool, write: b
             assert f"Ana Lima is signed in as a {role}: only a reviewer" in decision.reason
     quiet = authorize_provider("write", read_open=False, session=session(Role.READER, None),
                                bearer=None, csrf="csrf-token")
-    assert "ana is signed in as a reader" in quiet.reason
+    assert quiet.reason.startswith("ana is signed in as a reader: only a reviewer decides (")
+    proposing = authorize_provider("propose", read_open=False, session=session(Role.READER),
+                                   bearer=None, csrf="csrf-token")
+    assert "only a reviewer or a proposer proposes" in proposing.reason
 
 
 @pytest.mark.parametrize("action", ["propose", "write"])
@@ -86,6 +89,12 @@ def test_a_monitors_token_reads_with_a_rippl_scope(scopes: tuple[str, ...], read
     assert read.who == ("scanner" if allowed else None)
     if not allowed:
         assert read.status == 403 and "reads nothing here" in read.reason
+
+
+def test_a_refused_token_is_401_unless_said_otherwise() -> None:
+    refused = authorize_provider("read", read_open=True, session=None,
+                                 bearer=Bearer(None, "the token expired"), csrf=None)
+    assert (refused.allowed, refused.status) == (False, 401)
 
 
 def test_a_refused_token_is_refused_with_its_status_and_reason() -> None:
