@@ -43,7 +43,8 @@ def mcp_cmd(
     port: Annotated[int, typer.Option(help="HTTP: the port (the endpoint is /mcp).")] = 8000,
     allow_review: Annotated[bool, typer.Option(
         "--allow-review", help="Also offer approve_review / reject_review as tools (off by default: "
-                               "a human decides). Needs --reviewer.")] = False,
+                               "a human decides). Needs --reviewer, or --issuer (then the person "
+                               "whose token decides, a reviewer by their groups).")] = False,
     reviewer: Annotated[str | None, typer.Option(
         help="With --allow-review: the identity every approval's receipt names.")] = None,
     log_level: Annotated[LogLevel, typer.Option(help="Server log level (to stderr).",
