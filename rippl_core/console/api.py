@@ -346,9 +346,14 @@ async def reject(request: Request, review_id: str, body: Ruling, who: Reviewer) 
 
 
 async def _signer_ready(request: Request, who: str, signature: str | None) -> None:
-    """A reviewer whom the reviewers file gives a key decides only signed, with that key
-    registered in the log (fail closed: the console never decides unsigned in their name)."""
-    pinned = console(request).reviewers.keys.get(who)
+    """A reviewer whom the reviewers file gives a key (with an identity provider: whose key the
+    log registered) decides only signed, with that key registered in the log (fail closed: the
+    console never decides unsigned in their name)."""
+    state = console(request)
+    if state.provider is None:
+        pinned = state.reviewers.keys.get(who)
+    else:
+        pinned = (await state.rippl.reviewer_keys()).get(who)
     if pinned is None:
         return
     if signature is None:

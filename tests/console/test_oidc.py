@@ -217,3 +217,21 @@ async def test_reviewer_tokens_and_a_provider_do_not_mix(arippl: AsyncRippl,
     with pytest.raises(AuthConfigError, match="leave out --reviewers"):
         async with client(arippl, reviewers=REVIEWERS, oidc=config):
             pass
+
+
+async def test_a_reviewer_whose_key_the_log_registered_decides_only_signed(
+        http: httpx.AsyncClient, arippl: AsyncRippl, oidc_provider: OidcProvider) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from rippl_core.review.keys import public_hex
+
+    key = Ed25519PrivateKey.generate()
+    await arippl.register_key("ana", signing_key=key)
+    await sign_in(http, oidc_provider, "ana")
+    me = (await http.get("/api/session")).json()
+    assert me["public_key"] == public_hex(key)  # the page asks for the key before a decision
+    review = await arippl.propose_retraction("CLM-001", reason="disk errors", by="monitor")
+    unsigned = await http.post(f"/api/reviews/{review.id}/approve", json={"note": "unsigned"},
+                               headers={"X-CSRF-Token": me["csrf"]})
+    assert unsigned.status_code == 422 and "ana has a reviewer key: sign the decision" in unsigned.text
+    assert (await arippl.review(review.id)).status == "pending"

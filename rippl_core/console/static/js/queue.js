@@ -196,6 +196,10 @@ function renderDecision(item) {
         : "This console is read-only: no reviewers are configured."));
     return;
   }
+  if (session.public_key && !keys.held_key()) {
+    clear(box, h("p", { class: "note" }, "You have a reviewer key: load it to decide (it signs your decisions)."));
+    return;
+  }
   const ownProposal = info.distinct_approver && item.proposed_by === session.reviewer;
   const note = h("textarea", { id: "decision-note", required: true,
     placeholder: "Why? (recorded in the receipt)" });
