@@ -74,7 +74,3 @@ class ResourceServer:
         `rippl:check` and the scopes every request needs; a client asks for more when a request
         needs them (a 403 `insufficient_scope` names them: step-up authorization)."""
         return list(dict.fromkeys([CHECK, *self.options.required_scopes]))
-
-    async def check_issuer(self) -> None:
-        """Fetch the issuer's metadata now: a wrong issuer is refused before anything is served."""
-        await self.issuer.metadata()
