@@ -11,6 +11,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -87,6 +88,19 @@ def falkordb_server() -> Iterator[FalkorDBServer]:
     server = start_falkordb_server()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def oidc_provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real OpenID provider on loopback (tests/helpers_oidc.py), one per session; skipped,
+    saying why, where node is missing."""
+    from helpers_oidc import missing, running_provider
+
+    why = missing()
+    if why is not None:
+        pytest.skip(why)
+    with running_provider(tmp_path_factory.mktemp("oidc")) as provider:
+        yield provider
 
 
 @pytest.fixture(scope="session")

@@ -511,22 +511,27 @@ class Rippl:
             reason=reason, by=by, evidence=evidence, monitor=monitor, now=now_ms()), write=True)
 
     def approve(self, review_id: str, *, by: str, note: str | None = None,
-                signing_key: SigningKey | None = None, signature: str | None = None) -> Receipt:
+                signing_key: SigningKey | None = None, signature: str | None = None,
+                by_name: str | None = None) -> Receipt:
         """Commit the wave: what has no remaining support goes OUT. Returns the receipt. With
         the reviewer's `signing_key` (or their `signature` of the decision's statement, made
         elsewhere and checked against their registered key) the receipt carries their signed
-        statement; a reviewer with a registered key must sign."""
+        statement; a reviewer with a registered key must sign. `by_name`: the reviewer's display
+        name (when `by` is an identity provider's subject), kept in the receipt beside it."""
         return self._driver.run(lambda: gate.decide(
             review_id, approve=True, by=by, note=note, now=now_ms(), signing_key=signing_key,
-            distinct_approver=self.distinct_approver, signature=signature), write=True)
+            distinct_approver=self.distinct_approver, signature=signature, by_name=by_name),
+            write=True)
 
     def reject(self, review_id: str, *, by: str, note: str | None = None,
-               signing_key: SigningKey | None = None, signature: str | None = None) -> Receipt:
-        """Withdraw the proposal: the at-risk nodes return to the state they had (signed as
-        `approve` is)."""
+               signing_key: SigningKey | None = None, signature: str | None = None,
+               by_name: str | None = None) -> Receipt:
+        """Withdraw the proposal: the at-risk nodes return to the state they had (signed, and
+        naming the reviewer, as `approve` does)."""
         return self._driver.run(lambda: gate.decide(
             review_id, approve=False, by=by, note=note, now=now_ms(), signing_key=signing_key,
-            distinct_approver=self.distinct_approver, signature=signature), write=True)
+            distinct_approver=self.distinct_approver, signature=signature, by_name=by_name),
+            write=True)
 
     def override(self, target: str | ToolCall, *, reason: str, by: str,
                  run: str | None = None) -> ReviewItem:
@@ -1029,20 +1034,22 @@ class AsyncRippl:
             reason=reason, by=by, evidence=evidence, monitor=monitor, now=now_ms()), write=True)
 
     async def approve(self, review_id: str, *, by: str, note: str | None = None,
-                      signing_key: SigningKey | None = None,
-                      signature: str | None = None) -> Receipt:
+                      signing_key: SigningKey | None = None, signature: str | None = None,
+                      by_name: str | None = None) -> Receipt:
         """Commit the wave: what has no remaining support goes OUT (see the sync twin)."""
         return await self._driver.run(lambda: gate.decide(
             review_id, approve=True, by=by, note=note, now=now_ms(), signing_key=signing_key,
-            distinct_approver=self.distinct_approver, signature=signature), write=True)
+            distinct_approver=self.distinct_approver, signature=signature, by_name=by_name),
+            write=True)
 
     async def reject(self, review_id: str, *, by: str, note: str | None = None,
-                     signing_key: SigningKey | None = None,
-                     signature: str | None = None) -> Receipt:
+                     signing_key: SigningKey | None = None, signature: str | None = None,
+                     by_name: str | None = None) -> Receipt:
         """Withdraw the proposal: the at-risk nodes return to the state they had."""
         return await self._driver.run(lambda: gate.decide(
             review_id, approve=False, by=by, note=note, now=now_ms(), signing_key=signing_key,
-            distinct_approver=self.distinct_approver, signature=signature), write=True)
+            distinct_approver=self.distinct_approver, signature=signature, by_name=by_name),
+            write=True)
 
     async def override(self, target: str | ToolCall, *, reason: str, by: str,
                        run: str | None = None) -> ReviewItem:

@@ -49,11 +49,19 @@ def loopback_graph(url: str, prefix: str) -> Iterator[Rippl]:
 
 
 @contextmanager
+def incident_graph(url: str, prefix: str) -> Iterator[Rippl]:
+    """`loopback_graph` with the example incident loaded."""
+    with loopback_graph(url, prefix) as handle:
+        handle.load(INCIDENT)
+        yield handle
+
+
+@contextmanager
 def serving(url: str, graph: str, log: Path, *options: str,
-            env: Mapping[str, str] | None = None) -> Iterator[str]:
-    """`rippl --url URL --graph G serve --port P [options]` as a process on a free loopback port,
-    stopped afterwards (its output in `log`): the console's address."""
-    port = free_port()
+            env: Mapping[str, str] | None = None, port: int | None = None) -> Iterator[str]:
+    """`rippl --url URL --graph G serve --port P [options]` as a process on a loopback port (a
+    free one unless given), stopped afterwards (its output in `log`): the console's address."""
+    port = port or free_port()
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "rippl_core.cli", "--url", url, "--graph", graph, "serve",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
+import inspect
 import json
 import re
 import socket
@@ -194,6 +196,52 @@ def stdio_client_for(params: StdioServerParameters, errlog: TextIO) -> Client:
 
 def http_client_for(url: str, name: str = "rippl-tests") -> Client:
     return Client(lambda: streamable_http_client(url), name=name)
+
+
+class MemoryTokens:
+    """The SDK's token storage, in memory (what an agent keeps of its OAuth flow)."""
+
+    def __init__(self) -> None:
+        self.tokens: Any = None
+        self.client_info: Any = None
+        self.issued: list[str] = []  # every access token the flow stored, in order
+
+    async def get_tokens(self) -> Any:
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self.tokens = tokens
+        self.issued.append(tokens.access_token)
+
+    async def get_client_info(self) -> Any:
+        return self.client_info
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self.client_info = client_info
+
+
+def oauth_client_for(url: str, client_id: str, client_secret: str, *, storage: MemoryTokens,
+                     issuer: str | None = None, name: str = "rippl-oauth-tests") -> Client:
+    """A client of an MCP server that is an OAuth resource server, with the SDK's own OAuth
+    support: on the first 401 it discovers the protected resource metadata and the issuer, and
+    gets a token with the client credentials grant (again, with more scopes, on a 403
+    insufficient_scope); credentials go only to `issuer` where the SDK can pin it. mcp 2.x's
+    client runs on httpx2, 1.x's on httpx."""
+    from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+
+    pinned = {"issuer": issuer} if issuer and "issuer" in inspect.signature(
+        ClientCredentialsOAuthProvider).parameters else {}  # mcp 1.27 and later
+    auth = ClientCredentialsOAuthProvider(server_url=url, storage=storage, client_id=client_id,
+                                          client_secret=client_secret, **pinned)
+    http = importlib.import_module("httpx2" if hasattr(exceptions, "MCPError") else "httpx")
+
+    @contextlib.asynccontextmanager
+    async def transport() -> AsyncIterator[Any]:
+        async with http.AsyncClient(auth=auth, timeout=60, follow_redirects=True) as client, \
+                streamable_http_client(url, http_client=client) as streams:
+            yield streams
+
+    return Client(transport, name=name)
 
 
 @contextlib.asynccontextmanager

@@ -24,7 +24,7 @@ LAYERS: dict[str, int] = {
     "models": 1,
     "_runtime": 2,
     "causal": 3, "testing": 3,
-    "beliefs": 4, "review": 4, "records": 4, "ingest": 4, "capture": 4,
+    "beliefs": 4, "review": 4, "records": 4, "ingest": 4, "capture": 4, "identity": 4,
     "client": 5,
     "adapters": 6, "mcp": 6, "console": 6,
     "cli": 7,

@@ -79,8 +79,16 @@ MODULES: dict[str, list[str]] = {
                        "tests/capture/test_flow.py", "tests/causal/test_round_trips.py",
                        "tests/capture/test_decide_own.py", "tests/capture/test_freshness.py"],
     "console/auth.py": ["tests/console/test_auth.py", "tests/console/test_auth_limits.py",
-                        "tests/console/test_monitors.py"],
+                        "tests/console/test_monitors.py", "tests/console/test_auth_provider.py"],
+    "console/signin.py": ["tests/console/test_signin.py"],
     "adapters/checkpoints.py": ["integrations/langgraph/tests/test_langgraph_tamper.py"],
+    "identity/keys.py": ["tests/identity/test_issuer.py", "tests/identity/test_tokens.py"],
+    "identity/issuer.py": ["tests/identity/test_issuer.py", "tests/identity/test_tokens.py"],
+    "identity/tokens.py": ["tests/identity/test_tokens.py"],
+    "identity/roles.py": ["tests/identity/test_roles.py"],
+    "mcp/scopes.py": ["tests/mcp/test_scopes.py"],
+    "mcp/gate.py": ["tests/mcp/test_gate.py"],
+    "mcp/auth.py": ["tests/mcp/test_gate.py"],
 }
 
 _SWAP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE,

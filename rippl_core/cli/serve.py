@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,11 +11,22 @@ import typer
 
 from rippl_core.cli.app import Connection, command, connection, errors, signing_key_file
 from rippl_core.errors import InvalidInputError
+from rippl_core.identity.roles import (
+    GROUPS_CLAIM,
+    PROPOSER_GROUP,
+    READER_GROUP,
+    REVIEWER_GROUP,
+    RoleMap,
+)
 
 
-def announce(url: str, names: list[str], graph: str, *, one_off: bool) -> None:
+def announce(url: str, names: list[str], graph: str, *, one_off: bool,
+             provider: str | None = None) -> None:
     errors.print(f"rippl console for graph {graph!r} on {url}", highlight=False, soft_wrap=True)
-    if one_off:
+    if provider is not None:
+        errors.print(f"  people sign in with {provider}; monitors bring its tokens",
+                     highlight=False)
+    elif one_off:
         errors.print("  open that link to sign in as the one-off reviewer (the token is valid until "
                      "the server stops)", highlight=False)
     elif names:
@@ -29,7 +41,8 @@ def run_console(conn: Connection, *, host: str, port: int, reviewers: Path | Non
                 distinct_approver: bool, log_level: str, anchor: str | None = None,
                 anchor_interval: float = 300.0, anchor_key: Path | None = None,
                 anchor_by: str | None = None, proposers: Path | None = None,
-                alert_rules: Path | None = None, webhooks: Sequence[Any] = ()) -> None:
+                alert_rules: Path | None = None, webhooks: Sequence[Any] = (),
+                oidc: Any = None) -> None:
     from rippl_core.console import serve  # FastAPI and uvicorn only when serving
 
     key = signing_key_file(anchor_key)
@@ -40,11 +53,37 @@ def run_console(conn: Connection, *, host: str, port: int, reviewers: Path | Non
           reviewers_file=reviewers, reviewer=reviewer, allow_remote=allow_remote,
           allowed_hosts=allowed_host, distinct_approver=distinct_approver, log_level=log_level,
           announce=lambda url, known: announce(url, known.names, conn.graph,
-                                               one_off=reviewer is not None),
+                                               one_off=reviewer is not None,
+                                               provider=oidc.issuer if oidc else None),
           anchor=anchor, anchor_interval=anchor_interval, anchor_key=key, anchor_by=anchor_by,
           report=lambda line: errors.print(line, highlight=False, soft_wrap=True),
           proposers_file=proposers, alert_rules=alert_rules,
-          webhooks=webhooks)
+          webhooks=webhooks, oidc=oidc)
+
+
+def oidc_of(issuer: str | None, client_id: str | None, secret_file: Path | None,
+            secret: str | None, scopes: list[str], roles: RoleMap, public_url: str | None) -> Any:
+    """The identity provider's configuration, checked before anything is opened (None: people
+    sign in with reviewer tokens)."""
+    if issuer is None:
+        if client_id is not None or secret_file is not None:
+            raise InvalidInputError("--oidc-client-id and --oidc-client-secret-file go with "
+                                    "--oidc-issuer (the identity provider people sign in with)")
+        return None
+    if client_id is None:
+        raise InvalidInputError("--oidc-issuer needs --oidc-client-id (or RIPPL_OIDC_CLIENT_ID): "
+                                "the console's client at the identity provider")
+    if secret_file is not None:
+        try:
+            secret = secret_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read the client secret file {secret_file}: "
+                                    f"{exc.strerror or exc}") from None
+    from rippl_core.console.provider import OidcConfig
+
+    chosen = tuple(s for scope in scopes for s in scope.split()) or ("openid", "profile", "email")
+    return OidcConfig(issuer=issuer, client_id=client_id, client_secret=secret or None,
+                      scopes=chosen, roles=roles, public_url=public_url)
 
 
 def webhooks_of(urls: list[str], secret: str | None, events: str | None) -> list[Any]:
@@ -109,12 +148,42 @@ def serve_cmd(
         help="Comma-separated event types to post (default: compensation_needed, "
              "compensation_resolved, review_proposed, review_approved, review_rejected, "
              "node_invalidated, call_vetoed, call_stale, call_superseded).")] = None,
+    oidc_issuer: Annotated[str | None, typer.Option(
+        envvar="RIPPL_OIDC_ISSUER", show_envvar=False,
+        help="Sign people in with this OpenID Connect provider instead of reviewer tokens (also "
+             "RIPPL_OIDC_ISSUER); roles come from its groups. See docs/identity.md.")] = None,
+    oidc_client_id: Annotated[str | None, typer.Option(
+        envvar="RIPPL_OIDC_CLIENT_ID", show_envvar=False,
+        help="The console's client id at the provider (also RIPPL_OIDC_CLIENT_ID).")] = None,
+    oidc_client_secret_file: Annotated[Path | None, typer.Option(
+        help="A file holding the client's secret (or RIPPL_OIDC_CLIENT_SECRET; none: a public "
+             "client, PKCE alone).")] = None,
+    oidc_scope: Annotated[list[str], typer.Option(
+        help="A scope the sign-in asks for (repeatable; default: openid profile email).")] = [],  # noqa: B006
+    oidc_roles_claim: Annotated[str, typer.Option(
+        help="The claim holding a person's groups (a dotted path for a nested one, e.g. "
+             "realm_access.roles).")] = GROUPS_CLAIM,
+    oidc_reviewer_group: Annotated[str, typer.Option(
+        help="The group whose people approve and reject.")] = REVIEWER_GROUP,
+    oidc_proposer_group: Annotated[str, typer.Option(
+        help="The group whose people propose retractions (and read).")] = PROPOSER_GROUP,
+    oidc_reader_group: Annotated[str, typer.Option(
+        help="The group whose people read.")] = READER_GROUP,
+    public_url: Annotated[str | None, typer.Option(
+        help="With --oidc-issuer: the console's address as browsers see it (the sign-in's "
+             "redirect URI is PUBLIC_URL/api/oidc/callback; monitors' tokens name it as their "
+             "audience). Default http://HOST:PORT/; required, in https, beyond loopback.")] = None,
 ) -> None:
     """Serve the review console: the review queue, the live graph explorer, receipts and beliefs,
     on http://127.0.0.1:8765/. Needs FastAPI and uvicorn (the console extra of rippl-core)."""
     webhooks = webhooks_of(notify, notify_secret, notify_events)
+    oidc = oidc_of(oidc_issuer, oidc_client_id, oidc_client_secret_file,
+                   os.environ.get("RIPPL_OIDC_CLIENT_SECRET"),
+                   oidc_scope, RoleMap(claim=oidc_roles_claim, reviewer=oidc_reviewer_group,
+                                       proposer=oidc_proposer_group, reader=oidc_reader_group),
+                   public_url)
     run_console(connection(ctx), host=host, port=port, reviewers=reviewers, reviewer=reviewer,
                 allow_remote=allow_remote, allowed_host=allowed_host,
                 distinct_approver=distinct_approver, log_level=log_level, anchor=anchor,
                 anchor_interval=anchor_interval, anchor_key=anchor_key, anchor_by=anchor_by,
-                proposers=proposers, alert_rules=alert_rules, webhooks=webhooks)
+                proposers=proposers, alert_rules=alert_rules, webhooks=webhooks, oidc=oidc)

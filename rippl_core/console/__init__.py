@@ -18,11 +18,11 @@ if TYPE_CHECKING:
     from rippl_core.client import AsyncRippl
 
 INSTALL_HINT = "pip install 'rippl-core[console]'"
-_NEEDS = ("fastapi", "starlette", "uvicorn", "pydantic_core")
+_NEEDS = ("fastapi", "starlette", "uvicorn", "pydantic_core", "jwt", "httpx")
 
 
 class ConsoleUnavailableError(RipplError, ImportError):
-    """FastAPI or uvicorn is not installed."""
+    """FastAPI, uvicorn, PyJWT or httpx (the console extra) is not installed."""
 
 
 def _module(name: str) -> Any:
@@ -37,7 +37,8 @@ def _module(name: str) -> Any:
     except ImportError as exc:
         if exc.name is not None and exc.name.split(".")[0] in _NEEDS:
             raise ConsoleUnavailableError(
-                f"the review console needs FastAPI and uvicorn, which are not installed ({exc}). "
+                f"the review console needs FastAPI, uvicorn, PyJWT and httpx, which are not "
+                f"installed ({exc}). "
                 f"Install them with: {INSTALL_HINT}") from exc
         raise
 

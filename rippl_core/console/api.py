@@ -1,28 +1,36 @@
 """The console's JSON API: one route per core operation, over the app's `AsyncRippl` handle.
 
 Reads go through `reader` (open on loopback), state changes through `reviewer` (an authenticated
-reviewer, whose name is the only identity a receipt or a proposal ever records)."""
+reviewer, whose name is the only identity a receipt or a proposal ever records); both are request
+dependencies of `access.py`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
 from rippl_core.causal.explain import Explanation
 from rippl_core.console import monitors, views
-from rippl_core.console.auth import (
-    Decision,
-    Session,
-    authorize_propose,
-    authorize_read,
-    authorize_write,
+from rippl_core.console.access import (
+    COOKIE,
+    Proposing,
+    Read,
+    Reviewer,
+    SignedIn,
+    console,
+    cookie_path,
+    decide,
+    display_name,
+    session_of,
 )
+from rippl_core.console.auth import Session
 from rippl_core.console.notify import DeliveryStatus
 from rippl_core.errors import InvalidInputError
+from rippl_core.identity.roles import Role
 from rippl_core.models import (
     Compensation,
     CompensationAttempt,
@@ -40,69 +48,9 @@ from rippl_core.models import (
     WhatIfRetracted,
 )
 
-if TYPE_CHECKING:
-    from rippl_core.console.app import ConsoleState
-
-COOKIE = "rippl_session"
-CSRF_HEADER = "x-csrf-token"
 GRAPH_LIMIT = 2_500  # nodes the explorer draws at once; beyond, it focuses on a neighbourhood
 
 router: APIRouter = APIRouter(prefix="/api")
-
-
-def console(request: Request) -> ConsoleState:
-    state: ConsoleState = request.app.state.console
-    return state
-
-
-def _bearer(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-
-
-def _session(request: Request) -> Session | None:
-    return console(request).sessions.get(request.cookies.get(COOKIE))
-
-
-def _enforce(decision: Decision) -> str | None:
-    if not decision.allowed:
-        raise HTTPException(decision.status, decision.reason)
-    return decision.reviewer
-
-
-def reader(request: Request) -> str | None:
-    state = console(request)
-    return _enforce(authorize_read(state.read_open, state.reviewers, _session(request),
-                                   _bearer(request)))
-
-
-def reviewer(request: Request) -> str:
-    state = console(request)
-    name = _enforce(authorize_write(state.reviewers, _session(request), _bearer(request),
-                                    request.headers.get(CSRF_HEADER), state.proposers))
-    assert name is not None
-    return name
-
-
-class Proposer(BaseModel):
-    """Who proposes: a reviewer, or a proposer (a monitor, which never decides)."""
-
-    name: str
-    monitor: bool
-
-
-def proposer(request: Request) -> Proposer:
-    state = console(request)
-    decision = authorize_propose(state.reviewers, state.proposers, _session(request),
-                                 _bearer(request), request.headers.get(CSRF_HEADER))
-    name = _enforce(decision)
-    assert name is not None
-    return Proposer(name=name, monitor=decision.proposer)
-
-
-Read = Depends(reader)
-Reviewer = Annotated[str, Depends(reviewer)]
-Proposing = Annotated[Proposer, Depends(proposer)]
 
 
 class _Body(BaseModel):
@@ -154,61 +102,86 @@ class Revocation(_Body):
 
 
 class SessionInfo(BaseModel):
-    reviewer: str | None = Field(description="The signed-in reviewer, or null.")
+    reviewer: str | None = Field(description="The signed-in reviewer (who decides), or null.")
     csrf: str | None = Field(description="Send it back as X-CSRF-Token on every change.")
-    public_key: str | None = Field(default=None, description="The reviewer's key as the reviewers file "
-                                                     "names it: decisions must be signed with it.")
+    public_key: str | None = Field(default=None, description=(
+        "The reviewer's key (as the reviewers file names it, or as the log registered it for a "
+        "reviewer signed in with the identity provider): decisions must be signed with it."))
+    who: str | None = Field(default=None, description="Who is signed in: a reviewer's name, or "
+                                                      "the identity provider's subject.")
+    role: Role | None = Field(default=None, description="reviewer, proposer or reader.")
+    name: str | None = Field(default=None, description="The display name the provider gives.")
 
 
 class Info(BaseModel):
-    graph: str
+    graph: str = Field(description="The graph served (empty until the caller may read).")
     distinct_approver: bool = Field(description="Whoever proposed a retraction may not approve it.")
     read_open: bool
-    reviewers: bool = Field(description="Whether any reviewer may sign in (else read-only).")
+    reviewers: bool = Field(description="Whether anyone may sign in to decide (else read-only).")
+    sign_in: Literal["token", "provider"] = Field(description=(
+        "token: reviewers paste their token (POST /api/session); provider: people sign in with "
+        "the identity provider (GET /api/oidc/login)."))
     graph_limit: int
 
 
 # -- session -----------------------------------------------------------------------------------
+async def _session_info(request: Request, session: Session | None) -> SessionInfo:
+    if session is None:
+        return SessionInfo(reviewer=None, csrf=None)
+    state = console(request)
+    if state.provider is None:
+        key = state.reviewers.keys.get(session.who)
+    else:  # no file pins a key: the one the log registered for them signs their decisions
+        key = (await state.rippl.reviewer_keys()).get(session.who) \
+            if session.role is Role.REVIEWER else None
+    return SessionInfo(reviewer=session.who if session.role is Role.REVIEWER else None,
+                       csrf=session.csrf, public_key=key, who=session.who, role=session.role,
+                       name=session.name)
+
+
 @router.get("/session", response_model=SessionInfo, tags=["session"])
-def get_session(request: Request) -> SessionInfo:
-    """The signed-in reviewer and the CSRF token of this session."""
-    session = _session(request)
-    return SessionInfo(reviewer=session.reviewer if session else None,
-                       csrf=session.csrf if session else None,
-                       public_key=console(request).reviewers.keys.get(session.reviewer)
-                       if session else None)
+async def get_session(request: Request) -> SessionInfo:
+    """Who is signed in (their role, and the CSRF token of this session)."""
+    return await _session_info(request, session_of(request))
 
 
 @router.post("/session", response_model=SessionInfo, tags=["session"])
-def sign_in(body: Login, request: Request, response: Response) -> SessionInfo:
+async def sign_in(body: Login, request: Request, response: Response) -> SessionInfo:
     """Exchange a reviewer token for a session cookie (HttpOnly, SameSite=Strict)."""
     state = console(request)
+    if state.provider is not None:
+        raise HTTPException(404, "this console signs people in with the identity provider: "
+                                 "GET api/oidc/login (the Sign in button)")
     name = state.reviewers.identify(body.token)
     if name is None:
         raise HTTPException(401, "unknown reviewer token")
     session = state.sessions.open(name)
     response.set_cookie(COOKIE, session.id, httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https",
-                        path=(request.scope.get("root_path") or "") + "/",
+                        secure=request.url.scheme == "https", path=cookie_path(request),
                         max_age=int(state.sessions.ttl))
-    return SessionInfo(reviewer=name, csrf=session.csrf, public_key=state.reviewers.keys.get(name))
+    return await _session_info(request, session)
 
 
 @router.delete("/session", response_model=SessionInfo, tags=["session"])
-def sign_out(request: Request, response: Response, _: Reviewer) -> SessionInfo:
-    """End this session."""
+def sign_out(request: Request, response: Response, _: SignedIn) -> SessionInfo:
+    """End this session (its cookie and its CSRF token: a reader's too)."""
     console(request).sessions.close(request.cookies.get(COOKIE))
-    response.delete_cookie(COOKIE, path=(request.scope.get("root_path") or "") + "/")
+    response.delete_cookie(COOKIE, path=cookie_path(request))
     return SessionInfo(reviewer=None, csrf=None)
 
 
 # -- the graph ---------------------------------------------------------------------------------
-@router.get("/info", response_model=Info, dependencies=[Read], tags=["graph"])
-def info(request: Request) -> Info:
-    """Which graph this console serves and how it is configured."""
+@router.get("/info", response_model=Info, tags=["graph"])
+async def info(request: Request) -> Info:
+    """How this console is configured, and (to whoever may read) which graph it serves: the page
+    needs the rest before anyone signs in."""
     state = console(request)
-    return Info(graph=state.rippl.graph, distinct_approver=state.rippl.distinct_approver,
-                read_open=state.read_open, reviewers=bool(state.reviewers), graph_limit=GRAPH_LIMIT)
+    readable = (await decide(request, "read")).allowed
+    return Info(graph=state.rippl.graph if readable else "",
+                distinct_approver=state.rippl.distinct_approver, read_open=state.read_open,
+                reviewers=bool(state.reviewers) or state.provider is not None,
+                sign_in="provider" if state.provider is not None else "token",
+                graph_limit=GRAPH_LIMIT)
 
 
 @router.get("/stats", response_model=Stats, dependencies=[Read], tags=["graph"])
@@ -354,11 +327,13 @@ async def preview(request: Request, review_id: str) -> views.Preview:
 
 @router.post("/reviews/{review_id}/approve", response_model=Receipt, tags=["reviews"])
 async def approve(request: Request, review_id: str, body: Ruling, who: Reviewer) -> Receipt:
-    """Approve: the wave commits; the receipt names the signed-in reviewer, and carries their
-    signed statement when they have a key."""
+    """Approve: the wave commits; the receipt names the signed-in reviewer (with the identity
+    provider: their subject, and their display name), and carries their signed statement when
+    they have a key."""
     await _signer_ready(request, who, body.signature)
     return await console(request).rippl.approve(review_id, by=who, note=_note(body),
-                                                signature=body.signature)
+                                                signature=body.signature,
+                                                by_name=display_name(request, who))
 
 
 @router.post("/reviews/{review_id}/reject", response_model=Receipt, tags=["reviews"])
@@ -366,13 +341,19 @@ async def reject(request: Request, review_id: str, body: Ruling, who: Reviewer) 
     """Reject: the at-risk nodes recover; the receipt names the signed-in reviewer."""
     await _signer_ready(request, who, body.signature)
     return await console(request).rippl.reject(review_id, by=who, note=_note(body),
-                                               signature=body.signature)
+                                               signature=body.signature,
+                                               by_name=display_name(request, who))
 
 
 async def _signer_ready(request: Request, who: str, signature: str | None) -> None:
-    """A reviewer whom the reviewers file gives a key decides only signed, with that key
-    registered in the log (fail closed: the console never decides unsigned in their name)."""
-    pinned = console(request).reviewers.keys.get(who)
+    """A reviewer whom the reviewers file gives a key (with an identity provider: whose key the
+    log registered) decides only signed, with that key registered in the log (fail closed: the
+    console never decides unsigned in their name)."""
+    state = console(request)
+    if state.provider is None:
+        pinned = state.reviewers.keys.get(who)
+    else:
+        pinned = (await state.rippl.reviewer_keys()).get(who)
     if pinned is None:
         return
     if signature is None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -19,17 +18,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rippl_core.client import AsyncRippl
 from rippl_core.console import api
+from rippl_core.console import oidc as oidc_routes
 from rippl_core.console import runs as runs_api
 from rippl_core.console.auth import (
     LOOPBACK_NAMES,
+    AuthConfigError,
     Reviewers,
-    Sessions,
     content_type_allowed,
     host_allowed,
     origin_allowed,
 )
 from rippl_core.console.monitors import AlertRules
 from rippl_core.console.notify import Notifier, Webhook
+from rippl_core.console.provider import IdentityProvider, OidcConfig
+from rippl_core.console.state import ConsoleState
 from rippl_core.console.stream import KEEPALIVE, EventHub
 from rippl_core.errors import (
     ConflictError,
@@ -52,20 +54,6 @@ SECURITY_HEADERS = [
 ]
 STATUS = [(NotFoundError, 404), (InvalidInputError, 422), (ReviewError, 409), (ConflictError, 409),
           (UnavailableError, 503)]
-
-
-@dataclass
-class ConsoleState:
-    """What every request of one console app shares."""
-
-    rippl: AsyncRippl
-    reviewers: Reviewers
-    hub: EventHub
-    read_open: bool = True
-    sessions: Sessions = field(default_factory=Sessions)
-    proposers: Reviewers = field(default_factory=Reviewers)  # monitors: propose, never decide
-    alert_rules: AlertRules | None = None  # the Alertmanager webhook's rules (None: no webhook)
-    notifier: Notifier | None = None
 
 
 class RequestChecks:
@@ -110,7 +98,8 @@ class RequestChecks:
 def create_app(rippl: AsyncRippl, *, reviewers: Reviewers | None = None, read_open: bool = True,
                allowed_hosts: frozenset[str] = LOOPBACK_NAMES,
                keepalive: float = KEEPALIVE, proposers: Reviewers | None = None,
-               alert_rules: AlertRules | None = None, webhooks: Sequence[Webhook] = ()) -> FastAPI:
+               alert_rules: AlertRules | None = None, webhooks: Sequence[Webhook] = (),
+               oidc: OidcConfig | None = None) -> FastAPI:
     """The review console over an open `AsyncRippl` handle (which the caller closes).
 
     `reviewers` may approve and reject (none: the console is read-only); `read_open=False` makes
@@ -120,9 +109,16 @@ def create_app(rippl: AsyncRippl, *, reviewers: Reviewers | None = None, read_op
     /api/alertmanager) with a proposer's token. The live stream subscribes on its first client and
     stops with the app's lifespan (when mounted in another app, `await
     app.state.console.hub.close()`). `webhooks` receive the events they choose, signed, from the
-    app's start on (console/notify.py; how deliveries go is at /api/notifications)."""
+    app's start on (console/notify.py; how deliveries go is at /api/notifications). With `oidc`,
+    people sign in with that identity provider (OpenID Connect) instead of reviewer tokens, their
+    roles from its groups, and monitors bring its access tokens (console/oidc.py)."""
+    if oidc is not None and (reviewers or proposers):
+        raise AuthConfigError("with an identity provider (--oidc-issuer), reviewers and proposers "
+                              "come from its groups and tokens: leave out --reviewers, "
+                              "--reviewer, --proposers, RIPPL_REVIEWERS and RIPPL_PROPOSERS")
     state = ConsoleState(rippl, reviewers or Reviewers(), EventHub(rippl, keepalive=keepalive),
-                         read_open, proposers=proposers or Reviewers(), alert_rules=alert_rules)
+                         read_open, proposers=proposers or Reviewers(), alert_rules=alert_rules,
+                         provider=IdentityProvider(oidc) if oidc is not None else None)
     if webhooks:
         state.notifier = Notifier(state.hub, rippl.graph, list(webhooks))
 
@@ -155,5 +151,6 @@ def create_app(rippl: AsyncRippl, *, reviewers: Reviewers | None = None, read_op
 
     app.include_router(api.router)
     app.include_router(runs_api.router)
+    app.include_router(oidc_routes.router)
     app.mount("/", StaticFiles(directory=STATIC, html=True), name="ui")
     return app

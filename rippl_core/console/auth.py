@@ -9,7 +9,10 @@ Every allow/deny decision of the console is one function here, so each can be pi
 - `authorize_propose`: a proposal needs a reviewer (as for a change) or a proposer: a monitor's
   bearer token, which can propose and never approve, reject or change anything else.
 - `authorize_read`: reads are open on loopback, else need a reviewer.
-- `check_bind`: a non-loopback address needs an explicit flag and reviewers.
+- `authorize_provider`: the same three questions when people sign in with an identity provider
+  (OpenID Connect): a session's role comes from the provider's groups, and a bearer token is a
+  monitor's (client credentials), which proposes with `rippl:propose` and never decides.
+- `check_bind`: a non-loopback address needs an explicit flag and reviewers (or a provider).
 
 Proposers (monitors: an alerting webhook, a script) come from their own file or RIPPL_PROPOSERS,
 in the same format; a name or token may not be both a reviewer's and a proposer's.
@@ -32,9 +35,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
 from rippl_core.errors import InvalidInputError
+from rippl_core.identity.roles import CHECK_SCOPE, PROPOSE_SCOPE, Principal, Role
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 MIN_TOKEN_LENGTH = 16
@@ -164,14 +169,20 @@ def load_proposers(file: Path | None, env_value: str | None, reviewers: Reviewer
 
 @dataclass(frozen=True)
 class Session:
+    """A signed-in person: who (a reviewer's name, or an identity provider's subject), their role
+    (from the reviewers file: always a reviewer; from the provider: its groups), their display
+    name (from the provider), the CSRF token of their changes, when it ends."""
+
     id: str
-    reviewer: str
+    who: str
     csrf: str
     expires: float
+    role: Role = Role.REVIEWER
+    name: str | None = None
 
 
 class Sessions:
-    """Server-side sessions: a random id in an HttpOnly cookie, a reviewer and a CSRF token."""
+    """Server-side sessions: a random id in an HttpOnly cookie, a person and a CSRF token."""
 
     ttl: float
     clock: Callable[[], float]
@@ -180,10 +191,11 @@ class Sessions:
         self.ttl, self.clock = ttl, clock
         self._sessions: dict[str, Session] = {}
 
-    def open(self, reviewer: str) -> Session:
+    def open(self, who: str, role: Role = Role.REVIEWER, name: str | None = None) -> Session:
         now = self.clock()
         self._sessions = {k: s for k, s in self._sessions.items() if s.expires > now}
-        session = Session(secrets.token_urlsafe(32), reviewer, secrets.token_urlsafe(32), now + self.ttl)
+        session = Session(secrets.token_urlsafe(32), who, secrets.token_urlsafe(32), now + self.ttl,
+                          role, name)
         self._sessions[session.id] = session
         return session
 
@@ -238,11 +250,11 @@ def content_type_allowed(method: str, content_type: str | None) -> bool:
 
 @dataclass(frozen=True)
 class Decision:
-    """Allowed (with the reviewer, None for an anonymous read) or refused with a status and why.
-    `proposer`: the identity is a proposer's (a monitor), not a reviewer's."""
+    """Allowed (with who, None for an anonymous read) or refused with a status and why.
+    `proposer`: the identity is a monitor's (a machine that proposes), not a person's."""
 
     allowed: bool
-    reviewer: str | None = None
+    who: str | None = None
     status: int = 200
     reason: str = ""
     proposer: bool = False
@@ -265,7 +277,14 @@ def _reviewer(reviewers: Reviewers, session: Session | None, bearer: str | None)
         return Decision(True, name) if name else _refuse(401, "unknown reviewer token")
     if session is None:
         return _refuse(401, "sign in as a reviewer first (POST /api/session with your token)")
-    return Decision(True, session.reviewer)
+    return Decision(True, session.who)
+
+
+def _csrf_refused(session: Session, csrf: str | None) -> Decision | None:
+    """A change by session needs the session's CSRF token in its header."""
+    if not csrf or not hmac.compare_digest(csrf, session.csrf):
+        return _refuse(403, "missing or wrong X-CSRF-Token header; reload the page")
+    return None
 
 
 def authorize_write(reviewers: Reviewers, session: Session | None, bearer: str | None,
@@ -278,22 +297,18 @@ def authorize_write(reviewers: Reviewers, session: Session | None, bearer: str |
     if not decision.allowed or bearer is not None:
         return decision
     assert session is not None
-    if not csrf or not hmac.compare_digest(csrf, session.csrf):
-        return _refuse(403, "missing or wrong X-CSRF-Token header; reload the page")
-    return decision
+    return _csrf_refused(session, csrf) or decision
 
 
 def authorize_propose(reviewers: Reviewers, proposers: Reviewers, session: Session | None,
                       bearer: str | None, csrf: str | None) -> Decision:
     """A proposal: by a proposer's bearer token (a monitor), or as any change is (a reviewer)."""
-    if bearer is not None and proposers:
-        name = proposers.identify(bearer)
-        if name is not None:
-            return Decision(True, name, proposer=True)
-    if not reviewers and proposers and bearer is None:
-        return _refuse(401, "send a proposer's token (Authorization: Bearer TOKEN)")
+    name = proposers.identify(bearer)  # None without a token, or for one no proposer holds
+    if name is not None:
+        return Decision(True, name, proposer=True)
     if not reviewers and proposers:
-        return _refuse(401, "unknown proposer token")
+        return _refuse(401, "send a proposer's token (Authorization: Bearer TOKEN)"
+                       if bearer is None else "unknown proposer token")
     return authorize_write(reviewers, session, bearer, csrf)
 
 
@@ -301,8 +316,65 @@ def authorize_read(read_open: bool, reviewers: Reviewers, session: Session | Non
                    bearer: str | None) -> Decision:
     """A read: open when the console serves loopback only, else a reviewer's."""
     if read_open:
-        return Decision(True, session.reviewer if session else None)
+        return Decision(True, session.who if session else None)
     return _reviewer(reviewers, session, bearer)
+
+
+# ------------------------------------------------------------ signed in with the identity provider
+
+SIGN_IN = ("sign in first: the console's Sign in button takes you to your identity provider "
+           "(GET api/oidc/login)")
+Action = Literal["read", "propose", "write"]
+
+
+@dataclass(frozen=True)
+class Bearer:
+    """A bearer token, with an identity provider: who it names once verified (a monitor, with
+    the client credentials grant), or why it was refused (and the status to refuse with)."""
+
+    principal: Principal | None
+    refused: str = ""
+    status: int = 401
+
+
+def authorize_provider(action: Action, *, read_open: bool, session: Session | None,
+                       bearer: Bearer | None, csrf: str | None) -> Decision:
+    """A request to a console whose people sign in with an identity provider (OpenID Connect).
+
+    - A bearer token is a machine's (a monitor's): with `rippl:propose` it proposes, with
+      `rippl:check` or `rippl:propose` it reads; it never decides, whatever it carries.
+    - A session is a person's, with the role the provider's groups gave them at sign-in: a
+      reader reads, a proposer also proposes, a reviewer also decides; every change carries the
+      session's CSRF token.
+    - Without either, reads are open on loopback only; anything else needs a sign-in.
+    """
+    if bearer is not None:
+        principal = bearer.principal
+        if principal is None:
+            return _refuse(bearer.status, bearer.refused)
+        if action == "write":
+            return _refuse(403, f"{principal.subject} sent a token (a monitor's): it can propose, "
+                                "never approve, reject or change anything else; a reviewer signs "
+                                "in and decides")
+        if action == "propose":
+            if PROPOSE_SCOPE in principal.scopes:
+                return Decision(True, principal.subject, proposer=True)
+            return _refuse(403, f"the token of {principal.subject} does not carry {PROPOSE_SCOPE}: "
+                                "ask the identity provider for a token with it, for this console")
+        if read_open or principal.scopes & {CHECK_SCOPE, PROPOSE_SCOPE}:
+            return Decision(True, principal.subject)
+        return _refuse(403, f"the token of {principal.subject} carries neither {CHECK_SCOPE} nor "
+                            f"{PROPOSE_SCOPE}: it reads nothing here")
+    if session is None:
+        return Decision(True, None) if action == "read" and read_open else _refuse(401, SIGN_IN)
+    if action == "read":
+        return Decision(True, session.who)
+    allowed = (Role.REVIEWER,) if action == "write" else (Role.REVIEWER, Role.PROPOSER)
+    if session.role not in allowed:
+        what = "a reviewer decides" if action == "write" else "a reviewer or a proposer proposes"
+        return _refuse(403, f"{session.name or session.who} is signed in as a {session.role}: only "
+                            f"{what} (the identity provider's groups say who is which)")
+    return _csrf_refused(session, csrf) or Decision(True, session.who)
 
 
 # ----------------------------------------------------------------------------------- binding
@@ -325,18 +397,19 @@ def is_unspecified(host: str) -> bool:
 
 
 def check_bind(host: str, *, allow_remote: bool, reviewers: Reviewers,
-               extra_hosts: Iterable[str] = ()) -> frozenset[str]:
-    """Refuse a non-loopback address without the explicit flag or without reviewers; returns the
-    host names the Host header may carry."""
+               extra_hosts: Iterable[str] = (), provider: bool = False) -> frozenset[str]:
+    """Refuse a non-loopback address without the explicit flag or without authentication
+    (reviewers, or an identity `provider`); returns the host names the Host header may carry."""
     allowed = LOOPBACK_NAMES | {h.strip("[]").lower() for h in extra_hosts}
     if is_loopback(host):
         return allowed | {host.strip("[]").lower()}
     if not allow_remote:
         raise AuthConfigError(f"binding to {host} serves the console beyond this machine; pass "
                               "--allow-remote to mean it (reviewer tokens are then required)")
-    if not reviewers:
+    if not reviewers and not provider:
         raise AuthConfigError(f"refusing to serve on {host} without reviewer authentication: give "
-                              f"--reviewers FILE or {ENV_VAR}")
+                              f"--reviewers FILE or {ENV_VAR}, or sign people in with "
+                              "--oidc-issuer")
     if is_unspecified(host) and not set(extra_hosts):
         raise AuthConfigError(f"{host} listens on every address; name the host names clients use "
                               "with --allowed-host (the Host header is checked against them)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from rippl_core.capture.trace import RunSummary, RunTrace
-from rippl_core.console.api import Read, console
+from rippl_core.console.access import Read, console
 
 router: APIRouter = APIRouter(prefix="/api")
 

@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import uvicorn
 
@@ -28,6 +29,7 @@ from rippl_core.console.auth import (
 )
 from rippl_core.console.monitors import load_rules
 from rippl_core.console.notify import Webhook
+from rippl_core.console.provider import IdentityProvider, OidcConfig
 from rippl_core.errors import RipplError
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
@@ -64,6 +66,23 @@ async def anchor_periodically(rippl: AsyncRippl, witness: str, interval: float, 
         await asyncio.sleep(interval)
 
 
+async def check_provider(oidc: OidcConfig, host: str, *, reviewers: Reviewers,
+                         proposers: Reviewers) -> None:
+    """Refuse what cannot work with an identity provider, before anything is served: reviewer or
+    proposer tokens beside it, a console beyond loopback without its https address (the session
+    cookie is Secure there, and a browser drops it over plain http), a provider whose metadata
+    cannot be read."""
+    if reviewers or proposers:
+        raise AuthConfigError("with --oidc-issuer, reviewers and proposers come from the identity "
+                              "provider (its groups, its tokens): leave out --reviewers, "
+                              "--reviewer, --proposers, RIPPL_REVIEWERS and RIPPL_PROPOSERS")
+    public = urlsplit(oidc.public_url or "")
+    if not is_loopback(host) and public.scheme != "https":
+        raise AuthConfigError(f"a console on {host} signs people in only over https: serve it "
+                              "behind TLS and give its address with --public-url https://...")
+    await IdentityProvider(oidc).metadata()
+
+
 def url_of(host: str, port: int, token: str | None = None) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}/" + (f"#token={token}" if token else "")
@@ -80,14 +99,16 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
                       anchor_by: str | None = None,
                       report: Callable[[str], None] = lambda _: None,
                       proposers_file: Path | None = None, alert_rules: Path | None = None,
-                      webhooks: Sequence[Webhook] = ()) -> None:
+                      webhooks: Sequence[Webhook] = (), oidc: OidcConfig | None = None) -> None:
     """Serve until stopped. Refuses (AuthConfigError) a non-loopback `host` without
     `allow_remote` and reviewers. `announce(url, reviewers)` is called once listening; with a
     one-off `reviewer`, the URL carries its token (in the fragment, which is never sent). With
     `anchor` (a witness), the log's head is anchored there every `anchor_interval` seconds when
     it grew (signed by `anchor_by` with `anchor_key` if given); `report` hears how it went.
     `proposers_file` (and RIPPL_PROPOSERS): monitors that may propose, never decide;
-    `alert_rules`: the rules file of the Alertmanager webhook (POST /api/alertmanager)."""
+    `alert_rules`: the rules file of the Alertmanager webhook (POST /api/alertmanager).
+    `oidc`: people sign in with that identity provider instead (its metadata is fetched first:
+    a wrong or unreachable provider is refused before anything is served)."""
     if log_level.lower() not in LOG_LEVELS:
         raise AuthConfigError(f"log level must be one of {', '.join(LOG_LEVELS)}")
     if anchor is not None and not anchor_interval > 0:
@@ -97,13 +118,15 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
     proposers = load_proposers(proposers_file, environ.get(PROPOSERS_ENV_VAR), reviewers)
     rules = load_rules(alert_rules) if alert_rules is not None else None
     allowed = check_bind(host, allow_remote=allow_remote, reviewers=reviewers,
-                         extra_hosts=allowed_hosts)
+                         extra_hosts=allowed_hosts, provider=oidc is not None)
+    if oidc is not None:
+        await check_provider(oidc, host, reviewers=reviewers, proposers=proposers)
     rippl = await AsyncRippl.open(Path(db) if db is not None else None, url=url, graph=graph,
                                   distinct_approver=distinct_approver)
     try:
         app = create_app(rippl, reviewers=reviewers, read_open=is_loopback(host),
                          allowed_hosts=allowed, proposers=proposers, alert_rules=rules,
-                         webhooks=webhooks)
+                         webhooks=webhooks, oidc=oidc)
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower(),
                                 lifespan="on", server_header=False, timeout_graceful_shutdown=2)
         server = uvicorn.Server(config)

@@ -2,8 +2,10 @@
 MCP client (Claude Desktop, Cursor, an agent framework's MCP workbench).
 
 Run it with `rippl mcp` (stdio) or `rippl mcp --transport http --port 8000` (streamable HTTP on
-127.0.0.1). It needs the official MCP SDK, 2.x or 1.x: `pip install 'rippl-core[mcp]'`. Importing
-this package does not; the SDK is imported when a server is built.
+127.0.0.1; with `--issuer URL`, an OAuth resource server whose clients bring tokens from the
+team's identity provider, see docs/mcp.md). It needs the official MCP SDK, 2.x or 1.x:
+`pip install 'rippl-core[mcp]'`. Importing this package does not; the SDK is imported when a
+server is built.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from rippl_core.errors import RipplError
-from rippl_core.mcp.options import DEFAULT_MAX_RUNS, LogLevel
+from rippl_core.mcp.options import DEFAULT_MAX_RUNS, LogLevel, OAuthOptions
 
 if TYPE_CHECKING:
     from rippl_core.client import AsyncRippl
@@ -51,11 +53,13 @@ def _unavailable(missing: str) -> str:
 
 def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str | None = None,
                  host: str = "127.0.0.1", port: int = 8000, log_level: LogLevel = "WARNING",
-                 max_runs: int = DEFAULT_MAX_RUNS) -> RipplMCP:
-    """An MCP server over an open `AsyncRippl` handle (see `rippl_core.mcp.server.build_server`)."""
+                 max_runs: int = DEFAULT_MAX_RUNS, oauth: OAuthOptions | None = None) -> RipplMCP:
+    """An MCP server over an open `AsyncRippl` handle (see `rippl_core.mcp.server.build_server`);
+    with `oauth`, its HTTP transport is an OAuth resource server."""
     server: RipplMCP = _server_module().build_server(rippl, allow_review=allow_review,
                                                      reviewer=reviewer, host=host, port=port,
-                                                     log_level=log_level, max_runs=max_runs)
+                                                     log_level=log_level, max_runs=max_runs,
+                                                     oauth=oauth)
     return server
 
 
@@ -65,4 +69,5 @@ def serve(**options: Any) -> None:
     _server_module().serve(**options)
 
 
-__all__ = ["INSTALL_HINT", "SUPPORTED", "LogLevel", "McpUnavailableError", "build_server", "serve"]
+__all__ = ["INSTALL_HINT", "SUPPORTED", "LogLevel", "McpUnavailableError", "OAuthOptions",
+           "build_server", "serve"]

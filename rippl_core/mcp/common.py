@@ -13,8 +13,10 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from rippl_core._runtime.validation import MAX_ID_LENGTH, MAX_TEXT_LENGTH
-from rippl_core.errors import RipplError
-from rippl_core.mcp.sdk import Context, FuncMetadata, Server, ToolError, client_name
+from rippl_core.errors import InvalidInputError, RipplError
+from rippl_core.identity.roles import Principal
+from rippl_core.mcp.auth import principal_of_token
+from rippl_core.mcp.sdk import Context, FuncMetadata, Server, ToolError, access_token, client_name
 
 MAX_IDS = 1000
 
@@ -28,10 +30,25 @@ Time = Annotated[str, Field(min_length=1, max_length=64,
 type Registrar = Callable[..., Callable[[Callable[..., Awaitable[Any]]], Any]]
 
 
+def caller(ctx: Context) -> Principal | None:
+    """Who the request's bearer token names (None: no token, over stdio or without OAuth)."""
+    return principal_of_token(access_token(ctx))
+
+
 def client_identity(ctx: Context, agent: str | None = None) -> str:
-    """Who is calling: `mcp:<client name>` from the client's initialize handshake, never from a
-    tool's arguments. An agent name the caller gives only qualifies it: `mcp:<client>/<agent>`,
-    so a caller can name itself but never pass for someone else (a person, another client)."""
+    """Who is calling. With OAuth, the subject of the request's token: an agent name the request
+    gives must be that one (a request never acts as another agent). Without, `mcp:<client name>`
+    from the client's initialize handshake, never from a tool's arguments; an agent name the
+    caller gives only qualifies it: `mcp:<client>/<agent>`, so a caller can name itself but never
+    pass for someone else (a person, another client)."""
+    principal = caller(ctx)
+    if principal is not None:
+        if agent is not None and agent.strip() and agent.strip() != principal.subject:
+            raise InvalidInputError(
+                f"this request's token is {principal.subject}'s, and a request acts only as the "
+                f"agent its token names, never as {agent.strip()[:MAX_ID_LENGTH]!r}: leave the "
+                "agent out (the token says who you are). Nothing was done.")
+        return principal.subject
     clean = "".join(ch for ch in client_name(ctx) if ch.isprintable()).strip()[:100]
     identity = f"mcp:{clean}" if clean else "mcp:client"
     if agent is None or not agent.strip():

@@ -6,7 +6,9 @@ mcp 1.x (which CrewAI still pins) has `mcp.server.fastmcp`, takes the host and p
 constructor (its DNS-rebinding protection is set from the host there) and spells them in camelCase.
 2.x keeps a request's `_meta` a dict (1.x a model with extra attributes), and also serves the
 2026-07-28 revision over HTTP: a request without a handshake or a session, each one on a
-connection object of its own. Everything else Rippl uses is the same in both.
+connection object of its own. The auth hooks (`AuthSettings`, `TokenVerifier`, `AccessToken`, the
+bearer middleware and the protected resource metadata) live at the same paths in both; only
+`AuthSettings.validate_token_resource` is new (1.25). Everything else Rippl uses is the same.
 """
 
 # No `from __future__ import annotations` here: the server reads tool signatures at registration.
@@ -14,6 +16,13 @@ connection object of its own. Everything else Rippl uses is the same in both.
 import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from mcp.server.auth.settings import AuthSettings
+from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 if TYPE_CHECKING:  # the type checker sees the lock's major (1.x, which CrewAI pins)
     from mcp.server.fastmcp import Context as _Context
@@ -54,14 +63,47 @@ def set_version(server: Server, version: str) -> None:
         server._mcp_server.version = version
 
 
-async def run_http(server: Server, *, host: str, port: int) -> None:
-    """Serve streamable HTTP on host:port (the endpoint is /mcp) until cancelled. On a loopback host
-    both majors refuse requests whose Host or Origin header names another site (DNS rebinding)."""
+def http_app(server: Server, *, host: str) -> Starlette:
+    """The streamable HTTP app (the endpoint is /mcp; with auth settings, the SDK's bearer
+    middleware and the protected resource metadata too). On a loopback host both majors refuse
+    requests whose Host or Origin header names another site (DNS rebinding): 2.x is told the host
+    here, 1.x was told in the constructor."""
     if MAJOR == 2:
-        # checked against the lock's 1.x, whose method takes no host or port
-        await server.run_streamable_http_async(host=host, port=port)  # type: ignore[call-arg]
-    else:
-        await server.run_streamable_http_async()  # 1.x: host and port were given to the constructor
+        # checked against the lock's 1.x, whose method takes no host
+        return server.streamable_http_app(host=host)  # type: ignore[call-arg]
+    return server.streamable_http_app()
+
+
+async def serve_app(app: ASGIApp, *, host: str, port: int, log_level: str) -> None:
+    """Serve an ASGI app on host:port with uvicorn (as the SDK's own runner does) until cancelled."""
+    import uvicorn
+
+    await uvicorn.Server(uvicorn.Config(app, host=host, port=port,
+                                        log_level=log_level.lower())).serve()
+
+
+def auth_settings(*, issuer: str, resource: str, required_scopes: list[str]) -> AuthSettings:
+    """The SDK's settings of a resource server. From mcp 1.25 the SDK can also refuse a token whose
+    `resource` is not this server's (`validate_token_resource`): asked for where it exists (the
+    verifier checks the audience itself in every version)."""
+    options: dict[str, Any] = {"issuer_url": issuer, "resource_server_url": resource,
+                               "required_scopes": required_scopes}
+    if "validate_token_resource" in AuthSettings.model_fields:
+        options["validate_token_resource"] = True
+    return AuthSettings.model_validate(options)
+
+
+def authenticated(scope: Mapping[str, Any]) -> AccessToken | None:
+    """The access token the SDK's bearer middleware accepted for this ASGI request, if any."""
+    user = scope.get("user")
+    return user.access_token if isinstance(user, AuthenticatedUser) else None
+
+
+def access_token(ctx: Context) -> AccessToken | None:
+    """The access token of the HTTP request a tool runs for (None over stdio, or without auth)."""
+    request = _http_request(ctx)
+    scope = getattr(request, "scope", None)
+    return authenticated(scope) if isinstance(scope, Mapping) else None
 
 
 def _stateless_versions() -> tuple[str, ...]:
@@ -143,6 +185,8 @@ def client_name(ctx: Context) -> str:
     return str(getattr(info, "name", "") or "")
 
 
-__all__ = ["MAJOR", "PIPE", "Context", "FuncMetadata", "ResourceError", "Server", "ToolError",
-           "client_name", "connection_of", "request_meta", "run_http", "server_options",
-           "set_version"]
+__all__ = ["MAJOR", "PIPE", "AccessToken", "AuthSettings", "Context", "FuncMetadata",
+           "ResourceError", "Server", "ToolError", "access_token", "auth_settings", "authenticated",
+           "build_resource_metadata_url", "client_name", "connection_of",
+           "create_protected_resource_routes", "http_app", "request_meta", "serve_app",
+           "server_options", "set_version"]

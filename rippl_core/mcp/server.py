@@ -19,13 +19,17 @@ from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
 import anyio
+from starlette.applications import Starlette
 
 from rippl_core._runtime.validation import MAX_ID_LENGTH, check_actor
 from rippl_core.client import AsyncRippl
 from rippl_core.errors import InvalidInputError
-from rippl_core.mcp import resources, sdk
+from rippl_core.identity.issuer import Issuer
+from rippl_core.mcp import resources, scopes, sdk
+from rippl_core.mcp.auth import ResourceServer
 from rippl_core.mcp.common import keep_text, registrar
-from rippl_core.mcp.options import DEFAULT_MAX_RUNS, LogLevel
+from rippl_core.mcp.gate import protect
+from rippl_core.mcp.options import DEFAULT_MAX_RUNS, LogLevel, OAuthOptions
 from rippl_core.mcp.sdk import ToolError
 from rippl_core.mcp.session import Sessions, run_key
 from rippl_core.mcp.tools import beliefs, capture, reasoning, review, safety
@@ -63,20 +67,31 @@ class RipplMCP(sdk.Server[Any]):
 
     review_enabled: bool
     http_address: tuple[str, int]
+    resource_server: ResourceServer | None
 
     def __init__(self, *, allow_review: bool = False, host: str = "127.0.0.1", port: int = 8000,
-                 log_level: LogLevel = "WARNING") -> None:
+                 log_level: LogLevel = "WARNING", oauth: OAuthOptions | None = None) -> None:
         version = _rippl_version()
+        auth = ResourceServer(oauth, host=host, port=port) if oauth is not None else None
+        hooks: dict[str, Any] = {"auth": auth.settings(), "token_verifier": auth} if auth else {}
         super().__init__(name="rippl", instructions=INSTRUCTIONS, log_level=log_level,
-                         **sdk.server_options(version=version, host=host, port=port))
+                         **sdk.server_options(version=version, host=host, port=port), **hooks)
         sdk.set_version(self, version)  # the SDK would report its own version
         self.review_enabled = allow_review
         self.http_address = (host, port)
+        self.resource_server = auth
+        self._log_level = log_level
+
+    def http_asgi_app(self) -> Starlette:
+        """The streamable HTTP app (the endpoint is /mcp), behind the OAuth gate when the server
+        is a resource server."""
+        app = sdk.http_app(self, host=self.http_address[0])
+        return protect(app, self.resource_server) if self.resource_server is not None else app
 
     async def serve_http(self) -> None:
         """Serve streamable HTTP on `http_address` (the endpoint is /mcp) until cancelled."""
         host, port = self.http_address
-        await sdk.run_http(self, host=host, port=port)
+        await sdk.serve_app(self.http_asgi_app(), host=host, port=port, log_level=self._log_level)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], *context: Any) -> Any:
         if name in REVIEW_TOOLS and not self.review_enabled:
@@ -102,8 +117,17 @@ def _rippl_version() -> str:
         return "0"
 
 
-def check_review_options(allow_review: bool, reviewer: str | None) -> str | None:
-    """The reviewer identity when review tools are enabled; refuses inconsistent options."""
+def check_review_options(allow_review: bool, reviewer: str | None, *, oauth: bool = False,
+                         reviewer_key: bytes | None = None) -> str | None:
+    """The reviewer identity when review tools are enabled; refuses inconsistent options. With
+    OAuth, the reviewer is whoever's token approves (a person the issuer marks as a reviewer)."""
+    if oauth:
+        if reviewer is not None or reviewer_key is not None:
+            raise InvalidInputError("with --issuer, the reviewer of each decision is the person "
+                                    "whose token makes it: leave out --reviewer and "
+                                    "--reviewer-key (a reviewer with a key decides in the console "
+                                    "or with `rippl review approve --key`)")
+        return None
     if allow_review and reviewer is None:
         raise InvalidInputError("--allow-review needs --reviewer NAME: every approval's receipt "
                                 "names the person who decided it")
@@ -115,13 +139,17 @@ def check_review_options(allow_review: bool, reviewer: str | None) -> str | None
 
 def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str | None = None,
                  host: str = "127.0.0.1", port: int = 8000, log_level: LogLevel = "WARNING",
-                 max_runs: int = DEFAULT_MAX_RUNS, reviewer_key: bytes | None = None) -> RipplMCP:
+                 max_runs: int = DEFAULT_MAX_RUNS, reviewer_key: bytes | None = None,
+                 oauth: OAuthOptions | None = None) -> RipplMCP:
     """An MCP server whose tools run on `rippl`; `host` and `port` are where `serve_http` listens.
-    The review tools exist only with `allow_review=True` and a `reviewer`. At most `max_runs`
-    clients' runs are held in memory (the least recently used leave; the graph keeps them). Run
-    tokens are signed with `RIPPL_MCP_RUN_KEY` when it is set, else with a key of this process."""
-    reviewer = check_review_options(allow_review, reviewer)
-    server = RipplMCP(allow_review=allow_review, host=host, port=port, log_level=log_level)
+    The review tools exist only with `allow_review=True` and a `reviewer` (or `oauth`). At most
+    `max_runs` clients' runs are held in memory (the least recently used leave; the graph keeps
+    them). Run tokens are signed with `RIPPL_MCP_RUN_KEY` when it is set, else with a key of this
+    process. With `oauth`, its HTTP transport is an OAuth resource server (`rippl_core.mcp.auth`)."""
+    reviewer = check_review_options(allow_review, reviewer, oauth=oauth is not None,
+                                    reviewer_key=reviewer_key)
+    server = RipplMCP(allow_review=allow_review, host=host, port=port, log_level=log_level,
+                      oauth=oauth)
     tool, sessions = registrar(server), Sessions(rippl, max_runs=max_runs)
     safety.register(rippl, tool, sessions)
     review.register(rippl, tool, sessions, allow_review=allow_review, reviewer=reviewer,
@@ -131,6 +159,9 @@ def build_server(rippl: AsyncRippl, *, allow_review: bool = False, reviewer: str
     capture.register(rippl, tool, sessions)
     resources.register(server, rippl, sessions)
     keep_text(server)
+    unscoped = sorted({t.name for t in server._tool_manager.list_tools()} - scopes.TOOLS)
+    if unscoped:  # every tool needs a scope over OAuth: a new one must be given one (scopes.py)
+        raise RuntimeError(f"tools without a scope in rippl_core/mcp/scopes.py: {unscoped}")
     return server
 
 
@@ -155,11 +186,17 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
                       host: str = "127.0.0.1", port: int = 8000, allow_review: bool = False,
                       reviewer: str | None = None, log_level: str = "WARNING",
                       policy: Policy | None = None, max_runs: int = DEFAULT_MAX_RUNS,
-                      reviewer_key: bytes | None = None) -> None:
+                      reviewer_key: bytes | None = None, oauth: OAuthOptions | None = None) -> None:
     """Open the graph, serve it over stdio or streamable HTTP until the client leaves or the
-    process is stopped, then close the graph."""
+    process is stopped, then close the graph. With `oauth` (HTTP only), the issuer's metadata is
+    fetched first: a wrong or unreachable issuer is refused before the graph is opened."""
     transport = Transport(transport)
-    check_review_options(allow_review, reviewer)
+    check_review_options(allow_review, reviewer, oauth=oauth is not None, reviewer_key=reviewer_key)
+    if oauth is not None:
+        if transport is not Transport.HTTP:
+            raise InvalidInputError("--issuer applies to --transport http: over stdio, the only "
+                                    "client is the process that started the server")
+        await Issuer(oauth.issuer).metadata()
     if max_runs < 1:
         raise InvalidInputError(f"--max-runs must be at least 1, got {max_runs}")
     run_key()  # a RIPPL_MCP_RUN_KEY too short is refused before the graph is opened
@@ -173,7 +210,7 @@ async def serve_async(*, db: str | os.PathLike[str] | None = None, url: str | No
     try:
         server = build_server(rippl, allow_review=allow_review, reviewer=reviewer, host=host,
                               port=port, log_level=cast(LogLevel, level), max_runs=max_runs,
-                              reviewer_key=reviewer_key)
+                              reviewer_key=reviewer_key, oauth=oauth)
         if transport is Transport.STDIO:
             await server.run_stdio_async()
         else:

@@ -14,6 +14,9 @@ Whose run it is (the threat model is in docs/mcp.md):
   each capture tool's answer), so it proves the run is the caller's. A run id alone names nothing
   (ids are visible in compensations and explanations); a value the server did not sign is refused
   with an error, never taken as a new run.
+- With OAuth (HTTP with an issuer), a run belongs to the agent the bearer token names (its
+  subject), who is the run's agent in the graph; its token is signed for that agent too, so
+  another agent's bearer token cannot act in it, by its token or through its connection.
 - A request on no connection (the 2026-07-28 revision's stateless HTTP, where each POST stands
   alone) has no run unless it names one: every tool that records (check_premises of a call,
   record_execution, cite_claims, and the reads that are observations) refuses it, saying how to
@@ -47,7 +50,7 @@ from rippl_core.capture.handle import AsyncRun
 from rippl_core.capture.memory import Writing
 from rippl_core.client import AsyncRippl
 from rippl_core.errors import InvalidInputError
-from rippl_core.mcp.common import client_identity
+from rippl_core.mcp.common import caller, client_identity
 from rippl_core.mcp.options import DEFAULT_MAX_RUNS
 from rippl_core.mcp.sdk import Context, connection_of, request_meta
 from rippl_core.models import RepeatScope, ToolCall, Verdict
@@ -73,6 +76,19 @@ NOT_SIGNED = (f"_meta.{RUN_META} is not a token this server issued (its signatur
               f"server restarted without {KEY_ENV} issues new ones). Call start_run to begin a new "
               f"run, then read again (or cite_claims) what your next calls rely on: the new run has "
               f"observed nothing yet. Nothing was recorded.")
+NOT_YOURS = ("this request's token names {agent}, and the run {run} is another agent's: a run is "
+             "acted in only with the token of the agent it belongs to. Call start_run to begin a "
+             "run of your own. Nothing was recorded.")
+
+
+def not_issued(agent: str | None) -> str:
+    """Why a run token does not verify (for this agent, with OAuth)."""
+    if agent is None:
+        return NOT_SIGNED
+    return (f"_meta.{RUN_META} is not a run token this server issued to {agent}: a run token "
+            f"works only with the bearer token of the agent whose run it is (another agent's, "
+            f"or one from before a restart without {KEY_ENV}, is refused). Call start_run to "
+            f"begin a run of your own. Nothing was recorded.")
 
 
 SCOPED = "mcp-scope:"  # a run in a scope: its id is mcp-scope:<scope>/mcp:<label>:<hex>
@@ -155,6 +171,7 @@ class RunState:
 
     run: AsyncRun
     token: str
+    agent: str | None = None  # with OAuth: the subject of the tokens that may act in it
     calls: Recent[tuple[str, str], str] = field(default_factory=lambda: Recent(MAX_CALLS))
     told: weakref.WeakKeyDictionary[object, list[str]] = field(
         default_factory=weakref.WeakKeyDictionary)
@@ -213,6 +230,12 @@ class ClientRun:
         return Writing(self.run.ref, told=tuple(self.told))
 
 
+def _agent(ctx: Context) -> str | None:
+    """The agent a request's bearer token names (None without OAuth)."""
+    principal = caller(ctx)
+    return principal.subject if principal is not None else None
+
+
 class Sessions:
     """The runs of one server's clients (see the module docstring)."""
 
@@ -223,7 +246,9 @@ class Sessions:
         self.rippl = rippl
         self._key = key if key is not None else run_key()
         self._runs: Recent[str, RunState] = Recent(max_runs)
-        self._default: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+        # each connection's own run, and the agent it belongs to (with OAuth)
+        self._default: weakref.WeakKeyDictionary[object, tuple[str, str | None]] = \
+            weakref.WeakKeyDictionary()
 
     def __len__(self) -> int:
         """How many runs are held in memory."""
@@ -231,19 +256,23 @@ class Sessions:
 
     def of(self, ctx: Context) -> ClientRun:
         """The run of the request: the one its `_meta.rippl_run` token names, else its
-        connection's own; refused for a request on no connection that names none."""
+        connection's own; refused for a request on no connection that names none, and (with
+        OAuth) for a run of another agent than the request's token names."""
         client = connection_of(ctx)
+        agent = _agent(ctx)
         named = request_meta(ctx, RUN_META)
         if named is not None:
-            run_id = self.verified(named)
+            run_id = self.verified(named, agent)
         elif client is None:
             raise InvalidInputError(NO_RUN)
         else:
             found = self._default.get(client)
             if found is None:
-                found = self._default[client] = self._mint(None)
-            run_id = found
-        return self._client_run(run_id, client, ctx)
+                found = self._default[client] = (self._mint(None), agent)
+            run_id, owner = found
+            if owner != agent:  # a session taken over by another agent's token
+                raise InvalidInputError(NOT_YOURS.format(agent=agent, run=run_id))
+        return self._client_run(run_id, client, ctx, agent)
 
     def writer(self, ctx: Context) -> Writing | None:
         """The request's run, writing (what it writes rests on what the run carried), or None for
@@ -256,13 +285,15 @@ class Sessions:
     def start(self, ctx: Context, name: str | None = None, scope: str | None = None) -> ClientRun:
         """A new run for the requesting client (`name` only labels its id), in `scope` (runs of
         one scope hand messages to one another: `hand_over`, `receive`) or alone."""
-        return self._client_run(self._mint(name, scope), connection_of(ctx), ctx)
+        return self._client_run(self._mint(name, scope), connection_of(ctx), ctx, _agent(ctx))
 
-    def token(self, run_id: str) -> str:
-        return f"{TOKEN_PREFIX}{self._mac(run_id)}:{run_id}"
+    def token(self, run_id: str, agent: str | None = None) -> str:
+        """The run's token: its id signed for the agent whose run it is (None: without OAuth)."""
+        return f"{TOKEN_PREFIX}{self._mac(run_id, agent)}:{run_id}"
 
-    def verified(self, value: object) -> str:
-        """The run id a token names, if this server signed it; else an InvalidInputError."""
+    def verified(self, value: object, agent: str | None = None) -> str:
+        """The run id a token names, if this server signed it (for `agent`, with OAuth); else an
+        InvalidInputError."""
         if not isinstance(value, str):
             raise InvalidInputError(f"_meta.{RUN_META} must be a string (a run token), got "
                                     f"{type(value).__name__}. {NOT_A_TOKEN}")
@@ -270,14 +301,15 @@ class Sessions:
         if not value.startswith(TOKEN_PREFIX) or len(value) <= head + 1 or value[head] != ":":
             raise InvalidInputError(NOT_A_TOKEN)
         mac, run_id = value[len(TOKEN_PREFIX):head], value[head + 1:]
-        if not hmac.compare_digest(mac, self._mac(run_id)):
-            raise InvalidInputError(NOT_SIGNED)
+        if not hmac.compare_digest(mac, self._mac(run_id, agent)):
+            raise InvalidInputError(not_issued(agent))
         return run_id
 
-    def _mac(self, run_id: str) -> str:
-        digest = hmac.new(self._key, b"rippl-mcp-run\x00" + run_id.encode("utf-8", "replace"),
-                          hashlib.sha256)
-        return digest.hexdigest()[:MAC_CHARS]
+    def _mac(self, run_id: str, agent: str | None) -> str:
+        message = b"rippl-mcp-run\x00" + run_id.encode("utf-8", "replace")
+        if agent is not None:  # bound to the agent: another agent's token cannot use it
+            message += b"\x00agent\x00" + agent.encode("utf-8", "replace")
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()[:MAC_CHARS]
 
     @staticmethod
     def _mint(name: str | None, scope: str | None = None) -> str:
@@ -286,11 +318,14 @@ class Sessions:
         found = f"mcp:{label}:{suffix}" if label else f"mcp:{suffix}"
         return found if scope is None else f"{SCOPED}{_scope_label(scope)}/{found}"
 
-    def _client_run(self, run_id: str, client: object | None, ctx: Context) -> ClientRun:
+    def _client_run(self, run_id: str, client: object | None, ctx: Context,
+                    agent: str | None) -> ClientRun:
         state = self._runs.get(run_id)
+        if state is not None and state.agent != agent:  # a session taken over by another token
+            raise InvalidInputError(NOT_YOURS.format(agent=agent, run=run_id))
         if state is None:  # new, or back after leaving memory: the graph has its record
             state = RunState(self.rippl.run(run_id, agent=client_identity(ctx), framework="mcp",
-                                            scope=scope_of(run_id)), self.token(run_id))
+                                            scope=scope_of(run_id)), self.token(run_id, agent), agent)
             self._runs.put(run_id, state)
         told = state.told.setdefault(STATELESS if client is None else client, [])
         return ClientRun(state, told)

@@ -199,12 +199,15 @@ def _preview(region: Region, old: Mapping[str, State], sources: Sequence[str],
 @telemetry.traced(telemetry.DECIDE_REVIEW)
 def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int,
            signing_key: SigningKey | None, distinct_approver: bool,
-           signature: str | None = None) -> Op[Receipt]:
+           signature: str | None = None, by_name: str | None = None) -> Op[Receipt]:
     """Approve (commit the wave) or reject (withdraw it) a pending review. With the reviewer's
     `signing_key`, or their `signature` of the decision's statement (made elsewhere, checked
-    against their registered key), the receipt carries the signed statement."""
+    against their registered key), the receipt carries the signed statement. `by_name`, the
+    reviewer's display name, is kept in the receipt (`actor_name`) beside their identity."""
     review_id = check_id(review_id, what="review id")
     by = check_actor(by)
+    if by_name is not None:
+        by_name = check_actor(by_name, what="by_name")
     if note is not None:
         check_text(note, what="note")
     item = yield from get_review(review_id)
@@ -216,7 +219,8 @@ def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int
                           "duties); ask another reviewer")
     if item.kind == "override":
         receipt = yield from _decide_override(item, approve=approve, by=by, note=note, now=now,
-                                              signing_key=signing_key, signature=signature)
+                                              signing_key=signing_key, signature=signature,
+                                              by_name=by_name)
         return receipt
     if item.kind == "provenance":  # every source it covers, decided as one wave
         found = yield from require_nodes(item.claims, what="source")
@@ -237,7 +241,8 @@ def decide(review_id: str, *, approve: bool, by: str, note: str | None, now: int
     commit.queries.append(cypher.decide_review(review_id, {"status": status, "decided_by": by,
                                                        "decided_at": now, "note": note}))
     event = _review_event(f"review_{status}", review_id, claim_id, by, now)
-    details: dict[str, Any] = {"reason": item.reason, "note": note, "proposed_by": item.proposed_by}
+    details: dict[str, Any] = {"reason": item.reason, "note": note, "proposed_by": item.proposed_by,
+                               "actor_name": by_name}
     if item.kind == "provenance":  # the receipt names every source and every claim it covers
         event |= {"kind": "provenance", "sources": item.claims, "claims": item.matched}
         details |= {"sources": item.claims, "claims": item.matched, "monitor": item.monitor,
@@ -307,7 +312,8 @@ def _override_target(target: str | ToolCall, run: str | None) -> Op[tuple[ToolCa
 
 
 def _decide_override(item: ReviewItem, *, approve: bool, by: str, note: str | None, now: int,
-                     signing_key: SigningKey | None, signature: str | None) -> Op[Receipt]:
+                     signing_key: SigningKey | None, signature: str | None,
+                     by_name: str | None) -> Op[Receipt]:
     """Approve (the override takes effect: one call may run) or reject an override proposal."""
     status = "approved" if approve else "rejected"
     props = (yield cypher.get_review(item.id))[0][0]
@@ -322,7 +328,8 @@ def _decide_override(item: ReviewItem, *, approve: bool, by: str, note: str | No
     receipt = yield from _append_receipt(
         commit, kind=f"override_{status}", claim=item.claim, actor=by, at=now, review=item.id,
         details={"reason": item.reason, "note": note, "proposed_by": item.proposed_by,
-                 "call": call, "action": item.action, "premises": item.claims},
+                 "actor_name": by_name, "call": call, "action": item.action,
+                 "premises": item.claims},
         signing_key=signing_key, statement=statement if signed else None, signature=signature)
     if approve:
         commit.queries.append(cypher.create_override(

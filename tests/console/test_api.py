@@ -35,7 +35,7 @@ async def test_info_stats_graph_and_the_ui(rippl: AsyncRippl) -> None:
     async with client(rippl) as http:
         info = (await http.get("/api/info")).json()
         assert info == {"graph": rippl.graph, "distinct_approver": False, "read_open": True,
-                        "reviewers": True, "graph_limit": 2500}
+                        "reviewers": True, "sign_in": "token", "graph_limit": 2500}
         stats = (await http.get("/api/stats")).json()
         assert sum(stats["nodes"].values()) == 71
         graph = (await http.get("/api/graph")).json()
@@ -116,8 +116,9 @@ async def test_ids_with_slashes_and_odd_characters_reach_their_node(rippl: Async
 async def test_propose_preview_approve_with_the_signed_in_reviewer(rippl: AsyncRippl) -> None:
     async with client(rippl) as http:
         csrf = await sign_in(http, ALICE)
-        assert (await http.get("/api/session")).json() == {"reviewer": "alice", "csrf": csrf,
-                                                           "public_key": None}
+        assert (await http.get("/api/session")).json() == {
+            "reviewer": "alice", "csrf": csrf, "public_key": None, "who": "alice",
+            "role": "reviewer", "name": None}
         proposed = await http.post("/api/reviews", headers={"x-csrf-token": csrf},
                                    json={"claim": "CLM-001", "reason": "disk errors", "evidence": "grafana"})
         assert proposed.status_code == 201, proposed.text

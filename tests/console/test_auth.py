@@ -7,6 +7,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from helpers_clock import ManualClock
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ from rippl_core.console.auth import (
     Reviewers,
     Session,
     Sessions,
+    authorize_propose,
     authorize_read,
     authorize_write,
     check_bind,
@@ -107,19 +109,11 @@ def test_new_tokens_are_long_random_and_accepted() -> None:
 
 
 # -- sessions ----------------------------------------------------------------------------------
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_sessions_open_find_expire_and_close() -> None:
-    clock = Clock()
+    clock = ManualClock()
     sessions = Sessions(ttl=60, clock=clock)
     one = sessions.open("alice")
-    assert one.reviewer == "alice" and one.id != one.csrf and len(one.csrf) >= 40
+    assert one.who == "alice" and one.id != one.csrf and len(one.csrf) >= 40
     assert sessions.get(one.id) == one
     assert sessions.get(None) is None and sessions.get("") is None and sessions.get("nope") is None
     clock.now += 59.9
@@ -133,7 +127,7 @@ def test_sessions_open_find_expire_and_close() -> None:
 
 
 def test_opening_a_session_drops_expired_ones() -> None:
-    clock = Clock()
+    clock = ManualClock()
     sessions = Sessions(ttl=10, clock=clock)
     old = sessions.open("alice")
     clock.now += 11
@@ -195,18 +189,18 @@ SESSION = Session("sid", "alice", "csrf-token", expires=float("inf"))
 
 def test_a_write_by_session_needs_the_csrf_token() -> None:
     ok = authorize_write(REVIEWERS, SESSION, None, "csrf-token")
-    assert (ok.allowed, ok.reviewer) == (True, "alice")
+    assert (ok.allowed, ok.who) == (True, "alice")
     for csrf in (None, "", "csrf-token ", "CSRF-TOKEN", "other"):
         refused = authorize_write(REVIEWERS, SESSION, None, csrf)
-        assert (refused.allowed, refused.reviewer, refused.status) == (False, None, 403)
+        assert (refused.allowed, refused.who, refused.status) == (False, None, 403)
         assert "CSRF" in refused.reason
 
 
 def test_a_write_by_bearer_token_needs_no_csrf_and_names_the_token_holder() -> None:
     ok = authorize_write(REVIEWERS, None, BOB, None)
-    assert (ok.allowed, ok.reviewer) == (True, "bob@example.com")
+    assert (ok.allowed, ok.who) == (True, "bob@example.com")
     # the bearer decides even when a session cookie of someone else comes along
-    assert authorize_write(REVIEWERS, SESSION, BOB, None).reviewer == "bob@example.com"
+    assert authorize_write(REVIEWERS, SESSION, BOB, None).who == "bob@example.com"
     refused = authorize_write(REVIEWERS, SESSION, "wrong-token-xxxxxxxx", "csrf-token")
     assert (refused.allowed, refused.status) == (False, 401)
 
@@ -222,12 +216,12 @@ def test_a_write_without_credentials_or_reviewers_is_refused() -> None:
 
 def test_reads_are_open_only_when_configured_so() -> None:
     assert authorize_read(True, Reviewers(), None, None).allowed
-    assert authorize_read(True, REVIEWERS, SESSION, None).reviewer == "alice"
-    assert authorize_read(True, REVIEWERS, None, None).reviewer is None
+    assert authorize_read(True, REVIEWERS, SESSION, None).who == "alice"
+    assert authorize_read(True, REVIEWERS, None, None).who is None
     closed = authorize_read(False, REVIEWERS, None, None)
     assert (closed.allowed, closed.status) == (False, 401)
-    assert authorize_read(False, REVIEWERS, SESSION, None).reviewer == "alice"  # no CSRF on reads
-    assert authorize_read(False, REVIEWERS, None, ALICE).reviewer == "alice"
+    assert authorize_read(False, REVIEWERS, SESSION, None).who == "alice"  # no CSRF on reads
+    assert authorize_read(False, REVIEWERS, None, ALICE).who == "alice"
     assert not authorize_read(False, REVIEWERS, None, "nope-nope-nope-nope").allowed
     assert authorize_read(False, Reviewers(), SESSION, None).status == 403
 
@@ -275,3 +269,40 @@ def test_proposers_load_apart_from_reviewers_and_never_hold_a_key() -> None:
                        reviewers)
     with pytest.raises(AuthConfigError, match="alice is both a reviewer and a proposer"):
         load_proposers(None, "alice: other-token-0123456789abcdefgh", reviewers)
+
+
+SCANNER = "scanner-token-0123456789"
+PROPOSERS = parse_reviewers([f"scanner: {SCANNER}"], where="proposers")
+
+
+def test_a_proposers_token_proposes_as_a_monitor() -> None:
+    for reviewers in (REVIEWERS, Reviewers()):
+        decision = authorize_propose(reviewers, PROPOSERS, None, SCANNER, None)
+        assert (decision.allowed, decision.who, decision.proposer) == (True, "scanner", True)
+
+
+def test_a_reviewer_proposes_as_any_change_is_made() -> None:
+    by_session = authorize_propose(REVIEWERS, PROPOSERS, SESSION, None, "csrf-token")
+    assert (by_session.allowed, by_session.who, by_session.proposer) == (True, "alice", False)
+    assert authorize_propose(REVIEWERS, PROPOSERS, SESSION, None, "wrong").status == 403
+    by_token = authorize_propose(REVIEWERS, Reviewers(), None, ALICE, None)
+    assert (by_token.allowed, by_token.who, by_token.proposer) == (True, "alice", False)
+    unknown = authorize_propose(REVIEWERS, PROPOSERS, None, "wrong-token-xxxxxxxx", None)
+    assert (unknown.allowed, unknown.status, unknown.reason) == (False, 401, "unknown reviewer token")
+
+
+def test_with_proposers_only_a_proposers_token_proposes() -> None:
+    none = authorize_propose(Reviewers(), PROPOSERS, SESSION, None, "csrf-token")
+    assert (none.allowed, none.status) == (False, 401) and "send a proposer's token" in none.reason
+    wrong = authorize_propose(Reviewers(), PROPOSERS, None, ALICE, None)
+    assert (wrong.allowed, wrong.status, wrong.reason) == (False, 401, "unknown proposer token")
+    nobody = authorize_propose(Reviewers(), Reviewers(), None, SCANNER, None)
+    assert (nobody.allowed, nobody.status) == (False, 403) and "no reviewers" in nobody.reason
+
+
+def test_a_reviewer_key_must_be_written_as_rippl_keys_prints_it() -> None:
+    key = "ab" * 32
+    assert parse_reviewers([f"alice: {ALICE} ed25519:{key}"], where="f").keys == {"alice": key}
+    for bad in ("ed25519:" + "AB" * 32, "ed25519:" + "ab" * 31, "ed25519:xyz"):
+        with pytest.raises(AuthConfigError, match=r"entry 1 \(alice\): after the token, a reviewer key"):
+            parse_reviewers([f"alice: {ALICE} {bad}"], where="f")

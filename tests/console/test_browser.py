@@ -9,36 +9,24 @@ a test run leaves the tree as it was."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_console import ALICE, INCIDENT, REPO, loopback_graph, serving
+from helpers_browser import IMG, Page
+from helpers_console import ALICE, INCIDENT, incident_graph, serving
 
 from rippl_core import Rippl, ToolCall
 from rippl_core.testing import FalkorDBServer
 
-CHROMIUM = Path("/usr/bin/chromium")
-playwright_api = pytest.importorskip("playwright.sync_api")
-if not CHROMIUM.exists() and shutil.which("chromium") is None:
-    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
-
-IMG = Path(os.environ.get("RIPPL_SCREENSHOTS") or tempfile.mkdtemp(prefix="rippl-shots-"))
-if not IMG.is_absolute():
-    IMG = REPO / IMG
-COLOURS = {"IN": (0x2B, 0x8A, 0x3E), "AT_RISK": (0xE6, 0x77, 0x00), "OUT": (0xC9, 0x2A, 0x2A)}
 WAVE = 18
 
 
 @pytest.fixture(scope="module")
 def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
-    with loopback_graph(falkordb_server.url, "browser") as handle:
-        handle.load(INCIDENT)
+    with incident_graph(falkordb_server.url, "browser") as handle:
         yield handle
 
 
@@ -52,58 +40,6 @@ def console_url(falkordb_server: FalkorDBServer, graph: Rippl,
     with serving(falkordb_server.url, graph.graph, folder / "server.log", "--reviewers",
                  str(reviewers), "--distinct-approver") as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        yield launched
-        launched.close()
-
-
-class Page:
-    """A browser page that records every console error and uncaught exception."""
-
-    def __init__(self, browser: Any, url: str) -> None:
-        self.context = browser.new_context(viewport={"width": 1440, "height": 900})
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.goto(url)
-        self.page.wait_for_selector("#live.on")
-
-    def pixel(self, node: str) -> tuple[int, int, int] | None:
-        """The colour the explorer's canvas shows inside a node's box (off its label)."""
-        rgba = self.page.evaluate("""(id) => {
-            const at = window.rippl.explorer.nodeAt(id);
-            if (!at) return null;
-            const canvas = document.querySelector('#graph'), dpr = window.devicePixelRatio || 1;
-            return Array.from(canvas.getContext('2d').getImageData(
-                Math.round(at.fillX * dpr), Math.round(at.fillY * dpr), 1, 1).data); }""", node)
-        return None if rgba is None else (rgba[0], rgba[1], rgba[2])
-
-    def wait_colour(self, node: str, state: str) -> None:
-        """Wait until the node's state changed and the canvas draws it in its status colour."""
-        self.page.wait_for_function("""([id, state]) => window.rippl.explorer.stateOf(id) === state""",
-                                    arg=[node, state], timeout=15_000)
-        self.page.wait_for_timeout(50)
-        assert close_to(self.pixel(node), COLOURS[state]), (node, state, self.pixel(node))
-
-    def count(self, state: str) -> int:
-        return int(self.page.inner_text(f"#count-{state}"))
-
-    def wait_count(self, state: str, value: int) -> None:
-        self.page.wait_for_function(
-            "([s, v]) => document.querySelector('#count-' + s).textContent === String(v)",
-            arg=[state, value], timeout=15_000)
-
-
-def close_to(actual: tuple[int, int, int] | None, expected: tuple[int, int, int]) -> bool:
-    return actual is not None and all(abs(a - e) <= 40 for a, e in zip(actual, expected, strict=True))
 
 
 def test_the_review_gate_in_the_browser(browser: Any, console_url: str, graph: Rippl) -> None:

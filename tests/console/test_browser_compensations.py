@@ -6,24 +6,18 @@ resolve is refused, and the signed-in reviewer's resolution writes a receipt tha
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_browser import Page
 from helpers_console import ALICE, INCIDENT, loopback_graph, serving
 
 from rippl_core import Rippl
 from rippl_core.testing import FalkorDBServer, free_port
-
-CHROMIUM = Path("/usr/bin/chromium")
-playwright_api = pytest.importorskip("playwright.sync_api")
-if not CHROMIUM.exists() and shutil.which("chromium") is None:
-    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -51,24 +45,9 @@ def serve(falkordb_server: FalkorDBServer, graph: Rippl, tmp_path_factory: pytes
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        yield launched
-        launched.close()
-
-
 def open_page(browser: Any, url: str) -> tuple[Any, list[str]]:
-    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(url)
-    page.wait_for_selector("#live.on")
-    return page, errors
+    opened = Page(browser, url, width=1280)
+    return opened.page, opened.errors
 
 
 POST_RESOLVE = """async ([action, csrf]) => {

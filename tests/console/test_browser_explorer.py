@@ -10,23 +10,15 @@ measures time: the benchmark (bench/scripts/bench_console.py) does."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_browser import COLOURS, Page, close_to
 from helpers_console import loopback_graph, serving
 
 from rippl_core import Rippl
 from rippl_core.testing import FalkorDBServer
-
-CHROMIUM = Path("/usr/bin/chromium")
-playwright_api = pytest.importorskip("playwright.sync_api")
-if not CHROMIUM.exists() and shutil.which("chromium") is None:
-    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
-
-from tests.console.test_browser import COLOURS, Page, browser, close_to  # noqa: E402, F401  (the shared browser)
 
 DEPENDENTS = 3_000
 
@@ -74,7 +66,7 @@ def settled(page: Any) -> None:
 
 
 def test_a_large_wave_is_drawn_in_level_of_detail_and_applied_in_slices(
-        browser: Any, console_url: str, graph: Rippl) -> None:  # noqa: F811
+        browser: Any, console_url: str, graph: Rippl) -> None:
     watcher = Page(browser, console_url + "#explorer")
     page = watcher.page
     page.wait_for_selector("#graph-scope:has-text('too many to draw')")

@@ -6,25 +6,19 @@ approves it as one wave with one receipt, and the executed calls downstream are 
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from helpers_browser import Page
 from helpers_console import ALICE, serving
 
 from rippl_core import Rippl
 from rippl_core.testing import Clock, FalkorDBServer
 from tests.console.test_monitors import FIRING, RULES, WATCHER
 from tests.helpers_provenance import Incident, seed
-
-CHROMIUM = Path("/usr/bin/chromium")
-playwright_api = pytest.importorskip("playwright.sync_api")
-if not CHROMIUM.exists() and shutil.which("chromium") is None:
-    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -50,27 +44,12 @@ def console_url(falkordb_server: FalkorDBServer, graph: tuple[Rippl, Incident],
         yield url
 
 
-def test_the_queue_shows_a_retraction_by_provenance(console_url: str,
+def test_the_queue_shows_a_retraction_by_provenance(browser: Any, console_url: str,
                                                     graph: tuple[Rippl, Incident]) -> None:
     rippl, incident = graph
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        try:
-            run(browser, console_url, rippl, incident)
-        finally:
-            browser.close()
-
-
-def run(browser: Any, url: str, rippl: Rippl, incident: Incident) -> None:
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(url + "#queue")
-    page.wait_for_selector("#live.on")
+    url = console_url
+    opened = Page(browser, url + "#queue")
+    page, errors = opened.page, opened.errors
     page.click("#sign-in")
     page.fill("#token", ALICE)
     page.click("#sign-in-form button[type=submit]")
@@ -106,4 +85,4 @@ def run(browser: Any, url: str, rippl: Rippl, incident: Incident) -> None:
     assert sorted(c.action for c in rippl.compensations()) == sorted(incident.executed)
     page.wait_for_selector("#queue-empty:not([hidden])")
     assert errors == []
-    context.close()
+    opened.context.close()

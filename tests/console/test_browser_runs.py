@@ -7,23 +7,15 @@ turn."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_browser import IMG, Page
 from helpers_console import loopback_graph, serving
 
 from rippl_core import Rippl, ToolCall
 from rippl_core.testing import FalkorDBServer
-
-CHROMIUM = Path("/usr/bin/chromium")
-playwright_api = pytest.importorskip("playwright.sync_api")
-if not CHROMIUM.exists() and shutil.which("chromium") is None:
-    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
-
-from tests.console.test_browser import IMG, Page, browser  # noqa: E402, F401  (the shared browser)
 
 HEALTH = ToolCall(name="get_shard_health", args={"shard": "09"}, id="c1")
 ANNOUNCE = ToolCall(name="announce_window", args={"shard": "09"}, id="c2")
@@ -46,7 +38,7 @@ def console_url(falkordb_server: FalkorDBServer, graph: Rippl,
         yield url
 
 
-def test_the_runs_tab_and_a_run_page_update_live(browser: Any, console_url: str,  # noqa: F811
+def test_the_runs_tab_and_a_run_page_update_live(browser: Any, console_url: str,
                                                  graph: Rippl) -> None:
     run = graph.run("ops-run", agent="ops", framework="langgraph")
     run.decide("t1", [HEALTH])
@@ -116,3 +108,32 @@ def test_the_runs_tab_and_a_run_page_update_live(browser: Any, console_url: str,
     linked.page.wait_for_selector("#run-turns > li[data-turn='t4']")
     assert linked.page.inner_text("#run-detail h2") == "Run ops-run"
     assert linked.errors == []
+
+
+def test_the_runs_table_shows_every_column_at_1400_pixels(browser: Any, console_url: str,
+                                                           graph: Rippl) -> None:
+    """Beside a run's page, in a 1,400-pixel window, the table keeps every column in view (long
+    run ids and agents wrap), the vetoes and open compensations included."""
+    long_id = "mcp:ticket-4711:9f2c4e1a7b3d5e6f0a1b2c3d"
+    wide = graph.run(long_id, agent="mcp:claude-desktop/ops-agent", framework="langgraph")
+    wide.decide("t1", [HEALTH.model_copy(update={"id": "w1"})])
+    viewer = Page(browser, console_url + "#runs/" + long_id, width=1400)
+    page = viewer.page
+    page.wait_for_selector(f"#runs tbody tr[data-run='{long_id}']")
+    page.wait_for_selector("#run-turns > li")
+    layout = page.evaluate("""(id) => {
+        const pane = document.querySelector('#runs').closest('.pane').getBoundingClientRect();
+        const inside = (el) => { const r = el.getBoundingClientRect();
+            return r.left >= pane.left && r.right <= pane.right && r.width > 0; };
+        const scroller = document.querySelector('#runs').closest('.pane');
+        return {overflow: scroller.scrollWidth - scroller.clientWidth,
+                headers: [...document.querySelectorAll('#runs thead th')].map(
+                    (th) => [th.textContent, inside(th)]),
+                cells: [...document.querySelector(`#runs tbody tr[data-run="${id}"]`).cells].map(
+                    (td) => [td.textContent, inside(td)])}; }""", long_id)
+    assert layout["overflow"] <= 0
+    assert [h for h, seen in layout["headers"] if not seen] == []
+    assert layout["headers"][-2:] == [["vetoes", True], ["open compensations", True]]
+    assert [c for c, seen in layout["cells"] if not seen] == []
+    assert layout["cells"][0][0] == long_id  # wrapped, not cut
+    assert viewer.errors == []

@@ -21,6 +21,12 @@ runner = CliRunner()
     (["mcp", "--reviewer", "alice"], "--reviewer only applies with --allow-review"),
     (["mcp", "--allow-review", "--reviewer", " "], "reviewer is empty"),
     (["mcp", "--log-level", "chatty"], "'chatty' is not one of"),
+    (["mcp", "--audience", "https://rippl.example.com/mcp"], "apply with --issuer"),
+    (["mcp", "--required-scope", "tenant:acme"], "apply with --issuer"),
+    (["mcp", "--transport", "http", "--issuer", "https://login.example.com", "--allow-review",
+      "--reviewer", "alice"], "leave out --reviewer and --reviewer-key"),
+    (["mcp", "--transport", "http", "--issuer", "http://login.example.com"], "plain http"),
+    (["mcp", "--transport", "http", "--issuer", "login.example.com"], "absolute URL"),
 ])
 def test_inconsistent_options_are_refused_before_anything_starts(args: list[str], message: str) -> None:
     result = runner.invoke(app, ["--db", "/nonexistent/never/created.db", *args])
@@ -37,7 +43,8 @@ def test_unknown_transport_is_a_usage_error() -> None:
 def test_help_documents_the_options() -> None:
     result = runner.invoke(app, ["mcp", "--help"])
     assert result.exit_code == 0
-    for option in ("--transport", "--port", "--host", "--allow-review", "--reviewer"):
+    for option in ("--transport", "--port", "--host", "--allow-review", "--reviewer", "--issuer",
+                   "--audience", "--required-scope", "--roles-claim", "--reviewer-group"):
         assert option in result.output
 
 

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from rippl_core.client import AsyncRippl
 from rippl_core.errors import InvalidInputError
-from rippl_core.mcp.common import Id, Registrar, Text, client_identity
+from rippl_core.mcp.common import Id, Registrar, Text, caller, client_identity
 from rippl_core.mcp.models import ReviewDecision, ReviewList
 from rippl_core.mcp.sdk import Context
 from rippl_core.mcp.session import Sessions
@@ -28,8 +28,8 @@ from rippl_core.models import (
 
 def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_review: bool,
              reviewer: str | None, reviewer_key: bytes | None = None) -> None:
-    """Register the review tools; approve/reject only with `allow_review` and a `reviewer` (whose
-    decisions are signed with `reviewer_key` when given)."""
+    """Register the review tools; approve/reject only with `allow_review`, and a `reviewer` (whose
+    decisions are signed with `reviewer_key` when given) or OAuth (the token names the reviewer)."""
 
     @tool(read_only=False, title="Propose retracting a claim")
     async def propose_retraction(
@@ -144,8 +144,15 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_re
     # human decisions (opt-in)
 
     if allow_review:
-        assert reviewer is not None
-        who: str = reviewer
+
+        def decider(ctx: Context) -> tuple[str, str | None]:
+            """Who decides: the person the request's token names (with OAuth; the HTTP gate let
+            only a reviewer's token through), else the reviewer the server was started with."""
+            principal = caller(ctx)
+            if principal is not None:
+                return principal.subject, principal.name
+            assert reviewer is not None
+            return reviewer, None
 
         def decided(receipt: Receipt, decision: str) -> ReviewDecision:
             return ReviewDecision(review=receipt.review or "", decision=decision, decided_by=receipt.actor,
@@ -155,11 +162,13 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_re
         @tool(read_only=False, destructive=True, title="Approve a retraction")
         async def approve_review(
             review_id: Annotated[Id, Field(description="The review id (REV-...).")],
+            ctx: Context,
             note: Annotated[Text | None, Field(description="A note kept in the receipt.")] = None,
         ) -> ReviewDecision:
             """Approve a proposed retraction: what rests only on the claim is invalidated. The
-            receipt names the reviewer this server was started with. An override of a veto is
-            not approved here: a person approves it (rippl review approve, or the console)."""
+            receipt names the reviewer this server was started with (with OAuth: the reviewer
+            the token names). An override of a veto is not approved here: a person approves it
+            (rippl review approve, or the console)."""
             kind = (await rippl.review(review_id)).kind
             if kind != "retraction":
                 what = ("overriding a veto" if kind == "override"
@@ -168,20 +177,24 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_re
                     f"{review_id} proposes {what}; over MCP it can only be proposed. A person "
                     f"approves it outside the agent's reach: `rippl review approve {review_id} "
                     "--by NAME`, or the review console. Nothing was done.")
+            who, name = decider(ctx)
             return decided(await rippl.approve(review_id, by=who, note=note,
-                                               signing_key=reviewer_key), "approved")
+                                               signing_key=reviewer_key, by_name=name), "approved")
 
         @tool(read_only=False, title="Reject a retraction")
         async def reject_review(
             review_id: Annotated[Id, Field(description="The review id (REV-...).")],
+            ctx: Context,
             note: Annotated[Text | None, Field(description="A note kept in the receipt.")] = None,
         ) -> ReviewDecision:
             """Reject a proposed retraction: the at-risk nodes return to what they were."""
+            who, name = decider(ctx)
             return decided(await rippl.reject(review_id, by=who, note=note,
-                                              signing_key=reviewer_key), "rejected")
+                                              signing_key=reviewer_key, by_name=name), "rejected")
 
         @tool(read_only=False, title="Resolve a compensation")
         async def resolve_compensation(
+            ctx: Context,
             action: Annotated[Id, Field(description="The executed action (as list_compensations "
                                                     "names it).")],
             resolution: Annotated[Literal["compensated", "not needed"],
@@ -191,8 +204,9 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions, *, allow_re
             attempt: Annotated[Id | None, Field(description="The reported attempt (ATT-...) this "
                                                             "confirms.")] = None,
         ) -> Receipt:
-            """Resolve an open compensation as the reviewer this server was started with: a
-            receipt in the chain."""
+            """Resolve an open compensation as the reviewer this server was started with (with
+            OAuth: the reviewer the token names): a receipt in the chain."""
+            who, _ = decider(ctx)
             return await rippl.resolve_compensation(action, resolution=resolution, note=note,
                                                     by=who, attempt=attempt,
                                                     signing_key=reviewer_key)

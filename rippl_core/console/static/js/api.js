@@ -5,7 +5,9 @@ export class ApiError extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
 
-export const session = { reviewer: null, csrf: null };
+// who is signed in: `reviewer` (who decides, else null), `who`, `role` (reviewer, proposer or
+// reader), `name` (the identity provider's display name), `csrf`, `public_key`
+export const session = { reviewer: null, csrf: null, who: null, role: null, name: null, public_key: null };
 
 // `meta`, if given, receives what the response's headers add: `total` (X-Total-Count) for a page.
 async function call(method, path, body, meta) {
@@ -57,3 +59,6 @@ export async function signOut() {
   Object.assign(session, await del("api/session"));
   return session;
 }
+
+// Who is signed in, as the page shows them.
+export function shownAs() { return session.name || session.who || session.reviewer; }

@@ -1,7 +1,7 @@
 // The graph explorer: the causal DAG on a canvas, coloured by status and updated in place by the
 // live events (an amber wave on a proposal, red on approval, green recovery on reject/reinstate).
 
-import { ApiError, get, id, post, query, session } from "./api.js";
+import { ApiError, get, id, post, query, session, shownAs } from "./api.js";
 import { $, clear, debounce, h, publicStatus, tag, toast, when } from "./dom.js";
 import { COL_W, NODE_H, NODE_W, ROW_H, layout } from "./layout.js";
 
@@ -823,7 +823,8 @@ async function renderDetail(node) {
 }
 
 function proposeButton(node, explanation) {
-  if (!(node.kind === "Claim" || node.kind === "Source") || explanation.retracted || !session.reviewer) return null;
+  const proposes = session.reviewer || session.role === "proposer";
+  if (!(node.kind === "Claim" || node.kind === "Source") || explanation.retracted || !proposes) return null;
   return h("button", { type: "button", onclick: () => proposeForm(node) }, "Propose retraction");
 }
 
@@ -831,7 +832,7 @@ function proposeForm(node) {
   const reason = h("textarea", { id: "propose-reason", placeholder: "Why is it false?" });
   const message = h("p", { class: "error", role: "alert" });
   clear($("#propose-box"),
-    h("label", { for: "propose-reason" }, `Propose retracting ${node.id} as ${session.reviewer}`), reason,
+    h("label", { for: "propose-reason" }, `Propose retracting ${node.id} as ${shownAs()}`), reason,
     h("div", { class: "row" }, h("button", { type: "button", class: "primary", onclick: async () => {
       try {
         const item = await post("api/reviews", { claim: node.id, reason: reason.value });

@@ -1,6 +1,6 @@
 // The console's entry point: views as tabs, the reviewer session, the live stream.
 
-import { get, loadSession, session, signIn, signOut } from "./api.js";
+import { get, loadSession, session, shownAs, signIn, signOut } from "./api.js";
 import { $, toast } from "./dom.js";
 import * as keys from "./keys.js";
 import { connect, onEvents, onReset } from "./live.js";
@@ -13,7 +13,7 @@ import * as notify from "./notify.js";
 import * as runs from "./runs.js";
 
 const VIEWS = { queue, explorer, receipts, beliefs, compensations, runs };
-export const info = { graph: "", distinct_approver: false, reviewers: false, graph_limit: 2500 };
+export const info = { graph: "", distinct_approver: false, reviewers: false, sign_in: "token", graph_limit: 2500 };
 let current = null;
 
 function show(wanted, focus = false) {
@@ -36,30 +36,42 @@ function show(wanted, focus = false) {
   }
 }
 
+const byProvider = () => info.sign_in === "provider";
+
 function renderSession() {
-  const signedIn = Boolean(session.reviewer);
-  $("#who").textContent = signedIn ? `reviewer: ${session.reviewer}` : "read-only";
+  const signedIn = Boolean(session.who || session.reviewer);
+  $("#who").textContent = signedIn ? `${session.role || "reviewer"}: ${shownAs()}` : "read-only";
   $("#sign-in").hidden = signedIn || !info.reviewers;
   $("#sign-out").hidden = !signedIn;
+  // signed in with the identity provider, a reviewer loads their key here (it signs decisions)
+  $("#load-key").hidden = !(byProvider() && session.reviewer && !keys.held_key());
   queue.sessionChanged();
   explorer.sessionChanged();
   compensations.sessionChanged();
 }
 
+// Hold the reviewer's key (registering it in the log if it is not yet); without one, refuse when
+// they have a key: their decisions must be signed with it.
+async function loadKey(keyText) {
+  if (keyText) {
+    const publicKey = await keys.load(keyText);
+    if (session.public_key && session.public_key !== publicKey) {
+      keys.forget();
+      throw new Error(byProvider() ? "that key is not the one the log registered for you"
+        : "that key is not the one the reviewers file names for you");
+    }
+    if (await keys.ensureRegistered()) toast(`Registered your key ${publicKey.slice(0, 12)}…`);
+  } else if (session.public_key) {
+    throw new Error("you have a reviewer key: load it to decide (it signs your decisions)");
+  }
+}
+
 async function exchange(token, keyText = "") {
   try {
-    await signIn(token);
-    if (keyText) {
-      const publicKey = await keys.load(keyText);
-      if (session.public_key && session.public_key !== publicKey) {
-        keys.forget();
-        throw new Error("that key is not the one the reviewers file names for you");
-      }
-      if (await keys.ensureRegistered()) toast(`Registered your key ${publicKey.slice(0, 12)}…`);
-    } else if (session.public_key) {
-      throw new Error("you have a reviewer key: load it to decide (it signs your decisions)");
-    }
-    toast(`Signed in as ${session.reviewer}` + (keys.held_key() ? " with your key" : ""));
+    if (!byProvider()) await signIn(token);
+    await loadKey(keyText);
+    toast((byProvider() ? "Your key signs your decisions" : `Signed in as ${session.reviewer}`)
+      + (keys.held_key() && !byProvider() ? " with your key" : ""));
     return true;
   } catch (error) {
     $("#sign-in-error").textContent = error.message;
@@ -71,11 +83,19 @@ async function exchange(token, keyText = "") {
 
 function setupSession() {
   const dialog = $("#sign-in-dialog");
-  $("#sign-in").addEventListener("click", () => {
+  const open = (forKey) => {
     $("#sign-in-error").textContent = "";
+    $("#token-field").hidden = forKey;
+    $("#token").required = !forKey;
+    $("#sign-in-title").textContent = forKey ? "Load your reviewer key" : "Sign in as a reviewer";
     dialog.showModal();
-    $("#token").focus();
+    (forKey ? $("#reviewer-key") : $("#token")).focus();
+  };
+  $("#sign-in").addEventListener("click", () => {
+    if (byProvider()) location.assign(`api/oidc/login?next=${encodeURIComponent(location.hash)}`);
+    else open(false);
   });
+  $("#load-key").addEventListener("click", () => open(true));
   $("#sign-in-cancel").addEventListener("click", () => dialog.close());
   $("#sign-in-form").addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -124,7 +144,7 @@ async function start() {
   const token = fragment.get("token");
   if (token) history.replaceState(null, "", location.pathname + location.search);
   await loadSession();
-  if (token && !session.reviewer) await exchange(token);
+  if (token && !session.reviewer && !byProvider()) await exchange(token);
   renderSession();
   for (const view of Object.values(VIEWS)) view.init(info);
   onEvents((events, seq) => {

@@ -1,6 +1,6 @@
 // The review queue: pending proposals, the blast-radius preview of each, and the human decision.
 
-import { ApiError, get, id, post, session } from "./api.js";
+import { ApiError, get, id, post, session, shownAs } from "./api.js";
 import { $, clear, debounce, h, tag, toast, when } from "./dom.js";
 import * as keys from "./keys.js";
 
@@ -190,9 +190,14 @@ function renderDecision(item) {
   const box = $("#decide");
   if (!box) return;
   if (!session.reviewer) {
-    clear(box, h("p", { class: "note" }, info.reviewers
-      ? "Sign in as a reviewer to approve or reject."
-      : "This console is read-only: no reviewers are configured."));
+    clear(box, h("p", { class: "note" }, session.who
+      ? `You are signed in as a ${session.role}: only a reviewer approves or rejects.`
+      : info.reviewers ? "Sign in as a reviewer to approve or reject."
+        : "This console is read-only: no reviewers are configured."));
+    return;
+  }
+  if (session.public_key && !keys.held_key()) {
+    clear(box, h("p", { class: "note" }, "You have a reviewer key: load it to decide (it signs your decisions)."));
     return;
   }
   const ownProposal = info.distinct_approver && item.proposed_by === session.reviewer;
@@ -214,7 +219,7 @@ function renderDecision(item) {
     }
   };
   clear(box,
-    h("label", { for: "decision-note" }, `Your decision, as ${session.reviewer}` + (keys.held_key() ? " (signed with your key)" : "")),
+    h("label", { for: "decision-note" }, `Your decision, as ${shownAs()}` + (keys.held_key() ? " (signed with your key)" : "")),
     note,
     ownProposal ? h("p", { class: "note" }, `You proposed this; another reviewer must approve it (separation of duties).`) : null,
     h("div", { class: "row" },

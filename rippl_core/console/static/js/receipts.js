@@ -45,7 +45,7 @@ async function load() {
   clear(body, [...chain].reverse().map((r) => {
     const row = h("tr", { tabindex: "0", "aria-selected": "false" },
       h("td", {}, String(r.seq)), h("td", {}, r.kind), h("td", { class: "mono" }, r.claim || r.body.reviewer || "—"),
-      h("td", { class: "mono" }, r.review || "—"), h("td", {}, r.actor), h("td", {}, when(r.at)),
+      h("td", { class: "mono" }, r.review || "—"), h("td", {}, actor(r)), h("td", {}, when(r.at)),
       h("td", {}, String((r.body.affected || []).length)),
       h("td", { class: "mono", title: r.hash }, r.hash.slice(0, 12)),
       h("td", { class: "mono", title: r.prev_hash }, r.prev_hash.slice(0, 12)));
@@ -53,7 +53,7 @@ async function load() {
       for (const other of body.children) other.setAttribute("aria-selected", "false");
       row.setAttribute("aria-selected", "true");
       clear($("#receipt-detail"), h("h2", {}, `Receipt ${r.id}`),
-        h("p", {}, `${r.kind} of ${r.claim || r.body.reviewer} by ${r.actor}` + (r.body.statement ? " (signed by the reviewer's key)" : r.signature ? " (signed)" : " (unsigned)")),
+        h("p", {}, `${r.kind} of ${r.claim || r.body.reviewer} by ${actor(r)}` + (r.body.statement ? " (signed by the reviewer's key)" : r.signature ? " (signed)" : " (unsigned)")),
         h("pre", {}, JSON.stringify(r.body, null, 2)),
         h("p", { id: "receipt-proof", class: "muted" }, "Proving inclusion…"));
       get(`api/receipts/${encodeURIComponent(r.id)}/proof`).then((proof) => {
@@ -66,3 +66,6 @@ async function load() {
     return row;
   }));
 }
+
+// Who a receipt names: their identity, and the display name an identity provider gave them.
+function actor(r) { return r.body.actor_name ? `${r.body.actor_name} (${r.actor})` : r.actor; }

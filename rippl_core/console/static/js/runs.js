@@ -69,8 +69,9 @@ function renderList() {
   const body = $("#runs tbody");
   clear(body, listed.map((r) => {
     const row = h("tr", { tabindex: "0", "data-run": r.id, "aria-selected": String(r.id === openRun) },
-      h("td", { class: "mono" }, r.id), h("td", {}, r.agent || "—"), h("td", {}, r.framework || "—"),
-      h("td", {}, when(r.started)), h("td", {}, when(r.last_active)), h("td", {}, String(r.turns)),
+      h("td", { class: "mono text" }, r.id), h("td", { class: "text" }, r.agent || "—"),
+      h("td", { class: "text" }, r.framework || "—"),
+      h("td", { class: "text" }, when(r.started)), h("td", { class: "text" }, when(r.last_active)), h("td", {}, String(r.turns)),
       h("td", {}, String(r.calls)), h("td", { class: r.vetoes ? "bad" : "" }, String(r.vetoes)),
       h("td", { class: r.open_compensations ? "bad" : "" }, String(r.open_compensations)));
     const open = () => openPage(r.id);
