@@ -3,7 +3,8 @@ review tools. Pure policy, no SDK: the HTTP gate (`gate.py`) asks it about every
 before the SDK sees one.
 
 - `rippl:check`: the agent's own run and memory (start_run, check_premises, record_execution,
-  cite_claims, recording its reasoning and beliefs) and every read (tools, resources, prompts).
+  cite_claims, recording its reasoning and beliefs, handing messages over in its team and
+  registering its tools' schemas) and every read (tools, resources, prompts).
 - `rippl:propose`: proposing retractions and overrides, and reporting compensation attempts
   (a person decides every one of them).
 - `rippl:review`: approve_review, reject_review and resolve_compensation (which exist only on a
@@ -34,7 +35,8 @@ CHECKING = frozenset({
     "start_run", "check_premises", "record_execution", "cite_claims", "explain", "blast_radius",
     "list_compensations", "list_reviews", "verify_receipts", "log_head", "prove_receipt",
     "log_consistency", "add_source", "add_claim", "add_decision", "add_action", "record_belief",
-    "retract_belief", "ask_belief", "timeline", "why_changed", "what_if", "history"})
+    "retract_belief", "ask_belief", "timeline", "why_changed", "what_if", "history",
+    "hand_over", "receive_hand_over", "register_tools"})
 TOOLS = CHECKING | PROPOSING | REVIEWING
 NEEDS_CHECK = frozenset({"resources/read", "resources/subscribe", "prompts/get",
                          "completion/complete"})
