@@ -219,12 +219,9 @@ def _spec(spec: Mapping[str, Any] | GraphSpec | PathLike,
     return graph
 
 
-class Rippl:
-    """A handle on one graph (tenant) of a FalkorDB database. Thread-safe; close it when done
-    (or use it as a context manager).
-
-    `policy` is the default pre-flight policy; `distinct_approver=True` refuses approval of a
-    review by the identity that proposed it (separation of duties)."""
+class _Handle:
+    """What the sync and asyncio handles share: the graph they are on and its settings, and who is
+    writing in it now (a captured run: `capture.memory`)."""
 
     location: Location
     graph: str
@@ -233,13 +230,11 @@ class Rippl:
     distinct_approver: bool
     detector: ContradictionDetector | None = None  # the model detector of contradictions, if any
 
-    def __init__(self, location: Location, graph: str, client: redis.Redis,
-                 server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
+    def __init__(self, location: Location, graph: str, policy: Policy,
+                 distinct_approver: bool) -> None:
         self.location, self.graph, self.policy = location, graph, policy
         self.keys = Keys(graph)
         self.distinct_approver = distinct_approver
-        self._client, self._server = client, server
-        self._driver = SyncDriver(client, self.keys, location)
 
     def _written(self) -> capture_memory.Justified | None:
         """What a memory write made now joins to its commit: the captured run writing, if any
@@ -250,6 +245,20 @@ class Rippl:
         """A claim a captured run writes (a tool adding what it will remember) says so: a belief
         or record of it written by that run later rests on the run (`capture.memory`)."""
         return capture_memory.stamped(spec, capture_memory.current(self.graph))
+
+
+class Rippl(_Handle):
+    """A handle on one graph (tenant) of a FalkorDB database. Thread-safe; close it when done
+    (or use it as a context manager).
+
+    `policy` is the default pre-flight policy; `distinct_approver=True` refuses approval of a
+    review by the identity that proposed it (separation of duties)."""
+
+    def __init__(self, location: Location, graph: str, client: redis.Redis,
+                 server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
+        super().__init__(location, graph, policy, distinct_approver)
+        self._client, self._server = client, server
+        self._driver = SyncDriver(client, self.keys, location)
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -755,33 +764,14 @@ class Rippl:
                                     self._driver.run)
 
 
-class AsyncRippl:
+class AsyncRippl(_Handle):
     """The asyncio twin of `Rippl`: the same methods, awaited. Close it (or `async with` it)."""
-
-    location: Location
-    graph: str
-    policy: Policy
-    keys: Keys
-    distinct_approver: bool
-    detector: ContradictionDetector | None = None  # the model detector of contradictions, if any
 
     def __init__(self, location: Location, graph: str, client: redis.asyncio.Redis,
                  server: EmbeddedServer | None, policy: Policy, distinct_approver: bool = False) -> None:
-        self.location, self.graph, self.policy = location, graph, policy
-        self.keys = Keys(graph)
-        self.distinct_approver = distinct_approver
+        super().__init__(location, graph, policy, distinct_approver)
         self._client, self._server = client, server
         self._driver = AsyncDriver(client, self.keys, location)
-
-    def _written(self) -> capture_memory.Justified | None:
-        """What a memory write made now joins to its commit: the captured run writing, if any
-        (`capture.memory`)."""
-        return capture_memory.justified(capture_memory.current(self.graph))
-
-    def _written_by(self, spec: NodeSpec) -> NodeSpec:
-        """A claim a captured run writes (a tool adding what it will remember) says so: a belief
-        or record of it written by that run later rests on the run (`capture.memory`)."""
-        return capture_memory.stamped(spec, capture_memory.current(self.graph))
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod

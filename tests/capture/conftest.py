@@ -8,6 +8,14 @@ import pytest
 
 from rippl_core._runtime import driver
 from rippl_core._runtime.wire import Query
+from rippl_core.testing import Clock
+
+
+@pytest.fixture
+def clock() -> Iterator[Clock]:
+    """Time frozen at 2026-12-01 10:00 UTC, moved by hand (`clock.advance`)."""
+    with Clock("2026-12-01T10:00:00Z") as frozen:
+        yield frozen
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ repeat. Both backends, with a clock that lets time pass."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from rippl_core import Rippl, ToolCall
@@ -17,12 +15,6 @@ HEALTH = ToolCall(name="get_health", args={"shard": "09"}, id="h1")
 
 def migrate(call_id: str, shard: str = "09") -> ToolCall:
     return ToolCall(name="migrate", args={"shard": shard}, id=call_id)
-
-
-@pytest.fixture
-def clock() -> Iterator[Clock]:
-    with Clock("2026-12-01T10:00:00Z") as frozen:
-        yield frozen
 
 
 def read(rippl: Rippl, run_id: str, call_id: str, output: str, *, fresh_for: float | None = 300,

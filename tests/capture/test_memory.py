@@ -8,9 +8,7 @@ names. Both backends."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
-import pytest
+from collections.abc import Callable
 
 from rippl_core import AsyncRippl, Record, Rippl, State, ToolCall
 from rippl_core.capture.memory import Writing, writing
@@ -24,12 +22,6 @@ TEXT = "Shard 09 is healthy"
 
 def migrate(call_id: str, shard: str = "09") -> ToolCall:
     return ToolCall(name="migrate", args={"shard": shard}, id=call_id)
-
-
-@pytest.fixture
-def clock() -> Iterator[Clock]:
-    with Clock("2026-12-01T10:00:00Z") as frozen:
-        yield frozen
 
 
 def scout_remembers(rippl: Rippl, *, fresh_for: float | None = None, told: list[str] | None = None,
