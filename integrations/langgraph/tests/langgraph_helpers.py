@@ -4,7 +4,6 @@ retracted while a scripted model thinks."""
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -12,7 +11,7 @@ from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, StructuredTool, tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
@@ -40,40 +39,44 @@ class Recording:
 
     ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
-    def recorded(self, run: Callable[..., str]) -> BaseTool:
-        """`run` as a LangChain tool (its name, docstring and signature) that records each
-        execution."""
-        signature = inspect.signature(run)
+    def recorded(self, run: BaseTool) -> BaseTool:
+        """`run`, a tool made of a function (`@tool`), as a tool that records each execution."""
+        assert isinstance(run, StructuredTool) and run.func is not None, run
+        function, signature = run.func, inspect.signature(run.func)
 
-        @functools.wraps(run)
         def execute(*args: Any, **kwargs: Any) -> str:
-            answer = run(*args, **kwargs)
+            answer = function(*args, **kwargs)
             called = signature.bind(*args, **kwargs)
             called.apply_defaults()
-            self.ran.append((run.__name__, dict(called.arguments)))
-            return answer
+            self.ran.append((run.name, dict(called.arguments)))
+            return str(answer)
 
-        return tool(execute)
+        return StructuredTool.from_function(execute, name=run.name, description=run.description,
+                                            args_schema=run.args_schema)
 
     def names(self) -> list[str]:
         return [name for name, _ in self.ran]
 
 
+@tool
 def migrate_tables(table: str, shard: str) -> str:
     """Migrate a set of tables to a shard."""
     return f"migrated {table} to shard {shard}"
 
 
+@tool
 def rollback_deploy(service: str, to_version: str) -> str:
     """Roll a service back to a version."""
     return f"rolled {service} back to {to_version}"
 
 
+@tool
 def delete_database(name: str) -> str:
     """A tool no action of the graph describes."""
     return f"deleted {name}"
 
 
+@tool
 def shard_health(shard: str) -> str:
     """Read-only health lookup."""
     return f"shard {shard}: disk errors on /dev/nvme1" if shard == "09" else "healthy"

@@ -56,12 +56,14 @@ class Ops(Recording):
     def tools(self) -> list[BaseTool]:
         barrier = self.barrier
 
+        @tool
         def get_shard_health(shard: str) -> str:
             """Read a shard's health."""
             if barrier is not None:
                 barrier.wait(timeout=20)  # concurrent runs: both are mid-flight together
             return f"shard {shard}: healthy (replica r3)"
 
+        @tool
         def announce_window(shard: str, window: str) -> str:
             """Announce a maintenance window."""
             return f"window on {shard} announced for {window}"

@@ -44,10 +44,12 @@ class Ops(Recording):
     """The agent's tools: a health read and a migration; every execution is recorded."""
 
     def tools(self) -> list[BaseTool]:
+        @tool
         def get_health(shard: str) -> str:
             """Read a shard's health."""
             return f"shard {shard}: healthy"
 
+        @tool
         def migrate(shard: str, batch: int = 100) -> str:
             """Migrate billing to a shard, `batch` rows at a time."""
             return f"migrated to {shard}"
