@@ -14,18 +14,21 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared import exceptions
 from mcp.types import CallToolResult
 from pydantic import BaseModel
+
+from rippl_core import Rippl
 
 McpError: type[Exception] = getattr(exceptions, "MCPError", None) or exceptions.McpError  # 2.x, 1.x
 REPO = Path(__file__).resolve().parents[1]
@@ -55,6 +58,22 @@ def module_stdio_params(db: Path, *extra: str) -> StdioServerParameters:
     """`python -m rippl_core.mcp --db DB`: the form for clients that start an interpreter."""
     return StdioServerParameters(command=sys.executable,
                                  args=["-m", "rippl_core.mcp", "--db", str(db), *extra], cwd=str(REPO))
+
+
+def served_graph(folder: str) -> tuple[Any, Any]:
+    """A module's two fixtures for the graph its server processes serve: `db`, a fresh database (in
+    a temporary folder named after `folder`), and `direct`, the test's own handle on it (the
+    monitor and the human reviewer). In the module: `db, direct = served_graph("mcp-...")`."""
+    @pytest.fixture(scope="module")
+    def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return tmp_path_factory.mktemp(folder) / "rippl.db"
+
+    @pytest.fixture(scope="module")
+    def direct(db: Path) -> Iterator[Rippl]:
+        with Rippl.open(db) as handle:
+            yield handle
+
+    return db, direct
 
 
 def wire(model: BaseModel) -> dict[str, Any]:

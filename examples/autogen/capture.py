@@ -27,10 +27,9 @@ from rippl_autogen.testing import ScriptedModel, calls, tool_call
 
 from rippl_core import AsyncRippl
 
-from helpers import fleet, follow, main
+from helpers import ask, fleet, main
 
 RUN = "inc-4472"  # the application's conversation id: the run outlives the team objects
-STALE = "served from a stale cache: replica r3 lags the primary by 6 h"
 SYSTEM = ("You are the ops agent for the payments database. Announce a maintenance window before a "
           "migration, and hand off to the user for approval before migrating tables. If a call "
           "comes back VETOED, find a plan that does not rest on the retracted premise. When the "
@@ -64,21 +63,14 @@ async def story(rippl: AsyncRippl, model: ChatCompletionClient | None = None) ->
     fleet.reset()
     model = model or ScriptedModel(SCRIPT)
     team = ops_team(model, rippl)
-    print("user: Move billing off shard 03 (the plan: shard 09). Announce a window first.")
-    await follow(team.run_stream(task="Move billing off shard 03 (the plan: shard 09). "
-                                      "Announce a window first."))
+    await ask(team, "Move billing off shard 03 (the plan: shard 09). Announce a window first.")
     saved = await team.save_state()  # the team waits for a person: it may even be rebuilt elsewhere
 
-    print(f"  replica monitor: the shard 09 reading was {STALE}")
-    review = await rippl.propose_retraction_where(tool="get_shard_health", args={"shard": "09"},
-                                                  reason=STALE, by="replica-monitor")
-    await rippl.approve(review.id, by="oncall-engineer")
-    print(f"  oncall-engineer approves the retraction ({review.id})")
+    await fleet.retract_stale_reading_async(rippl)
 
     resumed = ops_team(model, rippl)
     await resumed.load_state(saved)
-    print("user: Approved: migrate billing to shard 09.")
-    await follow(resumed.run_stream(task="Approved: migrate billing to shard 09."))
+    await ask(resumed, "Approved: migrate billing to shard 09.")
 
     print("\nExecuted on a premise since retracted (rippl.compensations()):")
     for owed in await rippl.compensations():

@@ -24,9 +24,7 @@ from rippl_autogen.testing import ScriptedModel, calls, tool_call
 
 from rippl_core import AsyncRippl
 
-from helpers import fleet, follow, main
-
-STALE = "served from a stale cache: replica r3 lags the primary by 6 h"
+from helpers import ask, fleet, main
 
 
 async def story(rippl: AsyncRippl) -> None:
@@ -49,17 +47,10 @@ async def story(rippl: AsyncRippl) -> None:
     team = Swarm([lead, operator], termination_condition=HandoffTermination("user")
                  | TextMentionTermination("TERMINATE"))
     register_rippl(team, rippl, run="inc-4490", memory=False)
-    print("user: Move billing to shard 09.")
-    await follow(team.run_stream(task="Move billing to shard 09."))
+    await ask(team, "Move billing to shard 09.")
 
-    print(f"  replica monitor: the shard 09 reading was {STALE}")
-    review = await rippl.propose_retraction_where(tool="get_shard_health", reason=STALE,
-                                                  by="replica-monitor")
-    await rippl.approve(review.id, by="oncall-engineer")
-    print(f"  oncall-engineer approves the retraction ({review.id})")
-    print("user: Go ahead.")
-    await follow(team.run_stream(task=HandoffMessage(source="user", target="lead",
-                                                     content="Go ahead.")))
+    await fleet.retract_stale_reading_async(rippl)
+    await ask(team, HandoffMessage(source="user", target="lead", content="Go ahead."))
     print(f"\nWhat ran: {fleet.RAN}")
 
 

@@ -27,10 +27,9 @@ from rippl_autogen.testing import ScriptedModel, calls, tool_call
 
 from rippl_core import AsyncRippl, ToolCall
 
-from helpers import fleet, follow, main
+from helpers import ask, fleet, main
 
 RUN = "inc-4473"
-STALE = "served from a stale cache: replica r3 lags the primary by 6 h"
 RESIZE = {"shard": "09", "replicas": 3}
 
 
@@ -72,22 +71,15 @@ async def story(rippl: AsyncRippl) -> None:
                                | TextMentionTermination("TERMINATE"))
     register_rippl(team, rippl, run=RUN, memory=False)
 
-    print("user: Is shard 09 healthy? Then size its replicas for billing.")
-    await follow(team.run_stream(task="Is shard 09 healthy? Then size its replicas for billing."))
-    print(f"  replica monitor: the shard 09 reading was {STALE}")
-    review = await rippl.propose_retraction_where(tool="get_shard_health", reason=STALE,
-                                                  by="replica-monitor")
-    await rippl.approve(review.id, by="oncall-engineer")
-    print(f"  oncall-engineer approves the retraction ({review.id})")
+    await ask(team, "Is shard 09 healthy? Then size its replicas for billing.")
+    await fleet.retract_stale_reading_async(rippl)
 
-    print("user: Go ahead.")
-    await follow(team.run_stream(task="Go ahead."))
+    await ask(team, "Go ahead.")
     [proposal] = await rippl.reviews()  # the override the supervisor asked for
     receipt = await rippl.approve(proposal.id, by="oncall-engineer")
     print(f"  oncall-engineer checks shard 09 by hand and approves override {proposal.id} "
           f"(receipt {receipt.id})")
-    print("user: Override approved: go ahead, once.")
-    await follow(team.run_stream(task="Override approved: go ahead, once."))
+    await ask(team, "Override approved: go ahead, once.")
     [granted] = await rippl.overrides()
     print(f"Override {granted.id}: proposed by {granted.proposed_by}, approved by "
           f"{granted.approved_by}, taken by {granted.used_by}; compensations owed: "

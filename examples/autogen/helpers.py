@@ -1,6 +1,6 @@
 """What the AutoGen stories share: the fleet they act on and the command line (both the same in
-every framework, in ../common), a real model for `--live`, and how a story prints what the agents
-do, event by event.
+every framework, in ../common), a real model for `--live`, and how a story gives a task and prints
+what the agents do, event by event.
 
 The stories' models are scripted (`rippl_autogen.testing.ScriptedModel`): each turn is what a
 tool-calling model would answer. `--live [MODEL]` puts a real model in their place: AutoGen's
@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
+from autogen_agentchat.base import TaskRunner
 from autogen_agentchat.messages import (
     HandoffMessage,
     MemoryQueryEvent,
@@ -30,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # the f
 import command
 import fleet
 
-__all__ = ["LIVE", "fleet", "follow", "live_model", "main", "options"]
+__all__ = ["LIVE", "ask", "fleet", "follow", "live_model", "main", "options"]
 
 LIVE = "llama-3.3-70b-versatile"  # --live without a model name: Groq's, through its OpenAI API
 GROQ = "https://api.groq.com/openai/v1"
@@ -57,6 +58,13 @@ def main(story: Callable[..., Coroutine[Any, Any, object]], doc: str | None,
          argv: Sequence[str] | None = None, *, live: bool = False) -> None:
     """Tell `story` from the command line (see ../common/command.py)."""
     command.main(story, doc, argv, live=LIVE if live else None, model=live_model)
+
+
+async def ask(agents: TaskRunner, task: str | HandoffMessage) -> None:
+    """Give an agent or a team `task` (the user's words, or a hand-off back to one of its agents)
+    and print what the agents do with it, as it happens."""
+    print(f"user: {task if isinstance(task, str) else task.content}")
+    await follow(agents.run_stream(task=task))
 
 
 async def follow(events: AsyncIterator[Any]) -> None:

@@ -23,9 +23,7 @@ from rippl_autogen.testing import ScriptedModel, calls, tool_call
 
 from rippl_core import AsyncRippl
 
-from helpers import fleet, follow, main
-
-STALE = "served from a stale cache: replica r3 lags the primary by 6 h"
+from helpers import ask, fleet, main
 
 
 def note_tool(memory: RipplMemory) -> Callable[[str], Awaitable[str]]:
@@ -46,8 +44,7 @@ async def story(rippl: AsyncRippl) -> None:
                                calls(tool_call("save_note", fact="Shard 09 is healthy")),
                                "Noted: shard 09 is healthy."]))
     register_rippl(scout, rippl, run="inc-4480", memory=False)
-    print("user: Check shard 09 and note what you find.")
-    await follow(scout.run_stream(task="Check shard 09 and note what you find."))
+    await ask(scout, "Check shard 09 and note what you find.")
 
     operator = AssistantAgent("operator", memory=[memory], tools=[fleet.migrate_tables],
                               max_tool_iterations=4, model_client=ScriptedModel([
@@ -55,16 +52,10 @@ async def story(rippl: AsyncRippl) -> None:
                                   calls(tool_call("migrate_tables", table="billing", shard="09")),
                                   "Not migrating: what I was shown no longer holds."]))
     register_rippl(operator, rippl, run="inc-4481", memory=False)
-    print("user: Move billing to a healthy shard.")
-    await follow(operator.run_stream(task="Move billing to a healthy shard."))
+    await ask(operator, "Move billing to a healthy shard.")
 
-    print(f"  replica monitor: the shard 09 reading was {STALE}")
-    review = await rippl.propose_retraction_where(tool="get_shard_health", reason=STALE,
-                                                  by="replica-monitor")
-    await rippl.approve(review.id, by="oncall-engineer")
-    print(f"  oncall-engineer approves the retraction ({review.id})")
-    print("user: Go ahead.")
-    await follow(operator.run_stream(task="Go ahead."))
+    await fleet.retract_stale_reading_async(rippl)
+    await ask(operator, "Go ahead.")
     belief = await rippl.ask("ops", "shard-09-health")
     assert belief is not None
     print(f"\nThe memory: {belief.describe()}")

@@ -30,7 +30,7 @@ from rippl_autogen.testing import ScriptedModel, calls, tool_call
 
 from rippl_core import AsyncRippl
 
-from helpers import fleet, follow, main
+from helpers import ask, fleet, main
 
 INCIDENT = Path(__file__).parents[1] / "incident.yaml"
 PLANNER = ("You are the incident planner for the payments database. Say in one or two sentences "
@@ -76,9 +76,8 @@ async def story(rippl: AsyncRippl, model: ChatCompletionClient | None = None) ->
         TextMentionTermination("TERMINATE") | MaxMessageTermination(12)))
     register_rippl(team, rippl, memory=False)  # every agent's tools guarded, its run captured
 
-    print("user: INC-4471 follow-up: billing must leave shard 03. Start with shard 09.")
-    await follow(team.run_stream(task="INC-4471 follow-up: billing must leave shard 03 before "
-                                      "month-end. Start with shard 09."))
+    await ask(team, "INC-4471 follow-up: billing must leave shard 03 before month-end. "
+                    "Start with shard 09.")
 
     print("Telemetry disputes CLM-001 'Shard 09 is healthy'; a person approves the retraction.")
     review = await rippl.propose_retraction(
@@ -86,9 +85,7 @@ async def story(rippl: AsyncRippl, model: ChatCompletionClient | None = None) ->
         by="grafana-alert", evidence="https://grafana.internal/d/pg-shards?var-shard=09")
     await rippl.approve(review.id, by="priya.raman", note="confirmed on the host")
 
-    print("user: Continue the billing migration.")
-    await follow(team.run_stream(task="Update: CLM-001 was retracted. Continue the billing "
-                                      "migration."))
+    await ask(team, "Update: CLM-001 was retracted. Continue the billing migration.")
 
     print("What the operator believed when the work began (rippl.beliefs(as_of=...)):")
     for belief in await rippl.beliefs("operator", as_of=began):

@@ -20,7 +20,7 @@ from rippl_autogen.testing import ScriptedModel, calls, tool_call
 
 from rippl_core import AsyncRippl
 
-from helpers import fleet, follow, main
+from helpers import ask, fleet, main
 
 SCRIPT = [
     calls(tool_call("get_shard_health", shard="09")),
@@ -37,8 +37,7 @@ async def story(rippl: AsyncRippl, model: ChatCompletionClient | None = None) ->
                            reflect_on_tool_use=True)
     register_rippl(agent, rippl)
 
-    print("user: Is shard 09 healthy?")
-    await follow(agent.run_stream(task="Is shard 09 healthy?"))
+    await ask(agent, "Is shard 09 healthy?")
 
     print("A replica monitor finds the reading stale; a person approves its retraction.")
     review = await rippl.propose_retraction_where(tool="get_shard_health", args={"shard": "09"},
@@ -46,8 +45,7 @@ async def story(rippl: AsyncRippl, model: ChatCompletionClient | None = None) ->
                                                   by="replica-monitor")
     await rippl.approve(review.id, by="alice@oncall")
 
-    print("user: Then migrate billing onto it.")
-    await follow(agent.run_stream(task="Then migrate billing onto it."))
+    await ask(agent, "Then migrate billing onto it.")
 
 
 if __name__ == "__main__":

@@ -5,15 +5,20 @@ functions that each framework takes its own way (LangGraph's `tool(...)`, an Aut
 `HEALTH` is what the health service says of each shard right now: shard 09 is answered by a
 replica that is, unknown to anyone at first, six hours stale; a story may let a shard degrade.
 `RAN` lists every call that really ran. `reset()` gives a story a fresh fleet.
+`retract_stale_reading(rippl)` is the moment many stories turn on: the replica monitor finds that
+shard 09's reading was stale, and a person approves its retraction.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from rippl_core import AsyncRippl, Rippl
+
 HEALTH: dict[str, str] = {}
 RAN: list[str] = []
 FRESH_FOR = timedelta(minutes=5)  # how long a health reading stays valid, where a story says so
+STALE = "served from a stale cache: replica r3 lags the primary by 6 h"  # what the monitor finds
 EVIL = "https://evil.example/"  # its pages carry a prompt injection, unknown to anyone at first
 READERS = [("researcher", "post_summary", {"channel": "#ops"}),  # who reads them, and then does
            ("writer", "send_email", {"to": "cfo@corp.example"}),
@@ -27,6 +32,26 @@ def reset(health: dict[str, str] | None = None) -> None:
                    "07": "shard 07: healthy, 0 I/O errors (answered by the primary)"})
     HEALTH.update(health or {})
     RAN.clear()
+
+
+def retract_stale_reading(rippl: Rippl) -> None:
+    """The replica monitor finds that shard 09's health reading came from a stale replica and
+    proposes its retraction (`propose_retraction_where`, every call of the tool on shard 09); the
+    on-call engineer approves it (the review gate). From then on, what rests on it is vetoed."""
+    print(f"  replica monitor: the shard 09 reading was {STALE}")
+    review = rippl.propose_retraction_where(tool="get_shard_health", args={"shard": "09"},
+                                            reason=STALE, by="replica-monitor")
+    rippl.approve(review.id, by="oncall-engineer")
+    print(f"  oncall-engineer approves the retraction ({review.id})")
+
+
+async def retract_stale_reading_async(rippl: AsyncRippl) -> None:
+    """`retract_stale_reading`, on an `AsyncRippl` handle (the AutoGen stories)."""
+    print(f"  replica monitor: the shard 09 reading was {STALE}")
+    review = await rippl.propose_retraction_where(tool="get_shard_health", args={"shard": "09"},
+                                                  reason=STALE, by="replica-monitor")
+    await rippl.approve(review.id, by="oncall-engineer")
+    print(f"  oncall-engineer approves the retraction ({review.id})")
 
 
 def ran(call: str, result: str) -> str:

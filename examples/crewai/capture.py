@@ -30,7 +30,6 @@ from rippl_core import Rippl
 
 from helpers import Follow, fleet, main
 
-STALE = "served from a stale cache: replica r3 lags the primary by 6 h"
 APPROVAL = "Approved: go ahead with the billing migration."
 
 
@@ -64,11 +63,7 @@ class Approver(SyncHumanInputProvider):
 def story(rippl: Rippl, model: BaseLLM | None = None) -> None:
     def monitor() -> None:  # while the task waits for the person
         follow()
-        print(f"  replica monitor: the shard 09 reading was {STALE}")
-        review = rippl.propose_retraction_where(tool="get_shard_health", args={"shard": "09"},
-                                                reason=STALE, by="replica-monitor")
-        rippl.approve(review.id, by="oncall-engineer")
-        print(f"  oncall-engineer approves the retraction ({review.id})")
+        fleet.retract_stale_reading(rippl)
 
     fleet.reset()
     waiting = set_provider(Approver(monitor))

@@ -13,8 +13,6 @@ delegation; its different plan (shard 07) runs. Only a person lifts the veto, fo
 
 from __future__ import annotations
 
-from typing import Any
-
 from crewai import Agent, Crew, Task
 from crewai.tools import tool
 from rippl_crewai import rippl_guard
@@ -22,21 +20,13 @@ from rippl_crewai.testing import ScriptedLLM, native_call
 
 from rippl_core import Rippl
 
-from helpers import Follow, fleet, main
+from helpers import Follow, fleet, main, retracted_meanwhile
 
-STALE = "served from a stale cache: replica r3 lags the primary by 6 h"
+TO_09 = {"table": "billing", "shard": "09"}
 
 
 def story(rippl: Rippl) -> None:
     fleet.reset()
-
-    def retracted_meanwhile(_: Any) -> Any:  # the lead thinks; a person acts
-        print(f"  replica monitor: the shard 09 reading was {STALE}")
-        review = rippl.propose_retraction_where(tool="get_shard_health", reason=STALE,
-                                                by="replica-monitor")
-        rippl.approve(review.id, by="oncall-engineer")
-        print(f"  oncall-engineer approves the retraction ({review.id})")
-        return native_call("migrate_tables", {"table": "billing", "shard": "09"})
 
     with rippl_guard(rippl) as hooks:
         follow = Follow(hooks)
@@ -51,7 +41,7 @@ def story(rippl: Rippl) -> None:
                      tools=[tool(fleet.get_shard_health), tool(fleet.migrate_tables)],
                      allow_delegation=True, step_callback=follow, llm=ScriptedLLM([
                          native_call("get_shard_health", {"shard": "09"}),
-                         retracted_meanwhile,
+                         retracted_meanwhile(rippl, native_call("migrate_tables", TO_09)),
                          native_call("delegate_work_to_coworker", {
                              "task": "Migrate the billing tables to shard 09.",
                              "context": "the billing migration", "coworker": "operator"}),

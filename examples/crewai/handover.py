@@ -25,7 +25,6 @@ from rippl_core import Rippl
 
 from helpers import Follow, fleet, main
 
-STALE = "served from a stale cache: replica r3 lags the primary by 6 h"
 RESIZE = {"shard": "09", "replicas": 3}
 
 
@@ -57,11 +56,7 @@ SUPERVISOR = [
 def story(rippl: Rippl) -> None:
     def monitor(_: Any) -> None:  # when the research is done: the replica monitor, then a person
         follow()
-        print(f"  replica monitor: the shard 09 reading was {STALE}")
-        review = rippl.propose_retraction_where(tool="get_shard_health", reason=STALE,
-                                                by="replica-monitor")
-        rippl.approve(review.id, by="oncall-engineer")
-        print(f"  oncall-engineer approves the retraction ({review.id})")
+        fleet.retract_stale_reading(rippl)
 
     fleet.reset()
     with rippl_guard(rippl) as hooks:

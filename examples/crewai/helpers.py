@@ -1,6 +1,6 @@
 """What the CrewAI stories share: the fleet they act on and the command line (both the same in
-every framework, in ../common), a real model for `--live`, and how a story prints what a crew did:
-each call with Rippl's verdict.
+every framework, in ../common), a real model for `--live`, how a story prints what a crew did:
+each call with Rippl's verdict, and a scripted turn while which the world moves on.
 
 The stories' models are scripted (`rippl_crewai.testing.ScriptedLLM`, native function calling):
 each turn is what a tool-calling model would answer. `--live [MODEL]` puts a real model in their
@@ -15,18 +15,19 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from crewai import LLM, BaseLLM
 from crewai.events.event_listener import event_listener
 from rippl_crewai import RipplHooks
 
-from rippl_core import Verdict
+from rippl_core import Rippl, Verdict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # the frameworks' shared part
 import command
 import fleet
 
-__all__ = ["LIVE", "Follow", "fleet", "live_model", "main", "options", "say"]
+__all__ = ["LIVE", "Follow", "fleet", "live_model", "main", "options", "retracted_meanwhile", "say"]
 
 for _name, _value in (("CREWAI_DISABLE_TELEMETRY", "true"), ("OTEL_SDK_DISABLED", "true"),
                       ("CREWAI_TRACING_ENABLED", "false")):
@@ -78,3 +79,13 @@ def say(verdict: Verdict) -> None:
         print(f"  {label}: allowed")
     else:
         print(f"  {label}: VETOED\n      " + verdict.explain().replace("\n", "\n      "))
+
+
+def retracted_meanwhile(rippl: Rippl, then: list[dict[str, Any]]) -> Callable[[object], object]:
+    """A scripted turn: while the model thinks, the replica monitor finds the shard 09 reading
+    stale and a person approves its retraction (`fleet.retract_stale_reading`); then the model
+    answers `then` (a `native_call`), not knowing."""
+    def turn(_: object) -> object:
+        fleet.retract_stale_reading(rippl)
+        return then
+    return turn

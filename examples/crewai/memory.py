@@ -15,7 +15,6 @@ call.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from crewai import Agent, Crew, Memory, Task
 from crewai.tools import tool
@@ -24,9 +23,9 @@ from rippl_crewai.testing import HashEmbedder, ScriptedLLM, native_call
 
 from rippl_core import Rippl
 
-from helpers import Follow, fleet, main
+from helpers import Follow, fleet, main, retracted_meanwhile
 
-STALE = "served from a stale cache: replica r3 lags the primary by 6 h"
+TO_09 = {"table": "billing", "shard": "09"}
 
 
 def crew_memory(rippl: Rippl) -> Memory:
@@ -52,14 +51,6 @@ def story(rippl: Rippl) -> None:
         found = memory.recall(query, depth="shallow")
         return "\n".join(m.record.content for m in found) or "nothing remembered"
 
-    def retracted_meanwhile(_: Any) -> Any:  # the operator thinks; a person acts
-        print(f"  replica monitor: the shard 09 reading was {STALE}")
-        review = rippl.propose_retraction_where(tool="get_shard_health", reason=STALE,
-                                                by="replica-monitor")
-        rippl.approve(review.id, by="oncall-engineer")
-        print(f"  oncall-engineer approves the retraction ({review.id})")
-        return native_call("migrate_tables", {"table": "billing", "shard": "09"})
-
     with rippl_guard(rippl) as hooks:
         follow = Follow(hooks)
         scout = Agent(role="scout", goal="Know the fleet's health", backstory="You read dashboards.",
@@ -73,7 +64,7 @@ def story(rippl: Rippl) -> None:
         operator = Agent(role="operator", goal="Move billing", backstory="You run migrations.",
                          tools=[recall, tool(fleet.migrate_tables)], step_callback=follow,
                          llm=ScriptedLLM([native_call("recall", {"query": "shard 09 health"}),
-                                          retracted_meanwhile,
+                                          retracted_meanwhile(rippl, native_call("migrate_tables", TO_09)),
                                           "Not migrating: what I remembered no longer holds."],
                                          native=True))
         Crew(agents=[operator], tasks=[Task(description="Move billing to a healthy shard.",

@@ -30,9 +30,6 @@ from rippl_core import Rippl
 
 from helpers import ask, fleet, main
 
-STALE = "served from a stale cache: replica r3 lags the primary by 6 h"
-
-
 TOOLS = [tool(fleet.get_shard_health), tool(fleet.announce_window), tool(fleet.migrate_tables)]
 SCRIPT = [
     calls(tool_call("get_shard_health", {"shard": "09"})),
@@ -65,8 +62,8 @@ def story(rippl: Rippl, model: BaseChatModel | None = None) -> None:
         step = store.premises_at_checkpoint(paused.config)
         stale = [p for p in step.premises if "replica r3" in p.text] if step else []
         for reading in stale:  # the replica monitor: what the waiting turn rests on came from r3
-            print(f"  replica monitor: {reading.text[:50]}... was {STALE}")
-            review = rippl.propose_retraction(reading.id, reason=STALE, by="replica-monitor")
+            print(f"  replica monitor: {reading.text[:50]}... was {fleet.STALE}")
+            review = rippl.propose_retraction(reading.id, reason=fleet.STALE, by="replica-monitor")
             rippl.approve(review.id, by="oncall-engineer")
             print(f"  oncall-engineer approves the retraction ({review.id})")
         print("  change manager: approve")

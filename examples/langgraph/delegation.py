@@ -14,8 +14,6 @@ hand-over; its different plan (shard 07) runs. Only a person lifts the veto, for
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
@@ -25,21 +23,9 @@ from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
 from rippl_core import Rippl
 
-from helpers import ask, fleet, main
+from helpers import ask, fleet, main, retracted_meanwhile
 
-STALE = "served from a stale cache: replica r3 lags the primary by 6 h"
 TO_09 = {"table": "billing", "shard": "09"}
-
-
-def retracted_meanwhile(rippl: Rippl, then: AIMessage) -> Any:
-    def step(_: object) -> AIMessage:  # the lead thinks; a person acts
-        print(f"  replica monitor: the shard 09 reading was {STALE}")
-        review = rippl.propose_retraction_where(tool="get_shard_health", reason=STALE,
-                                                by="replica-monitor")
-        rippl.approve(review.id, by="oncall-engineer")
-        print(f"  oncall-engineer approves the retraction ({review.id})")
-        return then
-    return step
 
 
 def story(rippl: Rippl) -> None:

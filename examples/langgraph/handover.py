@@ -30,8 +30,6 @@ from rippl_core import Rippl, ToolCall
 
 from helpers import ask, fleet, main
 
-STALE = "served from a stale cache: replica r3 lags the primary by 6 h"
-
 
 def override_tool(rippl: Rippl) -> Any:
     @tool
@@ -72,11 +70,8 @@ def story(rippl: Rippl) -> None:
     thread = {"configurable": {"thread_id": "inc-4473"}}
 
     ask(app, "Is shard 09 healthy? Then size its replicas for billing.", thread, subgraphs=True)
-    print(f"  (the supervisor waits) replica monitor: the shard 09 reading was {STALE}")
-    review = rippl.propose_retraction_where(tool="get_shard_health", reason=STALE,
-                                            by="replica-monitor")
-    rippl.approve(review.id, by="oncall-engineer")
-    print(f"  oncall-engineer approves the retraction ({review.id})")
+    print("  (the supervisor waits)")
+    fleet.retract_stale_reading(rippl)
     ask(app, None, thread, subgraphs=True)
     while (paused := app.get_state(thread, subgraphs=True)).interrupts:
         request = paused.interrupts[0].value

@@ -1,6 +1,6 @@
 """What the LangGraph stories share: the fleet they act on and the command line (both the same in
 every framework, in ../common), a real model for `--live`, and how a story prints what the graph
-does, step by step.
+does, step by step, and a scripted turn while which the world moves on.
 
 The stories' models are scripted (`rippl_langgraph.testing.ScriptedChatModel`): each turn is what
 a tool-calling model would answer. `--live [provider:model]` puts a real model in their place
@@ -21,13 +21,14 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from rippl_core import Rippl
 from rippl_core.adapters import VETO_PREFIX
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # the frameworks' shared part
 import command
 import fleet
 
-__all__ = ["LIVE", "ask", "fleet", "live_model", "main", "options", "say"]
+__all__ = ["LIVE", "ask", "fleet", "live_model", "main", "options", "retracted_meanwhile", "say"]
 
 LIVE = "groq:llama-3.3-70b-versatile"  # --live without a model name
 options = command.options
@@ -80,3 +81,13 @@ def say(message: BaseMessage) -> None:
         if text.startswith(VETO_PREFIX):
             text = text.replace("\n", "\n      ")
         print(f"  {message.name}: {text}")
+
+
+def retracted_meanwhile(rippl: Rippl, then: AIMessage) -> Callable[[object], AIMessage]:
+    """A scripted turn: while the model thinks, the replica monitor finds the shard 09 reading
+    stale and a person approves its retraction (`fleet.retract_stale_reading`); then the model
+    answers `then`, not knowing."""
+    def turn(_: object) -> AIMessage:
+        fleet.retract_stale_reading(rippl)
+        return then
+    return turn

@@ -27,9 +27,8 @@ from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
 from rippl_core import Rippl
 
-from helpers import ask, fleet, main
+from helpers import ask, fleet, main, retracted_meanwhile
 
-STALE = "served from a stale cache: replica r3 lags the primary by 6 h"
 WHERE = ("ops", "shards")
 
 
@@ -58,17 +57,6 @@ def ops_graph(rippl: Rippl, script: list[Any]) -> Any:
     graph.add_edge("tools", "agent")
     return add_preflight(graph, memory=rippl).compile(checkpointer=FalkorDBSaver(rippl),
                                                       store=RipplStore(rippl))
-
-
-def retracted_meanwhile(rippl: Rippl, then: AIMessage) -> Any:
-    def step(_: object) -> AIMessage:  # the model thinks; a person acts
-        print(f"  replica monitor: the shard 09 reading was {STALE}")
-        review = rippl.propose_retraction_where(tool="get_shard_health", reason=STALE,
-                                                by="replica-monitor")
-        rippl.approve(review.id, by="oncall-engineer")
-        print(f"  oncall-engineer approves the retraction ({review.id})")
-        return then
-    return step
 
 
 def story(rippl: Rippl) -> None:

@@ -7,29 +7,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from helpers_mcp import Client, readme_stdio_params, stdio_client_for
+from helpers_mcp import Client, readme_stdio_params, served_graph, stdio_client_for
 
 from rippl_core import Rippl
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("mcp-capture") / "rippl.db"
-
-
-@pytest.fixture(scope="module")
-def direct(db: Path) -> Iterator[Rippl]:
-    """The test's own handle on the served graph: the monitor and the human reviewer."""
-    with Rippl.open(db) as handle:
-        yield handle
+db, direct = served_graph("mcp-capture")
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -1,20 +1,28 @@
-"""Helpers for the AutoGen adapter tests: a scripted (replayed) model and recording ops tools."""
+"""Helpers for the AutoGen adapter tests: a scripted (replayed) model, recording ops tools, what a
+run recorded, and a health reading retracted while a scripted model thinks."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Sequence
+import uuid
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.messages import TextMessage
 from autogen_core import CancellationToken, FunctionCall
-from autogen_core.models import CreateResult
+from autogen_core.models import CreateResult, LLMMessage
 from autogen_core.tools import BaseStreamTool, FunctionTool
 from autogen_ext.models.replay import ReplayChatCompletionClient
 from pydantic import BaseModel
 from rippl_autogen.testing import MODEL_INFO, ScriptedModel, tool_call
 from rippl_autogen.testing import calls as calls  # the tests take it from here
+
+from rippl_core import Rippl
+
+TO_09 = {"table": "billing", "shard": "09"}  # migrate_tables' args of ACT-001, rests on CLM-001
+TO_07 = {"table": "billing", "shard": "07"}  # ACT-002, the safe fallback
 
 
 def call(name: str, /, **args: Any) -> FunctionCall:
@@ -168,3 +176,51 @@ def premises_of(rippl: Any, action: str) -> set[str]:
 
 def decision_of(rippl: Any, action: str) -> str:
     return str(rippl.get(action).justifications[0][0])
+
+
+# -- agents that read shard 09, a reading retracted while a model thinks ----------------------
+
+HEALTHY = 'get_health({"shard":"09"}) returned'  # the claim a get_health(shard="09") became
+VETO = "VETOED by Rippl"
+
+
+def fc(name: str, /, **args: Any) -> FunctionCall:
+    """A tool call whose arguments keep the order given (to spell the same call another way)."""
+    return FunctionCall(id=f"call-{uuid.uuid4().hex[:8]}", name=name, arguments=json.dumps(args))
+
+
+type Step = Callable[[Sequence[LLMMessage]], CreateResult | str]
+
+
+def then(effect: Callable[[], Any], reply: CreateResult | str) -> Step:
+    """A script step that runs a side effect first (a person acting while the model thinks)."""
+    def step(_: Sequence[LLMMessage]) -> CreateResult | str:
+        effect()
+        return reply
+    return step
+
+
+def health_claim(rippl: Rippl) -> str:
+    """The claim the healthy reading of shard 09 (`get_health`) became."""
+    [claim] = [n.id for n in rippl.nodes() if n.kind.value == "Claim" and n.text.startswith(HEALTHY)
+               and "healthy" in n.text]
+    return claim
+
+
+def retract_health(rippl: Rippl) -> Callable[[], None]:
+    """A monitor proposes the health reading false and a reviewer approves."""
+    def act() -> None:
+        review = rippl.propose_retraction(health_claim(rippl), reason="served from a stale cache",
+                                          by="replica-monitor")
+        rippl.approve(review.id, by="oncall")
+    return act
+
+
+def vetoes(messages: Sequence[Any]) -> list[str]:
+    """The vetoes among the tool results of `messages`, in order."""
+    return [r.content for r in results_of(messages) if r.is_error and VETO in r.content]
+
+
+def agent(name: str, model: Any, tools: Sequence[Any], **kwargs: Any) -> AssistantAgent:
+    return AssistantAgent(name, model_client=model, tools=list(tools), max_tool_iterations=10,
+                          **kwargs)

@@ -19,6 +19,8 @@ from autogen_core.model_context import BufferedChatCompletionContext
 from autogen_core.models import SystemMessage, UserMessage
 from autogen_core.tools import FunctionTool, StaticWorkbench
 from autogen_helpers import (
+    TO_07,
+    TO_09,
     Ops,
     Scripted,
     action_of,
@@ -47,9 +49,6 @@ from rippl_core import AsyncRippl, Rippl
 from rippl_core.testing import free_port, start_falkordb_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-TO_09 = {"table": "billing", "shard": "09"}
-TO_07 = {"table": "billing", "shard": "07"}
 
 
 def ops_agent(model: Any, ops: Ops, **kwargs: Any) -> AssistantAgent:

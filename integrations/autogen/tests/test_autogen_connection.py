@@ -6,14 +6,12 @@ import asyncio
 
 import pytest
 from autogen_core.tools import StaticWorkbench
-from autogen_helpers import Ops
+from autogen_helpers import TO_07, Ops
 from rippl_autogen import RipplConnection, RipplWorkbench
 from rippl_autogen.connection import Link
 
 from rippl_core import InvalidInputError, Policy, Rippl
 from rippl_core.adapters import ThreadedRippl
-
-TO_07 = {"table": "billing", "shard": "07"}
 
 
 def test_connection_of_a_handle_reopens_the_same_graph(incident: Rippl) -> None:

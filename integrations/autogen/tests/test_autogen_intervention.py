@@ -18,16 +18,13 @@ from autogen_core import (
 )
 from autogen_core.models import FunctionExecutionResult, FunctionExecutionResultMessage, UserMessage
 from autogen_core.tool_agent import ToolAgent, ToolException, tool_agent_caller_loop
-from autogen_helpers import Ops, call, calls, replay, seen_by_model
+from autogen_helpers import TO_07, TO_09, Ops, call, calls, replay, seen_by_model
 from rippl_autogen import RipplConnection, RipplInterventionHandler, ToolVetoedException
 
 from rippl_core import AsyncRippl, Policy, Rippl
 from rippl_core.testing import free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-TO_09 = {"table": "billing", "shard": "09"}
-TO_07 = {"table": "billing", "shard": "07"}
 
 
 @dataclass

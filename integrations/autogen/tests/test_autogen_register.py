@@ -9,15 +9,12 @@ from autogen_agentchat.messages import MemoryQueryEvent
 from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core.memory import ListMemory
 from autogen_core.tools import StaticWorkbench
-from autogen_helpers import Ops, call, calls, replay, results_of, seen_by_model
+from autogen_helpers import TO_07, TO_09, Ops, call, calls, replay, results_of, seen_by_model
 from rippl_autogen import RipplMemory, RipplWorkbench, assistant_agents, register_rippl
 
 from rippl_core import AsyncRippl, InvalidInputError, Rippl
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-TO_09 = {"table": "billing", "shard": "09"}
-TO_07 = {"table": "billing", "shard": "07"}
 
 
 def ops_team(ops: Ops) -> tuple[RoundRobinGroupChat, AssistantAgent, AssistantAgent, object]:

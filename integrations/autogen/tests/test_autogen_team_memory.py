@@ -13,22 +13,18 @@ agents and teams, scripted models, both backends):
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
 from autogen_agentchat.teams import SelectorGroupChat, Swarm
 from autogen_agentchat.tools import AgentTool
-from autogen_core import FunctionCall
 from autogen_core.memory import MemoryContent, MemoryMimeType
-from autogen_core.models import CreateResult, LLMMessage
+from autogen_core.models import CreateResult
 from autogen_core.tools import FunctionTool
-from autogen_helpers import Scripted, calls, results_of
+from autogen_helpers import VETO, Scripted, agent, calls, fc, health_claim, retract_health, then, vetoes
 from rippl_autogen import RipplMemory, register_rippl
 
 from rippl_core import AsyncRippl, Rippl, State
@@ -36,8 +32,6 @@ from rippl_core.testing import Clock
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-HEALTHY = 'get_health({"shard":"09"}) returned'
-VETO = "VETOED by Rippl"
 TEXT = "Shard 09 is healthy"
 
 
@@ -70,39 +64,6 @@ class Ops:
 
     def shards(self) -> list[str]:
         return [r["shard"] for r in self.ran]
-
-
-def fc(name: str, /, **args: Any) -> FunctionCall:
-    return FunctionCall(id=f"call-{uuid.uuid4().hex[:8]}", name=name, arguments=json.dumps(args))
-
-
-def then(effect: Callable[[], Any], reply: CreateResult | str) -> Callable[..., Any]:
-    def step(_: Sequence[LLMMessage]) -> CreateResult | str:
-        effect()
-        return reply
-    return step
-
-
-def health_claim(rippl: Rippl) -> str:
-    [claim] = [n.id for n in rippl.nodes() if n.kind.value == "Claim" and n.text.startswith(HEALTHY)]
-    return claim
-
-
-def retract_health(rippl: Rippl) -> Callable[[], None]:
-    def act() -> None:
-        review = rippl.propose_retraction(health_claim(rippl), reason="served from a stale cache",
-                                          by="replica-monitor")
-        rippl.approve(review.id, by="oncall")
-    return act
-
-
-def vetoes(messages: Sequence[Any]) -> list[str]:
-    return [r.content for r in results_of(messages) if r.is_error and VETO in r.content]
-
-
-def agent(name: str, model: Any, tools: Sequence[Any], **kwargs: Any) -> AssistantAgent:
-    return AssistantAgent(name, model_client=model, tools=list(tools), max_tool_iterations=10,
-                          **kwargs)
 
 
 # ------------------------------------------------------------------------------ memory

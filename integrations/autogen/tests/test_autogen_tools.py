@@ -9,16 +9,13 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.messages import TextMessage
 from autogen_core import CancellationToken
 from autogen_core.tools import BaseTool, StreamTool
-from autogen_helpers import Ops, StreamingMigrate, call, calls, plain_tools, replay, results_of
+from autogen_helpers import TO_07, TO_09, Ops, StreamingMigrate, call, calls, plain_tools, replay, results_of
 from rippl_autogen import GuardedStreamTool, GuardedTool, RipplConnection, ToolVetoedError, guard_tools
 
 from rippl_core import AsyncRippl, InvalidInputError, Policy, PremiseRetractedError, Rippl
 from rippl_core.testing import free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-TO_09 = {"table": "billing", "shard": "09"}
-TO_07 = {"table": "billing", "shard": "07"}
 
 
 async def test_guarded_tools_in_an_agent(incident: Rippl, arippl: AsyncRippl, ops: Ops) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +18,6 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
 from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_agentchat.tools import AgentTool, TeamTool
-from autogen_core import FunctionCall
 from autogen_core.model_context import (
     BufferedChatCompletionContext,
     ChatCompletionContext,
@@ -27,7 +25,18 @@ from autogen_core.model_context import (
 )
 from autogen_core.models import CreateResult, FunctionExecutionResultMessage, LLMMessage
 from autogen_core.tools import FunctionTool, StaticStreamWorkbench
-from autogen_helpers import Scripted, action_of, calls, results_of
+from autogen_helpers import (
+    Scripted,
+    Step,
+    action_of,
+    agent,
+    calls,
+    fc,
+    health_claim,
+    retract_health,
+    then,
+    vetoes,
+)
 from rippl_autogen import Guard, RipplModelClient, RipplWorkbench, register_rippl
 from rippl_autogen.runs import Turn
 
@@ -36,8 +45,6 @@ from rippl_core.testing import Clock
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-HEALTHY = 'get_health({"shard":"09"}) returned'
-VETO = "VETOED by Rippl"
 
 
 @dataclass
@@ -68,46 +75,6 @@ class Ops:
 
     def migrations(self) -> list[str]:
         return [args["shard"] for name, args in self.ran if name == "migrate"]
-
-
-def fc(name: str, /, **args: Any) -> FunctionCall:
-    """A tool call whose arguments keep the order given (to spell the same call another way)."""
-    return FunctionCall(id=f"call-{uuid.uuid4().hex[:8]}", name=name, arguments=json.dumps(args))
-
-
-type Step = Callable[[Sequence[LLMMessage]], CreateResult | str]
-
-
-def then(effect: Callable[[], Any], reply: CreateResult | str) -> Step:
-    """A script step that runs a side effect first (a person acting while the model thinks)."""
-    def step(_: Sequence[LLMMessage]) -> CreateResult | str:
-        effect()
-        return reply
-    return step
-
-
-def health_claim(rippl: Rippl) -> str:
-    [claim] = [n.id for n in rippl.nodes() if n.kind.value == "Claim" and n.text.startswith(HEALTHY)
-               and "healthy" in n.text]
-    return claim
-
-
-def retract_health(rippl: Rippl) -> Callable[[], None]:
-    """A monitor proposes the health reading false and a reviewer approves."""
-    def act() -> None:
-        review = rippl.propose_retraction(health_claim(rippl), reason="served from a stale cache",
-                                          by="replica-monitor")
-        rippl.approve(review.id, by="oncall")
-    return act
-
-
-def vetoes(messages: Sequence[Any]) -> list[str]:
-    return [r.content for r in results_of(messages) if r.is_error and VETO in r.content]
-
-
-def agent(name: str, model: Any, tools: Sequence[Any], **kwargs: Any) -> AssistantAgent:
-    return AssistantAgent(name, model_client=model, tools=list(tools), max_tool_iterations=10,
-                          **kwargs)
 
 
 # ------------------------------------------------------------------------------ repeats

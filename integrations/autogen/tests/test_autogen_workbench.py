@@ -13,6 +13,8 @@ from autogen_agentchat.messages import TextMessage
 from autogen_core import CancellationToken
 from autogen_core.tools import StaticStreamWorkbench, StaticWorkbench, Workbench
 from autogen_helpers import (
+    TO_07,
+    TO_09,
     Ops,
     StreamingMigrate,
     call,
@@ -30,8 +32,6 @@ from rippl_core.testing import free_port, start_falkordb_server
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 INCIDENT = Path(__file__).parents[3] / "examples" / "incident.yaml"
-TO_09 = {"table": "billing", "shard": "09"}
-TO_07 = {"table": "billing", "shard": "07"}
 
 
 def agent(workbench: Workbench, *turns: Any, reflect: bool = False) -> tuple[AssistantAgent, Any]:

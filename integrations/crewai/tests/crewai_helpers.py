@@ -1,5 +1,8 @@
 """Shared pieces of the CrewAI adapter tests: ops tools that log what really ran, a crew, a
-scripted model of a few steps, and what a run did (its readings, verdicts, the vetoes shown)."""
+scripted model of a few steps, and what a run did (its readings, verdicts, the vetoes shown).
+
+A tool whose arguments need no description leaves out `args_schema`: CrewAI makes it from the
+signature of the tool's `_run`."""
 
 from __future__ import annotations
 
@@ -41,15 +44,9 @@ class MigrateTablesTool(BaseTool):
         return self._run(table, shard)
 
 
-class RollbackInput(BaseModel):
-    service: str
-    to_version: str
-
-
 class RollbackTool(BaseTool):
     name: str = "rollback_deploy"
     description: str = "Roll a service back to an earlier version."
-    args_schema: type[BaseModel] = RollbackInput
     ran: list[dict[str, Any]] = Field(default_factory=list)
 
     def _run(self, service: str, to_version: str) -> str:
@@ -57,16 +54,11 @@ class RollbackTool(BaseTool):
         return f"rolled {service} back to {to_version}"
 
 
-class WipeInput(BaseModel):
-    target: str
-
-
 class WipeTool(BaseTool):
     """A tool no action of the graph is executed by."""
 
     name: str = "wipe_disk"
     description: str = "Erase a disk."
-    args_schema: type[BaseModel] = WipeInput
     ran: list[dict[str, Any]] = Field(default_factory=list)
 
     def _run(self, target: str) -> str:
@@ -126,22 +118,41 @@ class MigrateTool(BaseTool):
         return f"migrated billing to shard {shard}"
 
 
-class NotifyInput(BaseModel):
-    text: str
-
-
 class NotifyTool(BaseTool):
     """Posts to the ops channel; `meanwhile` runs while it does (another agent at work)."""
 
     name: str = "notify_ops"
     description: str = "Post a message to the ops channel."
-    args_schema: type[BaseModel] = NotifyInput
     meanwhile: Any = Field(default=None, exclude=True)
 
     def _run(self, text: str) -> str:
         if self.meanwhile is not None:
             self.meanwhile()
         return "posted"
+
+
+class MemoryTool(BaseTool):
+    """A tool on the crew's `memory` (CrewAI's `Memory`)."""
+
+    memory: Any = Field(exclude=True)
+
+
+class SaveNoteTool(MemoryTool):
+    name: str = "save_note"
+    description: str = "Save a fact to memory."
+
+    def _run(self, text: str) -> str:
+        self.memory.remember(text, scope="/ops", categories=["shards"], importance=0.9)
+        return "saved"
+
+
+class RecallTool(MemoryTool):
+    name: str = "recall"
+    description: str = "Recall what memory holds."
+
+    def _run(self, query: str) -> str:
+        found = self.memory.recall(query, depth="shallow")
+        return "\n".join(m.record.content for m in found) or "nothing remembered"
 
 
 def crew_of(llm: ScriptedLLM, tools: Sequence[BaseTool], *, max_iter: int = 12,

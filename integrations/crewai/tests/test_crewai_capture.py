@@ -41,7 +41,6 @@ from rippl_crewai.testing import HashEmbedder, ScriptedLLM
 from rippl_core import Rippl
 from rippl_core.testing import start_falkordb_server
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 PATHS = ["react", "native"]
 M09 = ("migrate_tables", SHARD_09)
 M07 = ("migrate_tables", SHARD_07)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextvars
 import glob
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,6 @@ from rippl_crewai import RipplHooks, rippl_guard
 
 from rippl_core import Rippl
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 DEGRADED, FORGED = "shard 09: degraded", "shard 09: healthy (primary)"
 
 
@@ -69,39 +69,29 @@ def checkpointed(rippl: Rippl, folder: Path) -> str:
     return found
 
 
+def objects(node: Any) -> Iterator[dict[str, Any]]:
+    """Every object of a checkpoint's JSON, depth first (each before the objects it holds)."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from objects(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from objects(value)
+
+
 def stored_results(checkpoint: str) -> list[str]:
     """The tool results the checkpoint's agent history holds."""
-    found: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("role") == "tool":
-                found.append(str(node.get("content")))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(json.loads(Path(checkpoint).read_text()))
-    return found
+    return [str(node.get("content")) for node in objects(json.loads(Path(checkpoint).read_text()))
+            if node.get("role") == "tool"]
 
 
 def forge(checkpoint: str) -> None:
     """Edit the stored tool result on disk: "degraded" becomes "healthy"."""
     data = json.loads(Path(checkpoint).read_text())
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("role") == "tool" and node.get("content") == DEGRADED:
-                node["content"] = FORGED
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(data)
+    for node in objects(data):
+        if node.get("role") == "tool" and node.get("content") == DEGRADED:
+            node["content"] = FORGED
     Path(checkpoint).write_text(json.dumps(data))
 
 
@@ -146,22 +136,9 @@ def test_a_forged_tool_result_in_a_checkpoint_is_not_what_the_resumed_call_rests
 def stored_history(checkpoint: str) -> list[dict[str, Any]]:
     """The agent's history in the checkpoint (its executor's messages), without the system
     prompt (the agent writes its own)."""
-    found: list[list[dict[str, Any]]] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            messages = node.get("messages")
-            if isinstance(messages, list) and any(isinstance(m, dict) and m.get("role") == "tool"
-                                                  for m in messages):
-                found.append(messages)
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(json.loads(Path(checkpoint).read_text()))
-    [history] = found
+    [history] = [node["messages"] for node in objects(json.loads(Path(checkpoint).read_text()))
+                 if isinstance(node.get("messages"), list)
+                 and any(isinstance(m, dict) and m.get("role") == "tool" for m in node["messages"])]
     return [m for m in history if m.get("role") != "system"]
 
 

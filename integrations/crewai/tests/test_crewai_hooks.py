@@ -33,7 +33,6 @@ from rippl_crewai.testing import ScriptedLLM, native_call, react_call, react_fin
 from rippl_core import InvalidInputError, Policy, Rippl, ToolCall
 from rippl_core.testing import start_falkordb_server
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 INCIDENT = Path(__file__).resolve().parents[3] / "examples" / "incident.yaml"
 TRAIL = "CLM-001 -> DEC-001 -> ACT-001"
 PATHS = ["react", "native"]

@@ -17,8 +17,6 @@ from rippl_crewai.testing import HashEmbedder, ScriptedLLM
 from rippl_core import InvalidInputError, Kind, NotFoundError, Rippl
 from rippl_core.adapters import semantic_id
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 SHARD_09 = "Shard 09 is healthy: no I/O errors and 0 replication lag"
 SHARD_07 = "Shard 07 is healthy with 58% disk free"
 TTL = "The redis-pricing cache TTL was lowered to 30 seconds"

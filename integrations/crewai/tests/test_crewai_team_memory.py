@@ -14,20 +14,17 @@ crews, scripted models, both backends):
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
-import pytest
 from crewai import Agent, Crew, Memory, Process, Task
 from crewai.tools import BaseTool
-from crewai_helpers import HealthTool
+from crewai_helpers import HealthTool, RecallTool, SaveNoteTool, retract, then, vetoes_shown
 from pydantic import BaseModel, Field
-from rippl_crewai import VETO_PREFIX, RipplHooks, RipplStorage, rippl_guard
+from rippl_crewai import RipplHooks, RipplStorage, rippl_guard
 from rippl_crewai.testing import HashEmbedder, ScriptedLLM, native_call
 
 from rippl_core import Rippl, State
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 TEXT = "Shard 09 is healthy"
 
 
@@ -48,38 +45,6 @@ class MigrateTool(BaseTool):
         return f"migrated billing to shard {shard}"
 
 
-class NoteInput(BaseModel):
-    text: str
-
-
-class SaveNoteTool(BaseTool):
-    """Saves a fact to the crew's memory (and waits for the save, as a later kickoff would)."""
-
-    name: str = "save_note"
-    description: str = "Save a fact to memory."
-    args_schema: type[BaseModel] = NoteInput
-    memory: Any = Field(exclude=True)
-
-    def _run(self, text: str) -> str:
-        self.memory.remember(text, scope="/ops", categories=["shards"], importance=0.9)
-        return "saved"
-
-
-class QueryInput(BaseModel):
-    query: str
-
-
-class RecallTool(BaseTool):
-    name: str = "recall"
-    description: str = "Recall what memory holds."
-    args_schema: type[BaseModel] = QueryInput
-    memory: Any = Field(exclude=True)
-
-    def _run(self, query: str) -> str:
-        found = self.memory.recall(query, depth="shallow")
-        return "\n".join(m.record.content for m in found) or "nothing remembered"
-
-
 def memory_llm(extracted: list[str]) -> ScriptedLLM:
     """The memory's own model: extracts `extracted` from a task's output; any other question
     (how to file a memory) gets the empty answer (CrewAI's defaults)."""
@@ -98,22 +63,6 @@ def steps(*replies: Any, final: str = "done") -> ScriptedLLM:
     return ScriptedLLM([*replies, final], native=True)
 
 
-def then(effect: Callable[[], Any], reply: Any) -> Callable[[list[dict[str, Any]]], Any]:
-    def run(_: list[dict[str, Any]]) -> Any:
-        effect()
-        return reply
-    return run
-
-
-def retract(rippl: Rippl, hooks: list[RipplHooks]) -> Callable[[], None]:
-    def act() -> None:
-        [claim] = [e.claim for e in hooks[0].executions if e.tool == "get_shard_health"]
-        review = rippl.propose_retraction(claim, reason="served from a stale replica",
-                                          by="replica-monitor")
-        rippl.approve(review.id, by="oncall")
-    return act
-
-
 def agent(role: str, llm: ScriptedLLM, tools: list[BaseTool], **kw: Any) -> Agent:
     return Agent(role=role, goal="Keep billing healthy", backstory="You run the payments fleet.",
                  llm=llm, tools=tools, max_iter=10, verbose=False,
@@ -125,37 +74,33 @@ def one_task(member: Agent, description: str, **kw: Any) -> Crew:
     return Crew(agents=[member], tasks=[task], verbose=False, **kw)
 
 
-def vetoes_shown(llm: ScriptedLLM) -> list[str]:
-    texts: list[str] = []
-    for messages in llm.received:
-        for message in messages:
-            content = str(message.get("content") or "")
-            if VETO_PREFIX in content and content not in texts:
-                texts.append(content)
-    return texts
-
-
 # ------------------------------------------------------------------------------ memory
 
 
 def operator_recalls(rippl: Rippl, memory: Memory, hooks: list[RipplHooks],
                      migrate: MigrateTool) -> ScriptedLLM:
     llm = steps(native_call("recall", {"query": "shard 09 health"}, "r1"),
-                then(retract(rippl, hooks), native_call("migrate_tables", {"shard": "09"}, "m1")))
+                then(lambda: retract(rippl, hooks[0])(),
+                     native_call("migrate_tables", {"shard": "09"}, "m1")))
     one_task(agent("operator", llm, [RecallTool(memory=memory), migrate]),
              "Move billing to shard 09 if memory says it is healthy.").kickoff()
     return llm
+
+
+def scout_notes(memory: Memory) -> None:
+    """A scout reads shard 09's health and saves what it read to memory with a tool."""
+    one_task(agent("scout", steps(native_call("get_shard_health", {"shard": "09"}, "h1"),
+                                  native_call("save_note", {"text": TEXT}, "s1")),
+                   [HealthTool(), SaveNoteTool(memory=memory)]),
+             "Check shard 09 and note what you find.").kickoff()
+    memory.drain_writes()
 
 
 def test_a_memory_a_tool_saved_from_a_reading_is_vetoed_with_it(rippl: Rippl) -> None:
     memory, migrate, box = memory_on(rippl), MigrateTool(), []
     with rippl_guard(rippl) as hooks:
         box.append(hooks)
-        one_task(agent("scout", steps(native_call("get_shard_health", {"shard": "09"}, "h1"),
-                                      native_call("save_note", {"text": TEXT}, "s1")),
-                       [HealthTool(), SaveNoteTool(memory=memory)]),
-                 "Check shard 09 and note what you find.").kickoff()
-        memory.drain_writes()
+        scout_notes(memory)
         llm = operator_recalls(rippl, memory, box, migrate)
     assert TEXT in llm.shown(1) and migrate.ran == []
     [veto] = vetoes_shown(llm)
@@ -188,11 +133,7 @@ def test_a_memory_a_person_also_stated_holds(rippl: Rippl) -> None:
     memory, migrate, box = memory_on(rippl), MigrateTool(), []
     with rippl_guard(rippl) as hooks:
         box.append(hooks)
-        one_task(agent("scout", steps(native_call("get_shard_health", {"shard": "09"}, "h1"),
-                                      native_call("save_note", {"text": TEXT}, "s1")),
-                       [HealthTool(), SaveNoteTool(memory=memory)]),
-                 "Check shard 09 and note what you find.").kickoff()
-        memory.drain_writes()
+        scout_notes(memory)
         memory.remember(TEXT, scope="/ops", categories=["shards"], importance=0.9,
                         source="on-call engineer, by hand")  # outside any crew: a person
         operator_recalls(rippl, memory, box, migrate)
@@ -225,7 +166,7 @@ def test_a_coworker_delegated_the_vetoed_task_stays_vetoed(rippl: Rippl) -> None
     operator_llm = coworker_llm("op-")
     operator = agent("operator", operator_llm, [migrate])
     lead_llm = steps(native_call("get_shard_health", {"shard": "09"}, "h1"),
-                     then(lambda: retract(rippl, box)(),
+                     then(lambda: retract(rippl, box[0])(),
                           native_call("migrate_tables", {"shard": "09"}, "m1")),
                      native_call("delegate_work_to_coworker", {
                          "task": "Migrate the billing tables to shard 09.",
@@ -242,7 +183,7 @@ def test_a_hierarchical_manager_re_assigning_the_vetoed_task_does_not_lift_it(
         rippl: Rippl) -> None:
     migrate, box = MigrateTool(), []
     first_llm = steps(native_call("get_shard_health", {"shard": "09"}, "h1"),
-                      then(lambda: retract(rippl, box)(),
+                      then(lambda: retract(rippl, box[0])(),
                            native_call("migrate_tables", {"shard": "09"}, "m1")),
                       final="Vetoed: shard 09's health reading was retracted.")
     second_llm = coworker_llm("w2-")
@@ -266,8 +207,8 @@ def test_a_hierarchical_manager_re_assigning_the_vetoed_task_does_not_lift_it(
 def test_one_agent_spelling_its_vetoed_call_another_way_stays_vetoed(rippl: Rippl) -> None:
     migrate, box = MigrateTool(), []
     llm = steps(native_call("get_shard_health", {"shard": "09"}, "h1"),
-                then(lambda: retract(rippl, box)(), native_call("migrate_tables", {"shard": "09"},
-                                                                 "m1")),
+                then(lambda: retract(rippl, box[0])(),
+                     native_call("migrate_tables", {"shard": "09"}, "m1")),
                 *(native_call("migrate_tables", args, f"s{n}") for n, args in enumerate(SPELLINGS)),
                 native_call("migrate_tables", {"shard": "07"}, "s-07"))
     with rippl_guard(rippl) as hooks:

@@ -15,7 +15,6 @@ from rippl_crewai.testing import ScriptedLLM, native_call, react_call, react_fin
 
 from rippl_core import InvalidInputError, Policy, PremiseRetractedError, Rippl
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 TRAIL = "CLM-001 -> DEC-001 -> ACT-001"
 
 

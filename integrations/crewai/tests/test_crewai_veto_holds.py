@@ -33,22 +33,13 @@ from crewai_helpers import (
     verdicts_of,
     vetoes_shown,
 )
-from rippl_crewai import (
-    GuardedTool,
-    RipplHooks,
-    guard_tools,
-    register_rippl_hooks,
-    rippl_guard,
-)
+from rippl_crewai import GuardedTool, RipplHooks, guard_tools, register_rippl_hooks, rippl_guard
 from rippl_crewai.testing import ScriptedLLM
 
 from rippl_core import Rippl
 from rippl_core.testing import Clock
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 PATHS = ["native", "react"]
-
-
 
 
 @pytest.mark.parametrize("path", PATHS)

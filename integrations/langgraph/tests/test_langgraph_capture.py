@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -25,7 +25,7 @@ from langgraph.config import get_store
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
-from langgraph_helpers import State, thread, tool_messages
+from langgraph_helpers import Recording, State, migrate_tables, thread, tool_messages
 from rippl_langgraph import (
     VETO_PREFIX,
     FalkorDBSaver,
@@ -48,39 +48,27 @@ STALE = "served from a stale cache"
 
 
 @dataclass
-class Ops:
+class Ops(Recording):
     """Tools no action of the graph describes; every execution is recorded here."""
 
-    ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     barrier: threading.Barrier | None = None
 
     def tools(self) -> list[BaseTool]:
-        ran, barrier = self.ran, self.barrier
+        barrier = self.barrier
 
         @tool
         def get_shard_health(shard: str) -> str:
             """Read a shard's health."""
             if barrier is not None:
                 barrier.wait(timeout=20)  # concurrent runs: both are mid-flight together
-            ran.append(("get_shard_health", {"shard": shard}))
             return f"shard {shard}: healthy (replica r3)"
 
         @tool
         def announce_window(shard: str, window: str) -> str:
             """Announce a maintenance window."""
-            ran.append(("announce_window", {"shard": shard, "window": window}))
             return f"window on {shard} announced for {window}"
 
-        @tool
-        def migrate_tables(table: str, shard: str) -> str:
-            """Migrate tables to a shard."""
-            ran.append(("migrate_tables", {"table": table, "shard": shard}))
-            return f"migrated {table} to {shard}"
-
-        return [get_shard_health, announce_window, migrate_tables]
-
-    def names(self) -> list[str]:
-        return [name for name, _ in self.ran]
+        return [self.recorded(run) for run in (get_shard_health, announce_window, migrate_tables)]
 
 
 def vetoed(messages: list[BaseMessage]) -> bool:

@@ -7,7 +7,6 @@ written from a reading that aged is denied as stale later; one a person also sta
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -17,7 +16,7 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import InjectedStore, ToolNode, tools_condition
 from langgraph.store.base import BaseStore
-from langgraph_helpers import State
+from langgraph_helpers import State, health_claim, retract_health, then, thread
 from rippl_langgraph import VETO_PREFIX, FalkorDBSaver, RipplStore, add_preflight
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
@@ -27,7 +26,6 @@ from rippl_core.testing import Clock
 
 NAMESPACE, KEY = ("ops", "shards"), "09-health"
 TEXT = "Shard 09 is healthy"
-HEALTHY = 'get_health({"shard":"09"}) returned'
 
 
 @dataclass
@@ -65,26 +63,6 @@ class Ops:
         return [get_health, remember, recall, migrate]
 
 
-def thread(name: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": name}}
-
-
-def health_claim(rippl: Rippl) -> str:
-    [claim] = [n.id for n in rippl.nodes() if n.kind.value == "Claim" and n.text.startswith(HEALTHY)]
-    return claim
-
-
-def retracted(rippl: Rippl) -> Callable[[list[BaseMessage]], AIMessage]:
-    """A monitor proposes the health reading false and a reviewer approves while the model thinks;
-    then the model migrates on what it recalled."""
-    def step(_: list[BaseMessage]) -> AIMessage:
-        review = rippl.propose_retraction(health_claim(rippl), reason="served from a stale cache",
-                                          by="replica-monitor")
-        rippl.approve(review.id, by="oncall")
-        return calls(tool_call("migrate", {"shard": "09"}, "m1"))
-    return step
-
-
 def graph(rippl: Rippl, model: ScriptedChatModel, ops: Ops, saver: FalkorDBSaver,
           note: bool = False) -> Any:
     """model -> tools_condition -> preflight -> ToolNode -> model; with `note`, a node after the
@@ -119,8 +97,10 @@ def vetoes(model: ScriptedChatModel) -> dict[str, str]:
 
 def second_thread(rippl: Rippl, ops: Ops, saver: FalkorDBSaver) -> ScriptedChatModel:
     """T2: recall, (the reading is retracted), migrate."""
-    model = ScriptedChatModel(script=[calls(tool_call("recall", {}, "r1")), retracted(rippl),
-                                      AIMessage("stopped")])
+    model = ScriptedChatModel(script=[
+        calls(tool_call("recall", {}, "r1")),
+        then(retract_health(rippl), calls(tool_call("migrate", {"shard": "09"}, "m1"))),
+        AIMessage("stopped")])
     graph(rippl, model, ops, saver).invoke({"messages": [HumanMessage("move billing")]},
                                            thread("T2"))
     return model

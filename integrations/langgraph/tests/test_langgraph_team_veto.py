@@ -7,9 +7,8 @@ call spelt as the tool will receive it is the same act."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import pytest
 from langchain.agents import create_agent
@@ -17,14 +16,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, Send
-from langgraph_helpers import State
+from langgraph_helpers import State, health_claim, retract_health, then, thread
 from langgraph_supervisor import create_supervisor
 from rippl_langgraph import VETO_PREFIX, FalkorDBSaver, RipplMiddleware
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
 from rippl_core import Rippl
-
-HEALTHY = 'get_health({"shard":"09"}) returned'
 
 # langgraph-supervisor builds its supervisor with the deprecated create_react_agent (its own use)
 pytestmark = pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
@@ -56,37 +53,11 @@ class Ops:
         return [r["shard"] for r in self.ran]
 
 
-def thread(name: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": name}}
-
-
-def health_claim(rippl: Rippl) -> str:
-    [claim] = [n.id for n in rippl.nodes() if n.kind.value == "Claim" and n.text.startswith(HEALTHY)]
-    return claim
-
-
-def then(effect: Callable[[list[BaseMessage]], Any], reply: AIMessage) -> Callable[..., AIMessage]:
-    def step(messages: list[BaseMessage]) -> AIMessage:
-        effect(messages)
-        return reply
-    return step
-
-
-def retract(rippl: Rippl) -> Callable[[list[BaseMessage]], None]:
-    """A monitor proposes the health reading false and a reviewer approves (while the model is
-    thinking)."""
-    def act(_: list[BaseMessage]) -> None:
-        review = rippl.propose_retraction(health_claim(rippl), reason="served from a stale cache",
-                                          by="replica-monitor")
-        rippl.approve(review.id, by="oncall")
-    return act
-
-
 def lead_script(rippl: Rippl, *tail: Any) -> list[Any]:
     """The first worker: reads the health, (the reading is retracted), is vetoed on migrate 09,
     then hands over (`tail`) or says so."""
     return [calls(tool_call("get_health", {"shard": "09"}, "h1")),
-            then(retract(rippl), calls(tool_call("migrate", {"shard": "09"}, "m1"))),
+            then(retract_health(rippl), calls(tool_call("migrate", {"shard": "09"}, "m1"))),
             *(tail or [AIMessage("I could not migrate shard 09: Rippl vetoed it.")])]
 
 
@@ -119,8 +90,11 @@ def check_held(ops: Ops, helper: ScriptedChatModel, prefix: str, lead: str) -> N
     assert ops.shards() == ["07"]  # only the different act ran
 
 
-def test_a_supervisor_re_assigning_the_vetoed_task_does_not_lift_the_veto(
-        rippl: Rippl, saver: FalkorDBSaver) -> None:
+def re_assigned(rippl: Rippl, saver: FalkorDBSaver, output_mode: Literal["full_history", "last_message"],
+                run: str) -> tuple[Ops, ScriptedChatModel]:
+    """A `langgraph-supervisor` supervisor (its `output_mode`) hands "move billing to 09" to
+    worker1, the lead, then to worker2, the team mate; returns the tools and the team mate's
+    model."""
     ops = Ops()
     supervisor = create_supervisor(
         [worker(rippl, "worker1", lead_script(rippl), ops),
@@ -128,8 +102,14 @@ def test_a_supervisor_re_assigning_the_vetoed_task_does_not_lift_the_veto(
         model=ScriptedChatModel(script=[calls(tool_call("transfer_to_worker1", {}, "s1")),
                                         calls(tool_call("transfer_to_worker2", {}, "s2")),
                                         AIMessage("finished")]),
-        output_mode="full_history").compile(checkpointer=saver)
-    supervisor.invoke({"messages": [HumanMessage("move billing to 09")]}, thread("S"))
+        output_mode=output_mode).compile(checkpointer=saver)
+    supervisor.invoke({"messages": [HumanMessage("move billing to 09")]}, thread(run))
+    return ops, helper
+
+
+def test_a_supervisor_re_assigning_the_vetoed_task_does_not_lift_the_veto(
+        rippl: Rippl, saver: FalkorDBSaver) -> None:
+    ops, helper = re_assigned(rippl, saver, "full_history", "S")
     check_held(ops, helper, "w2-", "S/worker1")
 
 
@@ -137,15 +117,7 @@ def test_a_supervisor_handing_over_only_the_last_message_does_not_lift_it(
         rippl: Rippl, saver: FalkorDBSaver) -> None:
     """The supervisor sees only the worker's reply (written after it read its veto): the reply
     carries the veto's binding to the next worker."""
-    ops = Ops()
-    supervisor = create_supervisor(
-        [worker(rippl, "worker1", lead_script(rippl), ops),
-         worker(rippl, "worker2", helper := ScriptedChatModel(script=helper_script("w2-")), ops)],
-        model=ScriptedChatModel(script=[calls(tool_call("transfer_to_worker1", {}, "s1")),
-                                        calls(tool_call("transfer_to_worker2", {}, "s2")),
-                                        AIMessage("finished")]),
-        output_mode="last_message").compile(checkpointer=saver)
-    supervisor.invoke({"messages": [HumanMessage("move billing to 09")]}, thread("L"))
+    ops, helper = re_assigned(rippl, saver, "last_message", "L")
     check_held(ops, helper, "w2-", "L/worker1")
     rippl.reinstate(health_claim(rippl), reason="the cache was right", by="oncall")
     assert all(rippl.check(a.action).allowed for a in rippl.run_trace("L/worker2").calls

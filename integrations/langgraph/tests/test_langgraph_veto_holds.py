@@ -7,7 +7,7 @@ reinstatement, or an approved one-call override."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -22,73 +22,42 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from langgraph_helpers import State
+from langgraph_helpers import (
+    Recording,
+    State,
+    health_claim,
+    react_builder,
+    retract_health,
+    then,
+    thread,
+    veto_texts,
+)
 from rippl_langgraph import VETO_PREFIX, FalkorDBSaver, RipplMiddleware, add_preflight
 from rippl_langgraph.testing import ScriptedChatModel, calls, tool_call
 
 from rippl_core import Rippl, ToolCall
 from rippl_core.testing import Clock
 
-HEALTHY = 'get_health({"shard":"09"}) returned'
-
 
 @dataclass
-class Ops:
+class Ops(Recording):
     """The agent's tools: a health read and a migration; every execution is recorded."""
 
-    ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
     def tools(self) -> list[BaseTool]:
-        ran = self.ran
-
         @tool
         def get_health(shard: str) -> str:
             """Read a shard's health."""
-            ran.append(("get_health", {"shard": shard}))
             return f"shard {shard}: healthy"
 
         @tool
         def migrate(shard: str, batch: int = 100) -> str:
             """Migrate billing to a shard, `batch` rows at a time."""
-            ran.append(("migrate", {"shard": shard, "batch": batch}))
             return f"migrated to {shard}"
 
-        return [get_health, migrate]
+        return [self.recorded(get_health), self.recorded(migrate)]
 
     def migrations(self) -> list[str]:
         return [args["shard"] for name, args in self.ran if name == "migrate"]
-
-
-def thread(name: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": name}}
-
-
-def health_claim(rippl: Rippl) -> str:
-    [claim] = [n.id for n in rippl.nodes() if n.kind.value == "Claim" and n.text.startswith(HEALTHY)]
-    return claim
-
-
-def retract_health(rippl: Rippl) -> Callable[[list[BaseMessage]], AIMessage | None]:
-    """A side effect a script step runs first: a monitor proposes the health reading false and a
-    reviewer approves (while the model is thinking)."""
-    def act(_: list[BaseMessage]) -> None:
-        review = rippl.propose_retraction(health_claim(rippl), reason="served from a stale cache",
-                                          by="replica-monitor")
-        rippl.approve(review.id, by="oncall")
-    return act  # type: ignore[return-value]
-
-
-def then(effect: Callable[[list[BaseMessage]], Any],
-         reply: AIMessage) -> Callable[[list[BaseMessage]], AIMessage]:
-    def step(messages: list[BaseMessage]) -> AIMessage:
-        effect(messages)
-        return reply
-    return step
-
-
-def veto_texts(messages: list[BaseMessage]) -> list[str]:
-    return [str(m.content) for m in messages
-            if isinstance(m, ToolMessage) and str(m.content).startswith(VETO_PREFIX)]
 
 
 def react_graph(rippl: Rippl, model: ScriptedChatModel, ops: Ops, saver: FalkorDBSaver,
@@ -98,12 +67,7 @@ def react_graph(rippl: Rippl, model: ScriptedChatModel, ops: Ops, saver: FalkorD
         kept = [m for m in state["messages"] if m.id not in {r.id for r in removed}]
         return {"messages": [*removed, model.invoke(kept)]}
 
-    builder = StateGraph(State)
-    builder.add_node("agent", RunnableLambda(agent, name="agent"))
-    builder.add_node("tools", ToolNode(ops.tools()))
-    builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", tools_condition)
-    builder.add_edge("tools", "agent")
+    builder = react_builder(RunnableLambda(agent, name="agent"), ops.tools())
     return add_preflight(builder, memory=rippl).compile(checkpointer=saver)
 
 
@@ -276,27 +240,23 @@ def test_a_trim_that_keeps_the_models_message_keeps_the_premise(rippl: Rippl, sa
 # ------------------------------------------------------------------------------ hand-overs
 
 
-@pytest.mark.parametrize("returned", ["its messages", "its report only"])
-def test_a_supervisor_acting_on_a_subgraphs_report_is_vetoed(rippl: Rippl, saver: FalkorDBSaver,
-                                                             returned: str) -> None:
-    ops = Ops()
-    graph = react_graph(rippl, ScriptedChatModel(script=[
+def researcher(rippl: Rippl, ops: Ops) -> Any:
+    """A subgraph that reads shard 09's health and reports it healthy (no checkpointer of its own:
+    it runs inside the supervisor's graph)."""
+    return react_graph(rippl, ScriptedChatModel(script=[
         calls(tool_call("get_health", {"shard": "09"}, "h1")),
         AIMessage("Shard 09 is healthy: a safe target."),
     ]), ops, None)  # type: ignore[arg-type]
 
-    def report_only(state: State) -> dict[str, list[Any]]:
-        """The subgraph's final message alone goes back to the supervisor."""
-        return {"messages": [graph.invoke(state)["messages"][-1]]}
 
-    research: Any = graph if returned == "its messages" else RunnableLambda(report_only)
-    supervisor_model = ScriptedChatModel(script=[
-        then(retract_health(rippl), calls(tool_call("migrate", {"shard": "09"}, "m1"))),
-        AIMessage("done"),
-    ])
+def supervised(rippl: Rippl, saver: FalkorDBSaver, research: Any, ops: Ops,
+               script: list[Any]) -> Any:
+    """research -> supervisor (a scripted model on `script`) -> its tools through the preflight
+    -> supervisor: a report handed to a supervisor, as LangGraph users wire one."""
+    model = ScriptedChatModel(script=script)
 
     def supervisor(state: State) -> dict[str, list[Any]]:
-        return {"messages": [supervisor_model.invoke(state["messages"])]}
+        return {"messages": [model.invoke(state["messages"])]}
 
     builder = StateGraph(State)
     builder.add_node("research", research)
@@ -306,7 +266,24 @@ def test_a_supervisor_acting_on_a_subgraphs_report_is_vetoed(rippl: Rippl, saver
     builder.add_edge("research", "supervisor")
     builder.add_conditional_edges("supervisor", tools_condition)
     builder.add_edge("tools", "supervisor")
-    app = add_preflight(builder, memory=rippl).compile(checkpointer=saver)
+    return add_preflight(builder, memory=rippl).compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("returned", ["its messages", "its report only"])
+def test_a_supervisor_acting_on_a_subgraphs_report_is_vetoed(rippl: Rippl, saver: FalkorDBSaver,
+                                                             returned: str) -> None:
+    ops = Ops()
+    graph = researcher(rippl, ops)
+
+    def report_only(state: State) -> dict[str, list[Any]]:
+        """The subgraph's final message alone goes back to the supervisor."""
+        return {"messages": [graph.invoke(state)["messages"][-1]]}
+
+    research: Any = graph if returned == "its messages" else RunnableLambda(report_only)
+    app = supervised(rippl, saver, research, ops, [
+        then(retract_health(rippl), calls(tool_call("migrate", {"shard": "09"}, "m1"))),
+        AIMessage("done"),
+    ])
     name = f"H1-{len(returned)}"
     result = app.invoke({"messages": [HumanMessage("is 09 safe? then move billing")]}, thread(name))
     assert ops.migrations() == []
@@ -316,25 +293,8 @@ def test_a_supervisor_acting_on_a_subgraphs_report_is_vetoed(rippl: Rippl, saver
 
 def test_what_a_supervisor_ran_on_a_report_is_a_compensation(rippl: Rippl, saver: FalkorDBSaver) -> None:
     ops = Ops()
-    research = react_graph(rippl, ScriptedChatModel(script=[
-        calls(tool_call("get_health", {"shard": "09"}, "h1")),
-        AIMessage("Shard 09 is healthy: a safe target."),
-    ]), ops, None)  # type: ignore[arg-type]
-    supervisor_model = ScriptedChatModel(script=[
+    app = supervised(rippl, saver, researcher(rippl, ops), ops, [
         calls(tool_call("migrate", {"shard": "09"}, "m1")), AIMessage("done")])
-
-    def supervisor(state: State) -> dict[str, list[Any]]:
-        return {"messages": [supervisor_model.invoke(state["messages"])]}
-
-    builder = StateGraph(State)
-    builder.add_node("research", research)
-    builder.add_node("supervisor", RunnableLambda(supervisor, name="supervisor"))
-    builder.add_node("tools", ToolNode(ops.tools()))
-    builder.add_edge(START, "research")
-    builder.add_edge("research", "supervisor")
-    builder.add_conditional_edges("supervisor", tools_condition)
-    builder.add_edge("tools", "supervisor")
-    app = add_preflight(builder, memory=rippl).compile(checkpointer=saver)
     app.invoke({"messages": [HumanMessage("is 09 safe? then move billing")]}, thread("H2"))
     assert ops.migrations() == ["09"]
     review = rippl.propose_retraction(health_claim(rippl), reason="stale", by="monitor")
@@ -394,17 +354,7 @@ def test_another_agents_differing_read_supersedes_a_pending_plan(rippl: Rippl,
     model = ScriptedChatModel(script=[
         calls(tool_call("get_health", {"shard": "09"}, "h1")),
         calls(tool_call("migrate", {"shard": "09"}, "m1")), AIMessage("stopped")])
-
-    def agent(state: State) -> dict[str, list[Any]]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    builder = StateGraph(State)
-    builder.add_node("agent", RunnableLambda(agent, name="agent"))
-    builder.add_node("tools", ToolNode(ops.tools()))
-    builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", tools_condition)
-    builder.add_edge("tools", "agent")
-    app = add_preflight(builder, memory=rippl, tool_settings=settings).compile(
+    app = add_preflight(react_builder(model, ops.tools()), memory=rippl, tool_settings=settings).compile(
         checkpointer=saver, interrupt_before=["tools"])
     config = thread("P1")
     app.invoke({"messages": [HumanMessage("move billing")]}, config)
