@@ -178,6 +178,11 @@ BENCHES: tuple[Bench, ...] = (
         ("key detector, precision / recall (66 labelled pairs)",
          lambda d: f"{d['scores']['key']['precision']:.2f} / {d['scores']['key']['recall']:.2f}"),
     )),
+    Bench("memory.json", "bench/scripts/bench_memory.py", "Memory written in a run (issue 37)", (
+        ("a belief written from a tool call of a run / outside any run (p50, × a bare write)",
+         lambda d: " / ".join(f"{d['cases'][k]['vs_floor']:.1f}x" for k in (
+             "belief, from a tool call of a run", "belief, outside any run"))),
+    )),
     Bench("install.json", "tests/test_install.py (pytest -m install)", "Install time", (
         ("`uv pip install rippl-core`", _install),
     )),
