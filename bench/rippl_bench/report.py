@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rippl_bench.baselines import article_upstream
+
 OWN_SECTIONS = ("Summary", "The lab's targets", "Misses and why", "Machine and caveats", "Pre-flight check",
                 "Blast radius",
                 "Retraction waves and the review gate", "Receipts", "Load and memory",
@@ -590,13 +592,12 @@ def _check(results: Mapping[str, Any]) -> str:
         + table(["nodes", "embedded allowed", "embedded denied", "embedded survivor",
                  "embedded tool call", "TCP server allowed", "TCP server denied"], rows)
         + "\n\nThe same questions answered by the baselines, on the same graph and the same "
-        "actions (p50 / p99). The article query runs on the same embedded FalkorDB graph: "
-        "`MATCH (c:Claim)-[:SUPPORTS|DEPENDS_ON|DRIVES|TRIGGERS*1..5]->(:Node {id: $id}) WITH c "
-        "WHERE c.retracted = true RETURN c.id LIMIT 1`. (Written with the `WHERE` straight after "
-        "the `MATCH`, as in the article, FalkorDB plans a scan of every claim instead of starting "
-        "from the action; that variant is timed separately below and is not the one compared.) "
-        "SQLite and networkx run in-process (no round trip at all) and answer \"is any claim "
-        "upstream retracted, at any depth?\".\n\n"
+        f"actions (p50 / p99). The article query runs on the same embedded FalkorDB graph: "
+        f"`{article_upstream('$id').text}` (`$id` the action's). (Written with the `WHERE` "
+        "straight after the `MATCH`, as in the article, FalkorDB plans a scan of every claim "
+        "instead of starting from the action; that variant is timed separately below and is not "
+        "the one compared.) SQLite and networkx run in-process (no round trip at all) and answer "
+        "\"is any claim upstream retracted, at any depth?\".\n\n"
         + table(["nodes", "article *1..5 allowed", "article *1..5 denied", "SQLite CTE allowed",
                  "SQLite CTE denied", "networkx allowed", "networkx denied"], base_rows)
         + ("\n\nThe article query as written (filter inside the MATCH), allowed actions, "
