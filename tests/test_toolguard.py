@@ -309,3 +309,14 @@ def test_a_tool_learns_its_settings_from_metadata_unless_given() -> None:
     given = ToolGuard(tools={"migrate": ToolSettings(repeat_scope="args")})
     given.learn("migrate", {"rippl": "not settings"})  # what the adapter was given wins, unread
     assert given.settings("migrate").repeat_scope == "args"
+
+
+@pytest.mark.parametrize("how", ["given", "learnt"])
+def test_settings_that_are_not_tool_settings_are_refused_naming_the_tool(how: str) -> None:
+    bad = {"repeat_scope": "sometimes"}
+    with pytest.raises(InvalidInputError, match="the settings of tool 'migrate' are not valid"):
+        if how == "given":
+            ToolGuard(tools={"migrate": bad})
+        else:
+            ToolGuard().learn("migrate", {"rippl": bad})
+
