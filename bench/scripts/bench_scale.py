@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import redis
 from rippl_bench.machine import brief
 from rippl_bench.measure import summary_ms
 from rippl_bench.script import options, publish, results_file, save
@@ -215,7 +216,7 @@ def profiled(rippl: Rippl, steps: dict[str, Callable[[], object]]) -> dict[str, 
     client, graph = rippl.redis, rippl.keys.graph
     copy = f"{graph}-profile"
     for label, step in steps.items():
-        client.execute_command("GRAPH.COPY", graph, copy)
+        _copy(client, graph, copy)
         _ready(client, copy)
         try:
             with recording() as sent:
@@ -248,6 +249,20 @@ def profiled(rippl: Rippl, steps: dict[str, Callable[[], object]]) -> dict[str, 
         finally:
             client.execute_command("GRAPH.DELETE", copy)
     return out
+
+
+def _copy(client: Any, graph: str, copy: str, timeout: float = 300.0) -> None:
+    """GRAPH.COPY, which forks: while a background save or rewrite has the one child the server
+    allows, it fails ("could not fork"); then wait for it and try again."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.execute_command("GRAPH.COPY", graph, copy)
+            return
+        except redis.ResponseError as exc:
+            if "fork" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _ready(client: Any, graph: str, timeout: float = 120.0) -> None:
@@ -315,7 +330,7 @@ def conversation(
         for _ in range(20):  # the floor's graph and path warm
             bare_write(floor)
         base_nodes, base_edges = counts(rippl)
-        memory_before, floor_bytes = server.used_memory(), 0
+        memory_before, floor_bytes, saves_before = server.used_memory(), 0, server.saves()
         run = rippl.run("conversation", agent="bench")
         refs: list[str] = []
         samples: dict[str, list[float]] = {"decide": [], "executed": [], "floor": []}
@@ -381,6 +396,7 @@ def conversation(
                 "graph_memory_mb": graph_memory(rippl),
                 "composition": composition(rippl),
                 "seconds_so_far": round(time.perf_counter() - began, 1),
+                "background_saves_so_far": server.saves() - saves_before,
             }
             floor_p50 = row["floor"]["p50_ms"]
             row["decide_x_floor"] = round(row["decide"]["p50_ms"] / floor_p50, 2)
