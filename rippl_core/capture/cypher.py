@@ -112,9 +112,12 @@ _KEEP_UNTIL = ("SET x.reads_until = " + causal_cypher.reads_until("reads") + ", 
 
 
 # The read claims a node resting on the claims `{0}` rests on: each reading among them, and
-# what a claim written from readings (a memory, a hand-over of one) rests on (`reads`).
-_READS = ("reduce(acc = [], a IN {0} | acc + CASE WHEN a.read_key IS NOT NULL "
-          "THEN [coalesce(a.origin, a.id)] ELSE coalesce(a.reads, []) END)")
+# what a claim written from readings (a memory, a hand-over of one) rests on (`reads`). (A list
+# built by a reduce that adds to it copies it at each step: quadratic in a long input; the
+# comprehension is linear, and only the few claims written from readings are folded.)
+_READS = ("[a IN {0} WHERE a.read_key IS NOT NULL | coalesce(a.origin, a.id)] + "
+          "reduce(acc = [], a IN [a IN {0} WHERE a.read_key IS NULL AND a.reads IS NOT NULL] | "
+          "acc + a.reads)")
 
 # A decision's bindings (`binds`: [binding, the node that brought it]), kept once each
 # (`bound`: `bkeys`, distinct), with the node that brought each (`bound_via`, in the same order).
@@ -207,6 +210,11 @@ _VETO_BINDS = ("[n IN CASE WHEN {0}.vact IS NULL THEN [] ELSE coalesce({0}.binds
                "[{0}.vact + $sep + {0}.tool + $sep + n + $sep + {0}.id + $sep + {0}.run, {0}.id]]")
 
 
+# Cypher: the distinct items of a list expression, in their first order (quadratic in its size:
+# for short lists, or where the items are known to be distinct but for a few).
+_DISTINCT = "reduce(acc = [], x IN {0} | CASE WHEN x IN acc THEN acc ELSE acc + [x] END)"
+
+
 def _context(carry: str) -> str:
     """Cypher computing a model input's context set by the rule of `capture.context`, from `known`
     (the nodes named by the vetoes the model read) and the parameters `$keys` (the keys of the
@@ -221,32 +229,36 @@ def _context(carry: str) -> str:
     ([binding, the node that brought it])."""
     k = f"{carry}, known, tb"
     return (
+        # the messages no carrier has, each looked up by its key while the row is small (a list
+        # membership test per message would grow with the square of the input)
+        f"UNWIND $refs + [NULL] AS r OPTIONAL MATCH (po:{OBSERVATION} {{key: r.key}}) "
+        f"WITH {k}, r, count(po) AS hits OPTIONAL MATCH (pm:Decision {{key: r.key}}) "
+        f"WITH {k}, r, hits, count(pm) AS more "  # (no grouping key inside an aggregate)
+        f"WITH {k}, collect(CASE WHEN r IS NOT NULL AND hits + more = 0 THEN r END) AS missing "
         # the run's own messages, then those of the scope's other runs (each its own pass: one
         # aggregate over a long input's carried claims costs a quarter of a mixed one)
         f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys AND o.run = $run.id "
         f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
-        f"WITH {k}, collect(DISTINCT o.key) AS ok1, collect(DISTINCT c) AS oc, "
+        f"WITH {k}, missing, collect(DISTINCT o.key) AS ok1, collect(DISTINCT c) AS oc, "
         f"collect(DISTINCT {_BEARER.format('o')}) AS br1 "
         f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys AND o.run <> $run.id "
         f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
-        f"WITH {k}, ok1, oc, br1, collect(DISTINCT o.key) AS ok2, "
+        f"WITH {k}, missing, ok1, oc, br1, collect(DISTINCT o.key) AS ok2, "
         "collect(DISTINCT CASE WHEN c IS NOT NULL "
         "THEN {carrier: o.id, run: o.run, ref: o.ref, claim: c} END) AS of, "
         f"collect(DISTINCT {_BEARER.format('o')}) AS br2 "
         "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys AND m.run = $run.id "
         "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
-        f"WITH {k}, ok1, oc, br1, ok2, of, br2, collect(DISTINCT m.key) AS mk1, "
+        f"WITH {k}, missing, ok1, oc, br1, ok2, of, br2, collect(DISTINCT m.key) AS mk1, "
         f"collect(DISTINCT mc) AS mcs, collect(DISTINCT {_BEARER.format('m')}) AS br3 "
         "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys AND m.run <> $run.id "
         "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
-        f"WITH {k}, ok1, oc, br1, ok2, of, br2, mk1, mcs, br3, collect(DISTINCT m.key) AS mk2, "
+        f"WITH {k}, missing, ok1, oc, br1, ok2, of, br2, mk1, mcs, br3, collect(DISTINCT m.key) AS mk2, "
         "collect(DISTINCT CASE WHEN mc IS NOT NULL "
         "THEN {carrier: m.id, run: m.run, ref: m.turn, claim: mc} END) AS mf, "
         f"collect(DISTINCT {_BEARER.format('m')}) AS br4 "
-        f"WITH {k}, oc + mcs AS own, of + mf AS foreign, ok1 + ok2 + mk1 + mk2 AS found, "
+        f"WITH {k}, missing, oc + mcs AS own, of + mf AS foreign, ok1 + ok2 + mk1 + mk2 AS found, "
         "br1 + br2 + br3 + br4 AS bearers "
-        f"WITH {k}, own, foreign, found, bearers, "
-        "[r IN $refs WHERE NOT r.key IN found] AS missing "
         # where each message stands among the known ones: read only when one is unaccounted
         f"WITH {k}, own, foreign, missing, bearers, CASE WHEN size(missing) = 0 THEN [] "
         "ELSE [r IN $refs | r.key IN found] END AS knowns "
@@ -320,8 +332,6 @@ def _context(carry: str) -> str:
     )
 
 
-# Cypher: the distinct items of a list expression, in their first order.
-_DISTINCT = "reduce(acc = [], x IN {0} | CASE WHEN x IN acc THEN acc ELSE acc + [x] END)"
 
 
 def _message_recorded(row: str, kind: str) -> str:
@@ -411,21 +421,29 @@ def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[M
 # gives them. `fallback` is true when that is not the whole answer (a message found nowhere, or
 # one another run of the scope wrote: `_context` records the one and hands over the other).
 _OWN_CONTEXT = (
+    # each message looked up by its key first, while the row is small (a list membership test
+    # per message would grow with the square of the input): the first `$carriers` of `$keys`
+    # must be carriers, the `$inputs` after them (the user's new messages) must not
+    "UNWIND [k IN $keys[..$carriers] | [k, true]] "
+    "+ [k IN $keys[$carriers..$carriers + size($inputs)] | [k, false]] + [NULL] AS p "
+    f"OPTIONAL MATCH (po:{OBSERVATION} {{key: p[0]}}) WITH root, fresh, p, count(po) AS hits "
+    "OPTIONAL MATCH (pm:Decision {key: p[0]}) WITH root, fresh, p, hits, count(pm) AS more "
+    "WITH root, fresh, sum(CASE WHEN p IS NOT NULL AND (hits + more > 0) <> p[1] "
+    "THEN 1 ELSE 0 END) AS odd "
     f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys "
     f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
-    "WITH root, fresh, collect(DISTINCT o.key) AS okeys, "
-    "collect(DISTINCT CASE WHEN o.run = $run.id THEN c END) AS oc, "
+    "WITH root, fresh, odd, collect(DISTINCT CASE WHEN o.run = $run.id THEN c END) AS oc, "
     "count(CASE WHEN o.run <> $run.id AND c IS NOT NULL THEN 1 END) AS nof, "
     "count(o.bound) AS nob "
     "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys "
     "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
-    "WITH root, fresh, okeys, oc, nof, nob, collect(DISTINCT m.key) AS mkeys, "
+    "WITH root, fresh, odd, oc, nof, nob, "
     "collect(DISTINCT CASE WHEN m.run = $run.id THEN mc END) AS mcs, "
     "count(CASE WHEN m.run <> $run.id AND mc IS NOT NULL THEN 1 END) AS nmf, "
     "count(m.bound) AS nmb "
-    "WITH root, fresh, reduce(acc = [], x IN oc + mcs | CASE WHEN x IN acc THEN acc ELSE acc + [x] END) "
-    "AS ctx, (nof + nmf + nob + nmb > 0 OR any(k IN $refkeys WHERE NOT k IN (okeys + mkeys)) "
-    "OR any(k IN $inkeys WHERE k IN (okeys + mkeys))) AS fallback "
+    # the claims of both, distinct (an aggregate: a fold over the list would grow with its square)
+    "WITH root, fresh, oc + mcs AS both, (nof + nmf + nob + nmb + odd > 0) AS fallback "
+    "UNWIND both + [NULL] AS one WITH root, fresh, fallback, collect(DISTINCT one) AS ctx "
     # a claim that carries bindings (a memory written after a veto) is for the whole query
     "WITH root, fresh, ctx, fallback OR any(c IN ctx WHERE c.bound IS NOT NULL) AS fallback "
 )
@@ -498,8 +516,7 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         "RETURN x.id, x.state, x.executed_at, true AS created, d.state, [] AS repeats, "
         "NULL AS ov, NULL AS overridden, reads",
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
-         "keys": _input(run, [*refs, *inputs], ())["keys"], "refkeys": [r["key"] for r in refs],
-         "inkeys": [r["key"] for r in inputs],
+         "keys": _input(run, [*refs, *inputs], ())["keys"], "carriers": len(refs),
          "inputs": [{k: r[k] for k in ("oid", "ref", "key")} for r in inputs],
          "results": [{"key": r["key"], "digest": r["digest"]} for r in results]})
 
