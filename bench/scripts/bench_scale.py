@@ -33,9 +33,14 @@ Then GRAPH.PROFILE of every query a turn sends (captured on the wire, each named
 graph as it was just before the turn: at each turn count of the conversation (the turn after it)
 and on the graph the largest threaded crowd left (its shared handle). FalkorDB reports each
 operation's own time; beside it, the internal execution time the server replied to the turn
-itself, and EXPLAIN's round trip. At each turn count, the two expressions of decide's query that
-are quadratic in its input are timed alone over as many items of the graph (`QUADRATIC`). The
-report ends with what bounds each table, worked out from these numbers.
+itself, and EXPLAIN's round trip.
+
+4. **Writers.** What one tenant that outgrows one writer could do: a write costing the server
+   about what a capture turn does (`HEAVY`: a sum over 30,000 numbers, then a node and an edge)
+   from N threads (1, 4, 16), each to the same graph or to a graph of its own, sent in a
+   MULTI/EXEC (as capture sends its writes) or as one query: writes/s.
+
+The report ends with what bounds each table, worked out from these numbers.
 
 Results go to bench/results/scale.json (--quick: bench/results/quick/scale.json) and, with
 --update-docs, the "Capture that scales (issue 40)" section of docs/benchmarks.md. Benchmarks
@@ -432,7 +437,6 @@ def conversation(
                     "bare_writes_measured_bytes": round(per_floor * FLOOR_MEMORY_WRITES),
                     "bytes_per_turn": round((memory - memory_before) / k),
                 },
-                "quadratic_ms": quadratic_ms(rippl, k),
                 "graph_memory_mb": graph_memory(rippl),
                 "composition": composition(rippl),
                 "seconds_so_far": round(time.perf_counter() - began, 1),
@@ -453,43 +457,6 @@ def conversation(
         for row in rows:
             row["profile"] = profiles.get(row["turns"], {})
     return {"window": window, "base": {"nodes": base_nodes, "edges": base_edges}, "rows": rows}
-
-
-# Two expressions of the WITH in decide's query that follows collecting what the input's
-# messages carry (`_OWN_CONTEXT` in rippl_core/capture/cypher.py), each quadratic in the input:
-# the distinct fold of the carried claims (each looked up in, and copied into, the list built so
-# far), and the test that every message was found (the found keys concatenated anew for each).
-QUADRATIC = {
-    "fold": (
-        "MATCH (c:Claim) WITH collect(c)[..$n] AS l",
-        "size(reduce(acc = [], x IN l | CASE WHEN x IN acc THEN acc ELSE acc + [x] END))",
-        "size(l)",
-    ),
-    "found": (
-        "MATCH (o:Observation) WITH collect(o.key)[..$n] AS okeys, [] AS mkeys",
-        "any(k IN okeys WHERE NOT k IN (okeys + mkeys))",
-        "size(okeys)",
-    ),
-}
-
-
-def quadratic_ms(rippl: Rippl, n: int, tries: int = 3) -> dict[str, float]:
-    """The server's time of each of those expressions alone over n items of the graph (a read:
-    the query with it less the same query without it, the least of a few tries each)."""
-
-    def own(text: str) -> float:
-        found = []
-        for _ in range(tries):
-            reply = rippl.redis.execute_command("GRAPH.RO_QUERY", rippl.keys.graph, text)
-            found.append(server_ms(reply) or 0.0)
-        return min(found)
-
-    out = {}
-    for name, (head, expression, plain) in QUADRATIC.items():
-        with_it = own(f"CYPHER n={n} {head} RETURN {expression}")
-        without = own(f"CYPHER n={n} {head} RETURN {plain}")
-        out[name] = round(max(0.0, with_it - without), 3)
-    return out
 
 
 def allowed_check(rippl: Rippl, samples: int = 21) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -809,6 +776,45 @@ def crowd(
 # ------------------------------------------------------------------------------------ the run
 
 
+# A write costing the server about what a capture turn does (a few ms of CPU), then a node and an
+# edge: what one tenant that outgrows one writer would spread over graphs.
+HEAVY = "UNWIND range(1, 30000) AS x WITH sum(x) AS s CREATE (:Heavy {id: $id, s: s})-[:H]->(:Heavy)"
+WRITER_THREADS = (1, 4, 16)
+
+
+def writers(path: Path, total: int, server: Server) -> list[dict[str, Any]]:
+    """N threads sending `HEAVY` writes: to one graph or each to its own, in a MULTI/EXEC (as
+    capture sends its writes) or as one query. Writes/s and the server's CPU busy (1.0 = a core)."""
+    rows = []
+    with Rippl.open(path, graph="bench-scale-writers") as handle:
+        client = handle.redis
+        for n in WRITER_THREADS:
+            row: dict[str, Any] = {"threads": n}
+            for graphs in ("one", "own"):
+                for sent in ("multi", "query"):
+
+                    def work(i: int, gate: threading.Barrier, graphs: str = graphs, sent: str = sent,
+                             n: int = n) -> None:
+                        graph = f"bench-scale-writers-{i if graphs == 'own' else 0}"
+                        gate.wait()
+                        for _ in range(max(1, total // n)):
+                            args = ("GRAPH.QUERY", graph, f"CYPHER id={next(counter)} {HEAVY}",
+                                    "--compact")
+                            if sent == "multi":
+                                pipe = client.pipeline(transaction=True)
+                                pipe.execute_command(*args)
+                                pipe.execute()
+                            else:
+                                client.execute_command(*args)
+
+                    wall, cpu = _threads(n, work, server)
+                    writes = n * max(1, total // n)
+                    row[f"{graphs}_{sent}"] = {"writes_per_s": round(writes / wall, 1),
+                                               "server_busy": round(cpu["server"] / wall, 2)}
+            rows.append(row)
+    return rows
+
+
 def _sizes(text: str) -> list[int]:
     return sorted({int(part.replace("_", "").replace(",", "")) for part in text.split(",") if part})
 
@@ -855,6 +861,8 @@ def main(argv: list[str] | None = None) -> int:
         long = conversation(db, marks, window, server, say)
         say(f"a crowd of {', '.join(map(str, sizes))} runs, {total} turns each, {rounds} round(s)")
         many = crowd(db, sizes, total, rounds, server, say)
+        say(f"writers: {', '.join(map(str, WRITER_THREADS))} threads, one graph or one each")
+        spread = writers(db, 96 if args.quick else 480, server)
         redis_version = keeper.redis.info("server").get("redis_version")
         module: dict[str, Any] = next(
             (m for m in keeper.redis.execute_command("MODULE", "LIST") if m.get("name") == "graph"), {}
@@ -875,6 +883,7 @@ def main(argv: list[str] | None = None) -> int:
         "conversation": long,
         "crowd": many["rows"],
         "crowd_profile": many["profile"],
+        "writers": spread,
         "seconds": round(time.perf_counter() - started, 1),
     }
     out = args.out or results_file("scale", quick=args.quick)
@@ -1019,6 +1028,23 @@ def markdown(results: dict[str, Any]) -> str:
                 f"{_ms(row['client_cpu_ms_per_turn'])} | {_ms(row['server_cpu_ms_per_bare_write'])} | "
                 f"{row['server_busy']:.2f} |"
             )
+    lines += [
+        "",
+        "### Writers: one graph, or one each",
+        "",
+        "What one tenant that outgrows one writer could do: a write costing the server about what "
+        "a capture turn does (a sum over 30,000 numbers, then a node and an edge) from N threads, "
+        "to one graph or each to a graph of its own, sent in a MULTI/EXEC (as capture sends its "
+        "writes) or as one query. Writes/s, and the server's CPU over the wall time (busy).",
+        "",
+        "| threads | one graph, MULTI/EXEC | one graph, a query | a graph each, MULTI/EXEC | "
+        "a graph each, a query |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for row in results.get("writers", []):
+        cells = [f"{row[k]['writes_per_s']:,.0f}/s (busy {row[k]['server_busy']:.2f})"
+                 for k in ("one_multi", "one_query", "own_multi", "own_query")]
+        lines.append(f"| {row['threads']} | " + " | ".join(cells) + " |")
     last_memory = long["rows"][-1]["memory"]
     lines += [
         "",
@@ -1062,12 +1088,7 @@ def markdown(results: dict[str, Any]) -> str:
         "",
     ]
     for row in _profiled_rows(long["rows"]):
-        lines += _profile_table(
-            f"After {row['turns']:,} turns of the conversation (alone, over {row['turns']:,} items, "
-            f"the distinct fold of the carried claims takes {_ms(row['quadratic_ms']['fold'])} and "
-            f"the test that every message was found {_ms(row['quadratic_ms']['found'])}):",
-            row["profile"],
-        )
+        lines += _profile_table(f"After {row['turns']:,} turns of the conversation:", row["profile"])
     crowd_steps = {k: v for k, v in results["crowd_profile"].items() if k != "runs"}
     lines += _profile_table(
         f"A run of the {results['crowd_profile']['runs']}-run crowd, on the graph the crowd left:",
@@ -1116,22 +1137,16 @@ def findings(results: dict[str, Any]) -> list[str]:
         out.append(
             f"  - At {row['turns']:,} turns decide's query (`{query['query']}`, "
             f"{query['sent_chars']:,} characters with its parameters: every message's key) spends "
-            f"{top['ms'] / query['ops_ms']:.0%} of its operations' {query['ops_ms']:.1f} ms in one "
-            f"{_cell(top['op'])} (over {_cell(top['over'] or '-')}, {_rows(top['rows'])}). By its "
-            "place it is the WITH after the messages' claims are collected, which holds two "
-            "expressions quadratic in the input: the distinct fold of the carried claims "
-            "(`reduce(acc = [], x IN oc + mcs | CASE WHEN x IN acc THEN acc ELSE acc + [x] END)`: "
-            "each claim looked up in, and copied into, the list built so far) and the test that "
-            "every message was found (`any(k IN $refkeys WHERE NOT k IN (okeys + mkeys))`, the "
-            f"found keys concatenated anew for each). Alone, over {row['turns']:,} items of the "
-            f"graph, the fold takes {_ms(row['quadratic_ms']['fold'])} and the test "
-            f"{_ms(row['quadratic_ms']['found'])}. The next slowest operations are "
+            f"{top['ms'] / query['ops_ms']:.0%} of its operations' {query['ops_ms']:.1f} ms in its "
+            f"slowest, {_cell(top['op'])} (over {_cell(top['over'] or '-')}, {_rows(top['rows'])}); "
+            "the next are "
             + " and ".join(
                 f"{_cell(op['op'])} ({_ms(op['ms'])}, {_rows(op['rows'])})" for op in query["top"][1:3]
             )
-            + f"; reading each message's claims and creating the turn's {row['turns'] + 1:,} "
-            "SUPPORTS edges are linear in the input, so quadratic over the conversation. In the "
-            f"server the query ran {_ms(query['server_ms'] or 0)} (its internal execution time)."
+            + f". Each is linear in the input (a lookup of each message by its key, a step to each "
+            f"claim it carries, the turn's {row['turns'] + 1:,} SUPPORTS edges), so a conversation "
+            f"costs the square of its length. In the server the query ran "
+            f"{_ms(query['server_ms'] or 0)} (its internal execution time)."
         )
     out.append(
         f"- **Memory grows with the edges**: {last['memory']['growth'] / 2**20:,.1f} MiB for one "
@@ -1182,6 +1197,21 @@ def findings(results: dict[str, Any]) -> list[str]:
         "reading the commands and writing the append-only file. (The internal execution time is "
         "wall time: on a shared machine it also holds the waits for a core.)"
     )
+    spread = results.get("writers", [])
+    if spread:
+        most = spread[-1]
+        out.append(
+            f"- **More writers, not a faster one**: {most['threads']} threads of a write costing a "
+            f"capture turn's CPU reach {most['one_multi']['writes_per_s']:,.0f}/s on one graph in "
+            f"MULTI/EXEC (server busy {most['one_multi']['server_busy']:.2f}) and "
+            f"{most['one_query']['writes_per_s']:,.0f}/s as single queries; a graph each, "
+            f"{most['own_multi']['writes_per_s']:,.0f}/s in MULTI/EXEC and "
+            f"{most['own_query']['writes_per_s']:,.0f}/s as single queries (busy "
+            f"{most['own_query']['server_busy']:.2f}). FalkorDB locks a graph for a write and runs "
+            "a MULTI/EXEC on its main thread: only graphs that share nothing, written by single "
+            "queries, use the server's other cores. A tenant that outgrows one writer splits by "
+            "scope (a veto binds only within one), a graph a scope, each turn one query."
+        )
     return [*out, "", *targets(results)]
 
 
