@@ -83,6 +83,18 @@ def no_orphan_servers() -> Iterator[None]:
                 process.terminate()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def crewai_storage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """CrewAI keeps task outputs and memory in a per-user folder (~/.local/share/<project>) shared
+    by every CrewAI version on the machine: a newer version migrates its tables and an older one
+    then misreads them (CI runs the lowest and the highest side by side). Every test, and every
+    example a test runs, gets a folder of its own."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("crewai-data")))
+        patch.setenv("CREWAI_STORAGE_DIR", "rippl-tests")
+        yield
+
+
 @pytest.fixture(scope="session")
 def falkordb_server() -> Iterator[FalkorDBServer]:
     server = start_falkordb_server()
