@@ -1,14 +1,18 @@
 """What every benchmark script under bench/scripts does around its measurements: its command line
 (`options`), where its results go (`results_file`), saving them stamped with the date and commit
 they were measured at (`save`), and printing them and writing its section of docs/benchmarks.md
-(`publish`). The machine it ran on is `rippl_bench.machine`."""
+(`publish`). The machine it ran on is `rippl_bench.machine`. `load_script` imports a script by
+name, as the tests that run them on tiny sizes do."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
 
 from rippl_bench.report import replace_section
@@ -53,3 +57,13 @@ def publish(results: dict[str, Any], path: Path, markdown: Callable[[dict[str, A
         print(f"updated {DOCS.relative_to(ROOT)}")
     print(f"wrote {path.relative_to(ROOT)}")
     return section
+
+
+def load_script(name: str) -> ModuleType:
+    """bench/scripts/<name>.py as a module (registered under `name`, so its dataclasses resolve)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -4,10 +4,8 @@ Benchmarks record numbers; these tests only check behaviour (no timing assertion
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -15,18 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rippl_bench.generate import batches, causal_graph
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_limits.py"
+from rippl_bench.script import load_script
 
 
 @pytest.fixture(scope="module")
 def limits() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_limits", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_limits"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_limits")
 
 
 @settings(max_examples=20, deadline=None)

@@ -4,25 +4,17 @@ Benchmarks record numbers; these tests only check behaviour (no timing assertion
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_scale.py"
+from rippl_bench.script import load_script
 
 
 @pytest.fixture(scope="module")
 def scale() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_scale", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_scale"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_scale")
 
 
 def test_quick_run_on_tiny_sizes(scale: ModuleType, tmp_path: Path) -> None:
