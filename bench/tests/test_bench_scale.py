@@ -58,9 +58,15 @@ def test_quick_run_on_tiny_sizes(scale: ModuleType, tmp_path: Path) -> None:
             assert row["turns_per_s"] > 0 and row["bare_writes_per_s"] > 0
     profile = results["crowd_profile"]
     assert profile["runs"] == 3 and profile["decide"] and profile["executed"]
+    # issue 28's other paths, each beside its limit: every node and edge the load wrote, the
+    # checkpointer's four paths sampled
+    load, points = results["earlier"]["load"], results["earlier"]["checkpointer"]
+    assert load["nodes"] == load["bare_nodes"] == 2_000 and load["edges"] == load["bare_edges"] > 0
+    assert all(points[path]["n"] > 0 for path in ("put", "write", "get_tuple", "read"))
     section = scale.markdown(results)
     assert section.startswith(scale.HEADING + "\n")
     assert "| 3 (asyncio) |" in section and "| 8 |" in section
+    assert "| `load` / a bare UNWIND CREATE (time per node + edge) | 2,000 nodes |" in section
 
 
 def test_profile_lines_are_read_with_their_depth_and_children(scale: ModuleType) -> None:
