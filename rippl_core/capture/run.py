@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -92,21 +93,25 @@ class Carriers:
     never a guarantee (that query checks it, and defers to `cypher.decide` when it does not hold),
     so a stale entry (a run pruned, a message another run recorded) costs a round trip, never a
     wrong record. `sure` entries were recorded by this run's own operations; the others are
-    messages a full decide found or recorded. Bounded: the oldest entries are forgotten."""
+    messages a full decide found or recorded. Bounded: the oldest entries are forgotten. One
+    handle's runs share it across threads: its writes hold a lock (two threads forgetting the
+    oldest entry at once would otherwise delete one key twice)."""
 
     LIMIT = 4096
 
     def __init__(self) -> None:
         self._keys: dict[str, tuple[str, bool] | None] = {}
+        self._lock = threading.Lock()
 
     def mark(self, run: str, keys: Sequence[str], *, sure: bool) -> None:
-        for key in keys:
-            if not sure and key in self._keys:
-                continue
-            self._keys.pop(key, None)
-            self._keys[key] = (run, sure)
-        while len(self._keys) > self.LIMIT:
-            del self._keys[next(iter(self._keys))]
+        with self._lock:
+            for key in keys:
+                if not sure and key in self._keys:
+                    continue
+                self._keys.pop(key, None)
+                self._keys[key] = (run, sure)
+            while len(self._keys) > self.LIMIT:
+                del self._keys[next(iter(self._keys))]
 
     def mark_run(self, run: str) -> None:
         """The run's node and root exist (this client recorded something of it)."""
@@ -129,10 +134,11 @@ class Carriers:
 
     def doubt(self, keys: Sequence[str]) -> None:
         """The smaller query found these are not all the run's own: keep the guessed ones off."""
-        for key in keys:
-            entry = self._keys.get(key)
-            if entry is None or not entry[1]:
-                self._keys[key] = None
+        with self._lock:
+            for key in keys:
+                entry = self._keys.get(key)
+                if entry is None or not entry[1]:
+                    self._keys[key] = None
 
 
 def capture_policy(policy: Policy) -> Policy:

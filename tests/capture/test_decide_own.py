@@ -6,6 +6,8 @@ whole query in the same call."""
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -212,3 +214,36 @@ def test_what_the_run_recorded_itself_stays_known_when_a_guess_fails(
     sent.clear()  # and the failed guess is forgotten: a turn on h9 sends the whole query at once
     a.decide("t5", [ToolCall(name="noop", args={"n": 5}, id="c5")], context=["h9"])
     assert known_root not in sent
+
+
+def test_the_hint_survives_many_threads_forgetting_its_oldest_entries_at_once() -> None:
+    """One handle's runs mark carriers from many threads; past its bound each forgets the oldest
+    entry, and two threads forgetting the same one must not delete it twice (KeyError) or change
+    the dict under another's iteration (RuntimeError)."""
+
+    class Small(capture_run.Carriers):
+        LIMIT = 4
+
+    carriers = Small()
+    errors: list[BaseException] = []
+
+    def mark(n: int) -> None:
+        try:
+            for i in range(3000):
+                carriers.mark(f"run-{n}", [f"{n}-{i}", f"{n}-{i}b"], sure=i % 2 == 0)
+                carriers.doubt([f"{n}-{i}"])
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads between almost every bytecode
+    try:
+        threads = [threading.Thread(target=mark, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert len(carriers._keys) <= Small.LIMIT
