@@ -113,8 +113,9 @@ GRAPH_SCHEMA = dataclasses.replace(
     # a run's agent, framework), readings given the host of their URL arguments; 11: claims'
     # keys, proposals' pairs, claims' words (full text): contradictions; 12: what rests on a
     # reading, found by it (the index of `reads`: a superseded reading lowers their `reads_until`);
-    # 13: captured calls keyed in their run's scope (a veto read in another run of the scope)
-    version="13", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
+    # 13: captured calls keyed in their run's scope (a veto read in another run of the scope);
+    # 14: tools' input schemas registered with a run (:ToolSchema, by run)
+    version="14", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
                             nodes.backfill_call_keys, log.backfill_tree,
                             capture.backfill_result_digests, capture.backfill_reading_hosts,
                             capture.backfill_scoped_calls))

@@ -18,6 +18,7 @@ from rippl_core.capture.context import BIND_SEP
 from rippl_core.causal import cypher as causal_cypher
 
 RUN, OBSERVATION, SAW = "Run", "Observation", "SAW"
+TOOL_SCHEMA = "ToolSchema"  # a tool's input schema registered with a run (its calls compared on it)
 
 OVERRIDE = "Override"
 
@@ -26,7 +27,8 @@ SCHEMA = Schema("3", unique_ids=(RUN, OBSERVATION, OVERRIDE), indexes=(
     Index(OBSERVATION, "run"), Index("Node", "run"), Index(RUN, "last_active"),
     Index("Decision", "key"), Index("Action", "vkey"), Index("Action", "vtool"),
     Index(OVERRIDE, "vkey"), Index(RUN, "scope"), Index("Claim", "read_key"),
-    Index("Claim", "read_tool"), Index("Node", "reads"), Index("Action", "scall")))
+    Index("Claim", "read_tool"), Index("Node", "reads"), Index("Action", "scall"),
+    Index(TOOL_SCHEMA, "run")))
 
 
 def call_ref(run: str, call_id: str) -> str:
@@ -845,6 +847,20 @@ def mark_executed(action_id: str, at: int, digest: str | None) -> Query:
                  {"id": action_id, "at": at, "digest": digest})
 
 
+def register_tools(run: str, tools: Sequence[Mapping[str, str]], now: int) -> Query:
+    """Keep each tool's input schema with the run (`tools`: {tool, schema (JSON text)}), replacing
+    one registered before under the same name."""
+    return Query(f"UNWIND $tools AS t MERGE (s:{TOOL_SCHEMA} {{run: $run, tool: t.tool}}) "
+                 "SET s.schema = t.schema, s.registered_at = $now",
+                 {"run": run, "tools": list(tools), "now": now})
+
+
+def tool_schemas(run: str) -> Query:
+    """The tools' input schemas registered with the run: (tool, schema as JSON text)."""
+    return Query(f"MATCH (s:{TOOL_SCHEMA} {{run: $run}}) RETURN s.tool, s.schema",
+                 {"run": run}, read_only=True)
+
+
 def close(run: str, now: int) -> Query:
     return Query(f"MATCH (r:{RUN} {{id: $run}}) SET r.closed_at = coalesce(r.closed_at, $now) "
                  "RETURN r.id", {"run": run, "now": now})
@@ -868,6 +884,7 @@ def prune(runs: Sequence[str]) -> Query:
     return Query(
         f"UNWIND $runs AS rid MATCH (r:{RUN} {{id: rid}}) "
         f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.run = rid DETACH DELETE o "
+        f"WITH DISTINCT r, rid OPTIONAL MATCH (ts:{TOOL_SCHEMA}) WHERE ts.run = rid DELETE ts "
         "WITH DISTINCT r, rid OPTIONAL MATCH (n:Node) WHERE n.run = rid "
         "AND NOT coalesce(n.retracted, false) AND coalesce(n.pending, 0) = 0 "
         "WITH r, rid, collect(n) AS doomed "

@@ -116,6 +116,16 @@ class Run(_RunHandle["SyncDriver"]):
             self._driver.run(lambda: ops.rejoin(recorded), write=True)
         return recorded.claim
 
+    def register_tools(self, schemas: Mapping[str, Mapping[str, Any]]) -> None:
+        """Keep each tool's input schema (tool name -> JSON Schema object) with the run, in the
+        graph: whoever continues the run compares its calls on the arguments the tool receives
+        (`rippl_core.capture.arguments`). A tool registered again is replaced."""
+        self._driver.run(lambda: ops.register_tools(self.ref, schemas))
+
+    def tool_schemas(self) -> dict[str, dict[str, Any]]:
+        """The input schemas registered with the run, by tool name."""
+        return self._driver.run(lambda: ops.tool_schemas(self.ref))
+
     def close(self) -> None:
         """Close the run: `prune_runs` may then remove its capture."""
         self._driver.run(lambda: ops.close(self.ref))
@@ -188,6 +198,16 @@ class AsyncRun(_RunHandle["AsyncDriver"]):
         if recorded.sources:  # a claim that was OUT holds again: relabel what rests on it
             await self._driver.run(lambda: ops.rejoin(recorded), write=True)
         return recorded.claim
+
+    async def register_tools(self, schemas: Mapping[str, Mapping[str, Any]]) -> None:
+        """Keep each tool's input schema (tool name -> JSON Schema object) with the run, in the
+        graph: whoever continues the run compares its calls on the arguments the tool receives
+        (`rippl_core.capture.arguments`). A tool registered again is replaced."""
+        await self._driver.run(lambda: ops.register_tools(self.ref, schemas))
+
+    async def tool_schemas(self) -> dict[str, dict[str, Any]]:
+        """The input schemas registered with the run, by tool name."""
+        return await self._driver.run(lambda: ops.tool_schemas(self.ref))
 
     async def close(self) -> None:
         """Close the run: `prune_runs` may then remove its capture."""

@@ -696,6 +696,39 @@ def backfill_result_digests() -> Op[None]:
     yield cypher.BACKFILL_RESULT_DIGESTS
 
 
+MAX_SCHEMA_CHARS = 64_000  # one tool's input schema, as JSON
+
+
+def register_tools(run: RunRef, schemas: Mapping[str, Mapping[str, Any]]) -> Op[None]:
+    """Keep each tool's input schema (a JSON Schema object) with the run, so that its calls are
+    compared on the arguments the tool receives (`capture.arguments`) wherever the run continues:
+    another process, a server that restarted or let the run leave its memory."""
+    if not isinstance(schemas, Mapping) or not schemas:
+        raise InvalidInputError("schemas must map each tool's name to its input schema (a JSON "
+                                f"Schema object), at least one; got {type(schemas).__name__}")
+    rows = []
+    for tool, schema in schemas.items():
+        name = check_id(tool, what="tool name")
+        if not isinstance(schema, Mapping):
+            raise InvalidInputError(f"the schema of tool {name!r} must be a JSON Schema object (a "
+                                    f"mapping), got {type(schema).__name__}")
+        try:
+            text = json.dumps(schema, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"the schema of tool {name!r} is not JSON: {exc}") from None
+        if len(text) > MAX_SCHEMA_CHARS:
+            raise InvalidInputError(f"the schema of tool {name!r} is {len(text):,} characters as "
+                                    f"JSON, more than {MAX_SCHEMA_CHARS:,}")
+        rows.append({"tool": name, "schema": text})
+    yield Commit([cypher.register_tools(run.id, rows, now_ms())], blind=True)
+
+
+def tool_schemas(run: RunRef) -> Op[dict[str, dict[str, Any]]]:
+    """The tools' input schemas registered with the run (`register_tools`), by tool name."""
+    rows = yield cypher.tool_schemas(run.id)
+    return {tool: json.loads(text) for tool, text in rows}
+
+
 def close(run: RunRef) -> Op[None]:
     """Close the run (prune_runs then may remove its capture)."""
     yield Commit([cypher.close(run.id, now_ms())], blind=True)

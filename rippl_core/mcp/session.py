@@ -27,9 +27,9 @@ of its later calls) is kept per client: per connection, or, for stateless reques
 the token's holder sends them). Call ids the server mints are random (`call-<32 hex>`).
 
 The server keeps at most `max_runs` runs in memory, the least recently used leaving first. The
-graph keeps a run's record, so a run that left continues when its client comes back: only what
-its client was told is lost, and its later calls then rest on everything the run observed, which
-can veto more, never less (fail closed).
+graph keeps a run's record, and the tools' schemas its clients registered, so a run that left
+continues when its client comes back: only what its client was told is lost, and its later calls
+then rest on everything the run observed, which can veto more, never less (fail closed).
 """
 
 # No `from __future__ import annotations` here: the MCP server reads the signatures of tools
@@ -167,7 +167,8 @@ def _call_key(tool: str, args: dict[str, Any] | None) -> tuple[str, str]:
 class RunState:
     """A run the server holds in memory: its handle, its token, the last call id of each (tool,
     args) checked in it, what each of its clients was told, and the input schemas of the tools
-    its clients registered (their calls are compared on the arguments the tool receives)."""
+    its clients registered (their calls are compared on the arguments the tool receives; the
+    graph keeps them with the run)."""
 
     run: AsyncRun
     token: str
@@ -175,7 +176,7 @@ class RunState:
     calls: Recent[tuple[str, str], str] = field(default_factory=lambda: Recent(MAX_CALLS))
     told: weakref.WeakKeyDictionary[object, list[str]] = field(
         default_factory=weakref.WeakKeyDictionary)
-    schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
+    schemas: dict[str, dict[str, Any]] | None = None  # None: not read from the graph yet
 
 
 @dataclass(frozen=True)
@@ -210,10 +211,23 @@ class ClientRun:
             self.told.append(call_id)
             del self.told[:-MAX_TOLD]
 
-    def received(self, tool: str, args: dict[str, Any] | None) -> dict[str, Any]:
+    async def schemas(self) -> dict[str, dict[str, Any]]:
+        """The tools' schemas registered with the run: kept in the graph with it, read once per
+        stay in the server's memory (so a run that left it, or a server that restarted, compares
+        its calls as before)."""
+        if self.state.schemas is None:
+            self.state.schemas = await self.run.tool_schemas()
+        return self.state.schemas
+
+    async def register(self, schemas: dict[str, dict[str, Any]]) -> None:
+        """Register tools' input schemas with the run (in the graph, then here)."""
+        await self.run.register_tools(schemas)
+        (await self.schemas()).update(schemas)
+
+    async def received(self, tool: str, args: dict[str, Any] | None) -> dict[str, Any]:
         """The arguments `tool` receives for `args`, under the schema registered for it (as sent
         when none was)."""
-        return received(args or {}, self.state.schemas.get(tool))
+        return received(args or {}, (await self.schemas()).get(tool))
 
     async def decide(self, call: ToolCall, repeat_scope: RepeatScope) -> Verdict:
         """Record the call as a turn of its own (resting on everything the run observed, less

@@ -97,6 +97,43 @@ async def test_a_veto_binds_a_team_mate_over_mcp(clients: tuple[Client, Client],
     assert lifted["safe"] is True, lifted["reason"]
 
 
+async def test_the_tools_schemas_stay_with_a_run_that_left_the_servers_memory(
+        clients: tuple[Client, Client], db: Path, direct: Rippl, tmp_path: Path) -> None:
+    """A team mate on a server that holds one run in memory: its run leaves when it starts
+    another, and comes back by its token. The schema it registered is kept with the run in the
+    graph, so a default spelled out and a number quoted still repeat the act vetoed in its run."""
+    lead, _ = clients
+    tag = uuid.uuid4().hex[:6]
+    team = f"team-{tag}"
+    mine = {"rippl_run": (await lead.call("start_run", name="lead", scope=team))["run"]}
+    reading = await read_health(lead, tag, mine)
+    direct.retract(reading, reason="stale cache", by="monitor")
+    veto = await lead.call("check_premises", tool="migrate", args={"shard": tag}, _meta=mine)
+    assert veto["safe"] is False
+    handed = await lead.call("hand_over", _meta=mine)
+    with (tmp_path / "forgetful.log").open("w") as log:
+        async with stdio_client_for(readme_stdio_params(db, "--max-runs", "1"), log) as helper:
+            theirs = {"rippl_run": (await helper.call("start_run", scope=team))["run"]}
+            await helper.call("register_tools", tools=[{"name": "migrate",
+                                                       "inputSchema": MIGRATE_SCHEMA}],
+                              _meta=theirs)
+            await helper.call("receive_hand_over", ref=handed["ref"], _meta=theirs)
+            await helper.call("start_run", name="another")  # the team mate's run leaves memory
+            # back, it rests on all it carried (what it was told was lost with it: fail closed)
+            again = await helper.call("check_premises", tool="migrate", args={"shard": tag},
+                                      _meta=theirs)
+            assert again["safe"] is False
+            spelled = {"shard": tag, "rows": "100", "dry_run": False}
+            held = await helper.call("check_premises", tool="migrate", args=spelled, _meta=theirs)
+            other = await helper.call("check_premises", tool="migrate", args={"shard": "07"},
+                                      _meta=theirs)
+    assert held["safe"] is False, held
+    assert "it repeats the call vetoed" in held["reason"]
+    assert other["safe"] is True, other["reason"]  # another act: judged on what it was told
+    assert direct.run(held["run_id"]).tool_schemas() == {"migrate": MIGRATE_SCHEMA}
+    assert direct.run(handed["run_id"]).tool_schemas() == {}  # the lead registered none
+
+
 async def test_a_team_mate_that_received_nothing_is_judged_on_its_own_run(
         clients: tuple[Client, Client], direct: Rippl) -> None:
     lead, helper = clients

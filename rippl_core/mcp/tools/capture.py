@@ -52,9 +52,10 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
         """Register the input schema of each tool you will check in this run: its calls are then
         compared on the arguments the tool receives (defaults filled, numbers and booleans
         written as text read as values), so spelling a default out or quoting a number does not
-        make another call. Kept while the server holds the run in memory."""
+        make another call. Kept with the run in the graph: a server that restarted, or a run
+        that left its memory, still compares on them. A tool registered again is replaced."""
         client = sessions.of(ctx)
-        client.state.schemas.update({t.name: dict(t.inputSchema) for t in tools})
+        await client.register({t.name: dict(t.inputSchema) for t in tools})
         return ExecutionRecord(call_id=None, result_claim=None, run=client.token,
                                run_id=client.run.id)
 
@@ -112,7 +113,7 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
         if chosen is None:
             raise NotFoundError(f"no check of {tool} with these args in this run; call "
                                 "check_premises first and pass its call_id")
-        claim = await client.run.executed(ToolCall(name=tool, args=client.received(tool, args),
+        claim = await client.run.executed(ToolCall(name=tool, args=await client.received(tool, args),
                                                    id=chosen), output,
                                           ok=ok, fresh_for=fresh_for, reads=reads)
         return ExecutionRecord(call_id=chosen, result_claim=claim, run=client.token,

@@ -68,8 +68,9 @@ def register(rippl: AsyncRippl, tool: Registrar, sessions: Sessions) -> None:
             return CheckResult.of(await rippl.check(subject, as_of=as_of, known_at=known_at))
         client = sessions.of(ctx)
         ref = call_id or client.next_call_id()
-        call = ToolCall(name=tool, args=client.received(tool, args), id=ref)
-        try:
+        call = ToolCall(name=tool, args=args or {}, id=ref)
+        try:  # the graph unreachable, for the tool's schema or the decision: a verdict that denies
+            call = ToolCall(name=tool, args=await client.received(tool, args), id=ref)
             verdict = await client.decide(call, repeat_scope)
         except DatabaseError as exc:
             return CheckResult.of(error_verdict(call, exc, rippl.policy), run=client.token,
