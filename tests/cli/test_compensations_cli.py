@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from typer.testing import CliRunner
+from helpers_cli import rippl_cli as run
 
 from rippl_core import Rippl
-from rippl_core.cli import app
 
-runner = CliRunner()
 INCIDENT = Path(__file__).resolve().parents[2] / "examples" / "incident.yaml"
-
-
-def run(db: Path, *args: str) -> Any:
-    result = runner.invoke(app, ["--db", str(db), "--graph", "ops", *args])
-    assert "Traceback" not in result.output, result.output
-    return result
 
 
 def test_resolve_from_the_command_line(tmp_path: Path) -> None:

@@ -6,21 +6,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from typer.testing import CliRunner
+from click.testing import Result
+from helpers_cli import rippl_cli
 
 from rippl_core import Rippl
-from rippl_core.cli import app
-
-runner = CliRunner()
 
 
-def run(db: Path, *args: str) -> Any:
-    result = runner.invoke(app, ["--db", str(db), "--graph", "ops", *args],
-                           env={"COLUMNS": "160"})
-    assert "Traceback" not in result.output, result.output
-    return result
+def run(db: Path, *args: str) -> Result:
+    return rippl_cli(db, *args, env={"COLUMNS": "160"})
 
 
 HEALTHY = """

@@ -6,20 +6,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from typer.testing import CliRunner
+from helpers_cli import rippl_cli as run
 
 from rippl_core import Rippl, ToolCall
-from rippl_core.cli import app
-
-runner = CliRunner()
-
-
-def run(db: Path, *args: str) -> Any:
-    result = runner.invoke(app, ["--db", str(db), "--graph", "ops", *args])
-    assert "Traceback" not in result.output, result.output
-    return result
 
 
 def test_an_override_goes_through_the_review_queue(tmp_path: Path) -> None:

@@ -6,22 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from typer.testing import CliRunner
+from helpers_cli import rippl_cli as run
 
 from rippl_core import Rippl
-from rippl_core.cli import app
 from rippl_core.testing import Clock
 from tests.helpers_provenance import EVIL, START, seed
-
-runner = CliRunner()
-
-
-def run(db: Path, *args: str) -> Any:
-    result = runner.invoke(app, ["--db", str(db), "--graph", "ops", *args])
-    assert "Traceback" not in result.output, result.output
-    return result
 
 
 def test_propose_by_provenance_then_approve(tmp_path: Path) -> None:
@@ -40,8 +30,7 @@ def test_propose_by_provenance_then_approve(tmp_path: Path) -> None:
     [listed] = json.loads(run(db, "review", "list", "--format", "json").output)
     assert listed["id"] == review and listed["kind"] == "provenance"
     assert sorted(listed["matched"]) == sorted(incident.evil_claims.values())
-    table = runner.invoke(app, ["--db", str(db), "--graph", "ops", "review", "list"],
-                          env={"COLUMNS": "250"}).output
+    table = run(db, "review", "list", env={"COLUMNS": "250"}).output
     assert "provenance" in table and "3 sources" in table
     approved = run(db, "review", "approve", review, "--by", "alice")
     assert approved.exit_code == 0, approved.output

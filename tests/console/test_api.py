@@ -5,12 +5,9 @@ decided reviews, separation of duties, an unreachable graph)."""
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
-from helpers_console import ALICE, BOB, INCIDENT, add_beliefs, client, sign_in
+from helpers_console import ALICE, BOB, add_beliefs, client, sign_in
 
 from rippl_core import AsyncRippl, ToolCall
 from rippl_core.capture import ids
@@ -19,15 +16,6 @@ from rippl_core.review.receipts import verify_export
 from rippl_core.testing import FalkorDBServer, start_falkordb_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def rippl(falkordb_server: FalkorDBServer) -> AsyncIterator[AsyncRippl]:
-    handle = await AsyncRippl.open(url=falkordb_server.url, graph=f"console-{uuid.uuid4().hex[:8]}")
-    await handle.load(INCIDENT)
-    yield handle
-    await handle.drop()
-    await handle.close()
 
 
 # -- reads -------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from helpers_browser import COLOURS, Page, close_to
-from helpers_console import loopback_graph, serving
+from helpers_console import loopback_graph
 
 from rippl_core import Rippl
 from rippl_core.testing import FalkorDBServer
@@ -32,15 +32,6 @@ def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
                      "decisions": [{"id": f"DEC-{i:05d}", "title": f"decision {i}",
                                     "premises": ["CLM-WIDE"]} for i in range(DEPENDENTS)]})
         yield handle
-
-
-@pytest.fixture(scope="module")
-def console_url(falkordb_server: FalkorDBServer, graph: Rippl,
-                tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`rippl --url URL --graph G serve --port P`: no reviewers, reads open on loopback."""
-    folder = tmp_path_factory.mktemp("console-wave")
-    with serving(falkordb_server.url, graph.graph, folder / "server.log") as url:
-        yield url
 
 
 def stats(page: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from helpers_browser import IMG, Page
-from helpers_console import loopback_graph, serving
+from helpers_console import loopback_graph
 
 from rippl_core import Rippl, ToolCall
 from rippl_core.testing import FalkorDBServer
@@ -27,15 +27,6 @@ ROLLBACK = ToolCall(name="rollback_window", args={"shard": "09"}, id="c4")
 def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
     with loopback_graph(falkordb_server.url, "browser-runs") as handle:
         yield handle
-
-
-@pytest.fixture(scope="module")
-def console_url(falkordb_server: FalkorDBServer, graph: Rippl,
-                tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`rippl --url URL --graph G serve --port P`: no reviewers, reads open on loopback."""
-    folder = tmp_path_factory.mktemp("console-runs")
-    with serving(falkordb_server.url, graph.graph, folder / "server.log") as url:
-        yield url
 
 
 def test_the_runs_tab_and_a_run_page_update_live(browser: Any, console_url: str,

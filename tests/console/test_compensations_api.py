@@ -4,28 +4,21 @@ and the chain verifies; an attempt is reported under the signed-in identity."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
-
 import pytest
 import pytest_asyncio
-from helpers_console import INCIDENT, client, sign_in
+from helpers_console import client, sign_in
 
 from rippl_core import AsyncRippl
-from rippl_core.testing import FalkorDBServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def rippl(falkordb_server: FalkorDBServer) -> AsyncIterator[AsyncRippl]:
-    handle = await AsyncRippl.open(url=falkordb_server.url, graph=f"comp-{uuid.uuid4().hex[:8]}")
-    await handle.load(INCIDENT)
-    await handle.mark_executed("ACT-001")
-    await handle.retract("CLM-001", reason="disk errors", by="monitor")
-    yield handle
-    await handle.drop()
-    await handle.close()
+async def rippl(rippl: AsyncRippl) -> AsyncRippl:
+    """The incident graph (conftest) with ACT-001 run and CLM-001 retracted under it."""
+    await rippl.mark_executed("ACT-001")
+    await rippl.retract("CLM-001", reason="disk errors", by="monitor")
+    return rippl
 
 
 async def test_resolve_is_a_reviewers_act_with_csrf(rippl: AsyncRippl) -> None:

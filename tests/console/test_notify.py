@@ -10,21 +10,19 @@ import asyncio
 import json
 import threading
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
-from helpers_console import INCIDENT, client
+from helpers_console import client
 from typer.testing import CliRunner
 
 from rippl_core import AsyncRippl, InvalidInputError
 from rippl_core.cli import app as cli
 from rippl_core.console.notify import Webhook, check_url, sign, signature_valid
-from rippl_core.testing import FalkorDBServer, free_port
+from rippl_core.testing import free_port
 
 SECRET = b"webhook-secret-0123456789"
 
@@ -83,15 +81,6 @@ def receiver() -> Iterator[Receiver]:
     found.start()
     yield found
     found.stop()
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def rippl(falkordb_server: FalkorDBServer) -> AsyncIterator[AsyncRippl]:
-    handle = await AsyncRippl.open(url=falkordb_server.url, graph=f"notify-{uuid.uuid4().hex[:8]}")
-    await handle.load(INCIDENT)
-    yield handle
-    await handle.drop()
-    await handle.close()
 
 
 async def until(condition: Any, timeout: float = 20.0) -> None:

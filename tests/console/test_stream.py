@@ -8,33 +8,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 import uvicorn
-from helpers_console import INCIDENT, add_beliefs
+from helpers_console import add_beliefs
 
 from rippl_core import AsyncRippl
 from rippl_core.console import stream as stream_module
 from rippl_core.console.app import create_app
 from rippl_core.console.stream import EventHub
-from rippl_core.testing import FalkorDBServer, free_port
+from rippl_core.testing import free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 WAVE = 18  # CLM-001 and the 17 nodes that rest on it alone
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def rippl(falkordb_server: FalkorDBServer) -> AsyncIterator[AsyncRippl]:
-    handle = await AsyncRippl.open(url=falkordb_server.url, graph=f"stream-{uuid.uuid4().hex[:8]}")
-    await handle.load(INCIDENT)
-    yield handle
-    await handle.drop()
-    await handle.close()
 
 
 def parse(text: str) -> dict[str, Any]:
