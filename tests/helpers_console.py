@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from helpers_mcp import wait_for_port
+from helpers_process import stop, wait_for_port
 
 from rippl_core import AsyncRippl, Rippl
 from rippl_core.console.app import create_app
@@ -71,12 +71,7 @@ def serving(url: str, graph: str, log: Path, *options: str,
             wait_for_port(port, process, log)
             yield f"http://127.0.0.1:{port}/"
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process, timeout=20)
 
 
 async def sign_in(http: httpx.AsyncClient, token: str = ALICE) -> str:

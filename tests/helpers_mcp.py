@@ -10,10 +10,8 @@ import importlib
 import inspect
 import json
 import re
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any, TextIO
 
 import httpx
 import pytest
+from helpers_process import stop, wait_for_port
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -275,23 +274,6 @@ def rippl_script() -> str:
     return str(Path(sys.executable).parent / "rippl")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the MCP server exited with {process.returncode}:\n{log.read_text()}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"the MCP server did not listen on {port}:\n{log.read_text()}")
-
-
 @contextlib.contextmanager
 def http_server(args: list[str], log: Path, env: dict[str, str] | None = None) -> Any:
     """`rippl [args]` started as a process (with an HTTP transport in args, and `env` as its
@@ -304,10 +286,5 @@ def http_server(args: list[str], log: Path, env: dict[str, str] | None = None) -
             wait_for_port(port, process, log)
             yield process
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 

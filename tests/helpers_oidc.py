@@ -32,6 +32,7 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import httpx
 from helpers_identity import IssuerKey, new_key
+from helpers_process import stop as stop_process
 
 from rippl_core.testing import free_port
 
@@ -171,12 +172,7 @@ class OidcProvider:
         assert answer.status_code == 200, answer.text
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process, timeout=20)
 
 
 @contextlib.contextmanager

@@ -18,7 +18,6 @@ from helpers_mcp import (
     REPO,
     Client,
     all_of,
-    free_port,
     http_client_for,
     http_server,
     rippl_script,
@@ -27,7 +26,7 @@ from helpers_mcp import (
 from helpers_mcp import StdioServerParameters as Params
 
 from rippl_core import Rippl
-from rippl_core.testing import FalkorDBServer, start_falkordb_server
+from rippl_core.testing import FalkorDBServer, free_port, start_falkordb_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -22,12 +22,12 @@ import httpx
 import pytest
 import pytest_asyncio
 from helpers_console import incident_graph
-from helpers_mcp import Client, MemoryTokens, free_port, http_server, oauth_client_for
+from helpers_mcp import Client, MemoryTokens, http_server, oauth_client_for
 from helpers_oidc import Client as OidcClient
 from helpers_oidc import OidcProvider
 
 from rippl_core import Rippl
-from rippl_core.testing import FalkorDBServer
+from rippl_core.testing import FalkorDBServer, free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

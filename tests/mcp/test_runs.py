@@ -28,7 +28,6 @@ from helpers_mcp import (
     REPO,
     Client,
     StatelessClient,
-    free_port,
     http_client_for,
     http_server,
     rippl_script,
@@ -36,7 +35,7 @@ from helpers_mcp import (
 
 from rippl_core import Rippl
 from rippl_core.mcp.sdk import MAJOR
-from rippl_core.testing import FalkorDBServer
+from rippl_core.testing import FalkorDBServer, free_port
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -550,7 +550,7 @@ def test_rippl_serve_anchors_periodically(logged: Rippl, backend: dict[str, obje
     signed head lands at the witness while the console serves, and again when the log grows."""
     import time
 
-    from helpers_mcp import wait_for_port
+    from helpers_process import wait_for_port
 
     from rippl_core.testing import free_port
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 import uuid
@@ -22,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers_process import stop
 from helpers_telemetry import telemetry
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
@@ -34,6 +34,7 @@ from rippl_langgraph.testing import ScriptedChatModel, calls
 from test_nesting_langgraph import HEALTH, MIGRATE, declare, tools
 
 from rippl_core import Rippl
+from rippl_core.testing import free_port
 
 pytestmark = pytest.mark.phoenix
 
@@ -41,12 +42,6 @@ REPO = Path(__file__).resolve().parents[2]
 PHOENIX = REPO / "tools" / "phoenix" / ".venv" / "bin" / "phoenix"
 CHROMIUM = Path("/usr/bin/chromium")
 START_TIMEOUT = 600  # seconds: its first start migrates a fresh database, on two shared cores
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -81,12 +76,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(2)
         yield url
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=30)
+        stop(server)
         log.close()
 
 
