@@ -260,14 +260,19 @@ def turn_with(messages: Sequence[BaseMessage], call_id: str | None) -> Turn | No
     return None
 
 
+def state_messages(state: Any, key: str = "messages") -> Any:
+    """What a graph state (a dict, a list of messages, or an object) holds under `key`: None when
+    nothing."""
+    if isinstance(state, Mapping):
+        return state.get(key)
+    if isinstance(state, list):
+        return state
+    return getattr(state, key, None)
+
+
 def messages_in(state: Any, key: str = "messages") -> Sequence[BaseMessage]:
     """The messages of a graph state (a dict, a list of messages, or an object), or none."""
-    if isinstance(state, Mapping):
-        found = state.get(key)
-    elif isinstance(state, list):
-        found = state
-    else:
-        found = getattr(state, key, None)
+    found = state_messages(state, key)
     return found if isinstance(found, list) else []
 
 

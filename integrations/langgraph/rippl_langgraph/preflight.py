@@ -20,7 +20,7 @@ records its execution. `capture=False` checks calls against declared actions onl
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
@@ -33,7 +33,7 @@ from langgraph.types import Command, Send
 from rippl_core import CollectionNotStr, DatabaseError, InvalidInputError, Policy
 from rippl_core.adapters import ToolSettingsMap, sync_handle
 from rippl_langgraph import review as hitl
-from rippl_langgraph.capture import GraphCapture, latest_turn
+from rippl_langgraph.capture import GraphCapture, latest_turn, state_messages
 from rippl_langgraph.guard import Guard, Memory, Outcome, Resolver, veto_message
 from rippl_langgraph.toolnode import wrap_tool_node
 
@@ -52,12 +52,7 @@ def pending_calls(messages: Sequence[AnyMessage]) -> list[dict[str, Any]]:
 
 
 def _messages(state: Any, key: str) -> Sequence[AnyMessage]:
-    if isinstance(state, Mapping):
-        found = state.get(key)
-    elif isinstance(state, list):
-        found = state
-    else:
-        found = getattr(state, key, None)
+    found = state_messages(state, key)
     if found is None:
         raise InvalidInputError(f"the preflight node found no {key!r} in the graph state; pass "
                                 "messages_key= if your state keeps its messages elsewhere")

@@ -7,6 +7,8 @@ Install with the `langchain` extra; langchain-core is imported only when an extr
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -67,23 +69,13 @@ class ChatModelExtractor:
         return [("system", SYSTEM_PROMPT), ("human", user_prompt(document))]
 
     def extract(self, document: Document) -> Extraction:
-        try:
+        with _model_failures(document):
             result = self._runnable.invoke(self._input(document))
-        except (ExtractionRejected, ExtractorError):
-            raise
-        except Exception as exc:
-            raise ExtractorError(f"{document.name}: the chat model failed: "
-                                 f"{type(exc).__name__}: {exc}") from exc
         return self._result(result, document)
 
     async def aextract(self, document: Document) -> Extraction:
-        try:
+        with _model_failures(document):
             result = await self._runnable.ainvoke(self._input(document))
-        except (ExtractionRejected, ExtractorError):
-            raise
-        except Exception as exc:
-            raise ExtractorError(f"{document.name}: the chat model failed: "
-                                 f"{type(exc).__name__}: {exc}") from exc
         return self._result(result, document)
 
     def _result(self, result: Any, document: Document) -> Extraction:
@@ -150,3 +142,16 @@ def load_chat_model(path: str, *, model: str | None = None) -> Any:
             return made
         raise ExtractorError(f"{path}() returned a {type(made).__name__}, not a LangChain chat model")
     raise ExtractorError(f"{path} is a {type(target).__name__}, not a LangChain chat model")
+
+
+@contextmanager
+def _model_failures(document: Document) -> Iterator[None]:
+    """A chat model's own failure as an ExtractorError naming the document (Rippl's own errors
+    pass)."""
+    try:
+        yield
+    except (ExtractionRejected, ExtractorError):
+        raise
+    except Exception as exc:
+        raise ExtractorError(f"{document.name}: the chat model failed: "
+                             f"{type(exc).__name__}: {exc}") from exc

@@ -94,7 +94,22 @@ def _limit(limit: int | None) -> int | None:
     return limit
 
 
-class FalkorDBSaver(BaseCheckpointSaver[str]):
+class _ChainedSaver(BaseCheckpointSaver[str]):
+    """What both savers set up alike: the serializer, the chain policy that signs and verifies
+    checkpoints, and the cache of verified digests."""
+
+    policy: ChainPolicy
+
+    def __init__(self, *, serde: SerializerProtocol | None, signing_key: SigningKey | None,
+                 trusted_keys: Collection[str | Ed25519PublicKey] | None,
+                 anchor: HeadAnchor | None, accept_unchained: bool) -> None:
+        super().__init__(serde=serde)
+        self.policy = ChainPolicy.of(signing_key=signing_key, trusted_keys=trusted_keys,
+                                     anchor=anchor, accept_unchained=accept_unchained)
+        self._cache = chain.DigestCache()
+
+
+class FalkorDBSaver(_ChainedSaver):
     """A synchronous LangGraph checkpointer on FalkorDB (embedded by default, or a server).
 
     Give it an open `Rippl` handle (it shares its connection and tenant) or the same connection
@@ -109,17 +124,14 @@ class FalkorDBSaver(BaseCheckpointSaver[str]):
     """
 
     graph: str
-    policy: ChainPolicy
 
     def __init__(self, memory: Rippl | None = None, *, path: str | os.PathLike[str] | None = None,
                  url: str | None = None, graph: str = "rippl",
                  serde: SerializerProtocol | None = None, signing_key: SigningKey | None = None,
                  trusted_keys: Collection[str | Ed25519PublicKey] | None = None,
                  anchor: HeadAnchor | None = None, accept_unchained: bool = False) -> None:
-        super().__init__(serde=serde)
-        self.policy = ChainPolicy.of(signing_key=signing_key, trusted_keys=trusted_keys,
-                                     anchor=anchor, accept_unchained=accept_unchained)
-        self._cache = chain.DigestCache()
+        super().__init__(serde=serde, signing_key=signing_key, trusted_keys=trusted_keys,
+                         anchor=anchor, accept_unchained=accept_unchained)
         if memory is not None and (path is not None or url is not None):
             raise InvalidInputError("give either a Rippl handle or path/url, not both")
         if memory is not None and not isinstance(memory, Rippl):
@@ -316,7 +328,7 @@ class _Pages:
         return found
 
 
-class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
+class AsyncFalkorDBSaver(_ChainedSaver):
     """The asyncio LangGraph checkpointer on FalkorDB, for `ainvoke`/`astream`.
 
         async with await AsyncFalkorDBSaver.open(graph="ops") as saver:
@@ -330,16 +342,13 @@ class AsyncFalkorDBSaver(BaseCheckpointSaver[str]):
     """
 
     graph: str
-    policy: ChainPolicy
 
     def __init__(self, memory: AsyncRippl, *, serde: SerializerProtocol | None = None,
                  signing_key: SigningKey | None = None,
                  trusted_keys: Collection[str | Ed25519PublicKey] | None = None,
                  anchor: HeadAnchor | None = None, accept_unchained: bool = False) -> None:
-        super().__init__(serde=serde)
-        self.policy = ChainPolicy.of(signing_key=signing_key, trusted_keys=trusted_keys,
-                                     anchor=anchor, accept_unchained=accept_unchained)
-        self._cache = chain.DigestCache()
+        super().__init__(serde=serde, signing_key=signing_key, trusted_keys=trusted_keys,
+                         anchor=anchor, accept_unchained=accept_unchained)
         if not isinstance(memory, AsyncRippl):
             raise InvalidInputError(
                 f"AsyncFalkorDBSaver needs an AsyncRippl handle, got {type(memory).__name__}; "
