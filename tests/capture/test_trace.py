@@ -5,31 +5,14 @@
 from __future__ import annotations
 
 import pytest
+from helpers_capture import ANNOUNCE, HEALTH, owed_and_vetoed
 
-from rippl_core import AsyncRippl, NotFoundError, Rippl, ToolCall
+from rippl_core import AsyncRippl, NotFoundError, Rippl
 from rippl_core.testing import Clock
-
-HEALTH = ToolCall(name="get_shard_health", args={"shard": "09"}, id="c1")
-ANNOUNCE = ToolCall(name="announce_window", args={"shard": "09"}, id="c2")
-MIGRATE = ToolCall(name="migrate_tables", args={"table": "billing", "shard": "09"}, id="c3")
-
-
-def scripted(rippl: Rippl, run_id: str = "thread-1") -> str:
-    """Read health (a reading fresh for an hour), announce on it, retract it, try to migrate:
-    one executed call owed a compensation and one vetoed call. Returns the health claim."""
-    run = rippl.run(run_id, agent="ops", framework="langgraph")
-    run.decide("t1", [HEALTH])
-    claim = run.executed(HEALTH, "healthy", fresh_for=3600)
-    run.decide("t2", [ANNOUNCE], context=["c1"])
-    run.executed(ANNOUNCE, "announced")
-    rippl.retract(claim, reason="stale cache", by="monitor")
-    [vetoed] = run.decide("t3", [MIGRATE], context=["c1"])
-    assert not vetoed.allowed
-    return claim
 
 
 def test_runs_lists_each_run_with_its_counts_and_filters(rippl: Rippl) -> None:
-    scripted(rippl)
+    owed_and_vetoed(rippl)
     rippl.run("quiet", agent="bot", framework="crewai").decide("t1", [HEALTH])
     listed = {r.id: r for r in rippl.runs()}
     thread = listed["thread-1"]
@@ -45,7 +28,7 @@ def test_runs_lists_each_run_with_its_counts_and_filters(rippl: Rippl) -> None:
 
 
 def test_a_run_trace_shows_turns_what_they_rested_on_and_verdicts(rippl: Rippl) -> None:
-    claim = scripted(rippl)
+    claim = owed_and_vetoed(rippl)
     trace = rippl.run_trace("thread-1")
     assert [t.turn for t in trace.turns] == ["t1", "t2", "t3"]
     t2 = trace.turns[1]
@@ -70,7 +53,7 @@ def test_a_run_trace_shows_turns_what_they_rested_on_and_verdicts(rippl: Rippl) 
 @pytest.mark.asyncio(loop_scope="session")
 async def test_async_reads_and_capture_events(rippl: Rippl, arippl: AsyncRippl) -> None:
     with rippl.subscribe() as stream:
-        scripted(rippl, "thread-2")
+        owed_and_vetoed(rippl, "thread-2")
         seen = []
         while (event := stream.get(timeout=2.0)) is not None:
             seen.append(event)
@@ -98,7 +81,7 @@ def test_a_call_on_a_reading_gone_stale_is_shown_stale(rippl: Rippl) -> None:
 
 
 def test_a_resolved_compensation_is_no_longer_open_in_the_runs_view(rippl: Rippl) -> None:
-    scripted(rippl)
+    owed_and_vetoed(rippl)
     [owed] = [c for c in rippl.run_trace("thread-1").calls if c.owed]
     rippl.resolve_compensation(owed.action, resolution="compensated", note="window retracted",
                                by="alice")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from helpers_capture import vetoed_migrate
 from helpers_cli import rippl_cli as run
 
 from rippl_core import Rippl, ToolCall
@@ -15,14 +16,7 @@ from rippl_core import Rippl, ToolCall
 def test_an_override_goes_through_the_review_queue(tmp_path: Path) -> None:
     db = tmp_path / "rippl.db"
     with Rippl.open(db, graph="ops") as rippl:
-        agent = rippl.run("thread-1", agent="ops")
-        health = ToolCall(name="get_health", args={"shard": "09"}, id="c1")
-        agent.decide("t1", [health], context=[])
-        claim = agent.executed(health, "shard 09: healthy")
-        rippl.retract(claim, reason="stale cache", by="monitor")
-        migrate = ToolCall(name="migrate", args={"shard": "09"}, id="c2")
-        [veto] = agent.decide("t2", [migrate], context=["c1"])
-        assert not veto.allowed
+        _, claim, migrate, veto = vetoed_migrate(rippl)
     proposed = run(db, "override", str(veto.target), "--reason", "checked by hand", "--by", "bob")
     assert proposed.exit_code == 0, proposed.output
     assert "override the veto of migrate" in proposed.output and claim in proposed.output

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from helpers_browser import IMG, Page
+from helpers_capture import vetoed_migrate
 from helpers_console import ALICE, INCIDENT, incident_graph, serving
 
 from rippl_core import Rippl, ToolCall
@@ -215,7 +216,6 @@ def test_an_override_in_the_queue_is_shown_as_one_call_and_approved_signed(
     and exactly that call runs once."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from rippl_core import ToolCall
     from rippl_core.review.keys import public_hex, signature_valid
 
     handle = Rippl.open(url=falkordb_server.url, graph=f"browser-override-{uuid.uuid4().hex[:8]}")
@@ -223,14 +223,7 @@ def test_an_override_in_the_queue_is_shown_as_one_call_and_approved_signed(
     reviewers = tmp_path / "reviewers"
     reviewers.write_text(f"alice: {ALICE} ed25519:{public_hex(key)}\n", encoding="utf-8")
     try:
-        agent = handle.run("thread-1", agent="ops")
-        health = ToolCall(name="get_health", args={"shard": "09"}, id="c1")
-        agent.decide("t1", [health], context=[])
-        claim = agent.executed(health, "shard 09: healthy")
-        handle.retract(claim, reason="stale cache", by="monitor")
-        migrate = ToolCall(name="migrate", args={"shard": "09"}, id="c2")
-        [veto] = agent.decide("t2", [migrate], context=["c1"])
-        assert not veto.allowed
+        agent, claim, migrate, veto = vetoed_migrate(handle)
         item = handle.override(veto.target, run="thread-1", reason="checked by hand", by="bob")
         with serving(falkordb_server.url, handle.graph, tmp_path / "server.log", "--reviewers",
                      str(reviewers), "--distinct-approver") as url:

@@ -12,14 +12,12 @@ from typing import Any
 
 import pytest
 from helpers_browser import IMG, Page
+from helpers_capture import HEALTH, owed_and_vetoed
 from helpers_console import loopback_graph
 
 from rippl_core import Rippl, ToolCall
 from rippl_core.testing import FalkorDBServer
 
-HEALTH = ToolCall(name="get_shard_health", args={"shard": "09"}, id="c1")
-ANNOUNCE = ToolCall(name="announce_window", args={"shard": "09"}, id="c2")
-MIGRATE = ToolCall(name="migrate_tables", args={"table": "billing", "shard": "09"}, id="c3")
 ROLLBACK = ToolCall(name="rollback_window", args={"shard": "09"}, id="c4")
 
 
@@ -31,14 +29,9 @@ def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
 
 def test_the_runs_tab_and_a_run_page_update_live(browser: Any, console_url: str,
                                                  graph: Rippl) -> None:
+    claim = owed_and_vetoed(graph, "ops-run", read="healthy (served from replica r3)",
+                            announced="window announced", reason="served from a stale cache")
     run = graph.run("ops-run", agent="ops", framework="langgraph")
-    run.decide("t1", [HEALTH])
-    claim = run.executed(HEALTH, "healthy (served from replica r3)", fresh_for=3600)
-    run.decide("t2", [ANNOUNCE], context=["c1"])
-    run.executed(ANNOUNCE, "window announced")
-    graph.retract(claim, reason="served from a stale cache", by="monitor")
-    [vetoed] = run.decide("t3", [MIGRATE], context=["c1"])
-    assert not vetoed.allowed
     graph.run("quiet-run", agent="bot", framework="crewai").decide("t1", [HEALTH])
 
     viewer = Page(browser, console_url + "#runs")
