@@ -321,25 +321,20 @@ MAPPINGS: dict[str, Call] = {
 }
 
 
-@pytest.mark.parametrize("value", NOT_A_COLLECTION, ids=repr)
-@pytest.mark.parametrize("name", list(COLLECTIONS))
-def test_every_collection_parameter_refuses_a_non_collection(
-        shared: tuple[Rippl, dict[str, str]], name: str, value: object) -> None:
+# every collection parameter given a non-collection, every mapping parameter non-string keys
+REFUSED = [pytest.param(calls[name], value, id=f"{name}-{value!r}")
+           for calls, values in ((COLLECTIONS, NOT_A_COLLECTION), (MAPPINGS, NOT_A_JSON_OBJECT))
+           for name in calls for value in values]
+
+
+@pytest.mark.parametrize(("call", "value"), REFUSED)
+def test_every_collection_and_mapping_parameter_refuses_what_it_is_not(
+        shared: tuple[Rippl, dict[str, str]], call: Call,
+        value: object) -> None:
     rippl, _ = shared
     before, stamp = snapshot(rippl), version(rippl)
     with pytest.raises(InvalidInputError):
-        COLLECTIONS[name](rippl, value)
-    assert snapshot(rippl) == before and version(rippl) == stamp
-
-
-@pytest.mark.parametrize("value", NOT_A_JSON_OBJECT, ids=repr)
-@pytest.mark.parametrize("name", list(MAPPINGS))
-def test_every_mapping_parameter_refuses_non_string_keys(
-        shared: tuple[Rippl, dict[str, str]], name: str, value: object) -> None:
-    rippl, _ = shared
-    before, stamp = snapshot(rippl), version(rippl)
-    with pytest.raises(InvalidInputError):
-        MAPPINGS[name](rippl, value)
+        call(rippl, value)
     assert snapshot(rippl) == before and version(rippl) == stamp
 
 
