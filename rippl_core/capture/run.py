@@ -713,7 +713,7 @@ def register_tools(run: RunRef, schemas: Mapping[str, Mapping[str, Any]]) -> Op[
             raise InvalidInputError(f"the schema of tool {name!r} must be a JSON Schema object (a "
                                     f"mapping), got {type(schema).__name__}")
         try:
-            text = json.dumps(schema, sort_keys=True, allow_nan=False)
+            text = json.dumps(schema, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(f"the schema of tool {name!r} is not JSON: {exc}") from None
         if len(text) > MAX_SCHEMA_CHARS:
