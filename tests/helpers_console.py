@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from helpers_core import loopback_graph
 from helpers_process import stop, wait_for_port
 
 from rippl_core import AsyncRippl, Rippl
@@ -34,18 +34,6 @@ async def client(rippl: AsyncRippl, **options: Any):  # type: ignore[no-untyped-
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url=BASE) as http:
         yield http
-
-
-@contextmanager
-def loopback_graph(url: str, prefix: str) -> Iterator[Rippl]:
-    """A handle on a graph of its own (`prefix`-<hex>) on the server at `url`, dropped and closed
-    afterwards."""
-    handle = Rippl.open(url=url, graph=f"{prefix}-{uuid.uuid4().hex[:8]}")
-    try:
-        yield handle
-    finally:
-        handle.drop()
-        handle.close()
 
 
 @contextmanager

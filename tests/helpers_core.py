@@ -273,3 +273,15 @@ def states_of(snap: Snapshot, ids: Sequence[str]) -> dict[str, str]:
 
 
 IN, AT_RISK, OUT = State.IN.value, State.AT_RISK.value, State.OUT.value
+
+
+@contextlib.contextmanager
+def loopback_graph(url: str, prefix: str) -> Iterator[Rippl]:
+    """A handle on a graph of its own (`prefix`-<hex>) on the server at `url`, dropped and closed
+    afterwards."""
+    handle = Rippl.open(url=url, graph=f"{prefix}-{uuid.uuid4().hex[:8]}")
+    try:
+        yield handle
+    finally:
+        handle.drop()
+        handle.close()

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 from helpers_browser import Page
-from helpers_console import ALICE, INCIDENT, loopback_graph, serving
+from helpers_console import ALICE, INCIDENT, serving
+from helpers_core import loopback_graph
 
 from rippl_core import Rippl
 from rippl_core.testing import FalkorDBServer, free_port

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from helpers_browser import COLOURS, Page, close_to
-from helpers_console import loopback_graph
+from helpers_core import loopback_graph
 
 from rippl_core import Rippl
 from rippl_core.testing import FalkorDBServer

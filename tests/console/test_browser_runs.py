@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from helpers_browser import IMG, Page
 from helpers_capture import HEALTH, owed_and_vetoed
-from helpers_console import loopback_graph
+from helpers_core import loopback_graph
 
 from rippl_core import Rippl, ToolCall
 from rippl_core.testing import FalkorDBServer

@@ -7,7 +7,6 @@ with a clear error and changes nothing."""
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from helpers_console import ALICE, client
+from helpers_core import loopback_graph
 
 from rippl_core import AsyncRippl, Rippl
 from rippl_core.console.auth import AuthConfigError, load_proposers, parse_reviewers
@@ -64,10 +64,8 @@ FIRING: dict[str, Any] = {
 
 @pytest.fixture(scope="module")
 def sync(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
-    handle = Rippl.open(url=falkordb_server.url, graph=f"monitors-{uuid.uuid4().hex[:8]}")
-    yield handle
-    handle.drop()
-    handle.close()
+    with loopback_graph(falkordb_server.url, "monitors") as handle:
+        yield handle
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 import pytest_asyncio
+from helpers_core import loopback_graph
 from helpers_mcp import (
     REPO,
     Client,
@@ -36,11 +37,9 @@ REVIEWER = "alice@example.com"
 @pytest.fixture(scope="module")
 def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
     """The graph the server serves, opened by the test to set up and inspect it."""
-    handle = Rippl.open(url=falkordb_server.url, graph=f"mcp-{uuid.uuid4().hex[:8]}")
-    handle.load(REPO / "examples" / "incident.yaml")
-    yield handle
-    handle.drop()
-    handle.close()
+    with loopback_graph(falkordb_server.url, "mcp") as handle:
+        handle.load(REPO / "examples" / "incident.yaml")
+        yield handle
 
 
 @pytest.fixture(scope="module")

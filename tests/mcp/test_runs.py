@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
+from helpers_core import loopback_graph
 from helpers_mcp import (
     REPO,
     Client,
@@ -48,10 +49,8 @@ stateless_only = pytest.mark.skipif(MAJOR == 1, reason="mcp 1.x does not serve t
 @pytest.fixture(scope="module")
 def graph(falkordb_server: FalkorDBServer) -> Iterator[Rippl]:
     """The served graph, opened by the test as the monitor and the human reviewer."""
-    handle = Rippl.open(url=falkordb_server.url, graph=f"mcp-runs-{uuid.uuid4().hex[:8]}")
-    yield handle
-    handle.drop()
-    handle.close()
+    with loopback_graph(falkordb_server.url, "mcp-runs") as handle:
+        yield handle
 
 
 def serving(falkordb_server: FalkorDBServer, graph: Rippl, log: Path, *extra: str,
