@@ -17,21 +17,30 @@ from rippl_core._runtime.schema import Schema
 from rippl_core.client import AsyncRippl, Rippl
 
 
-class StateGraph:
+class _Companion:
+    """What both twins keep: the tenant's handle, the graph's schema, and its keys."""
+
+    handle: Rippl | AsyncRippl
+    schema: Schema
+    keys: Keys
+    graph: str
+
+    def __init__(self, handle: Rippl | AsyncRippl, schema: Schema, companion: Companion) -> None:
+        self.handle, self.schema = handle, schema
+        self.keys = handle.keys.of(companion)
+        self.graph = self.keys.graph
+
+
+class StateGraph(_Companion):
     """Framework state (e.g. LangGraph checkpoints) in a companion graph of the handle's tenant:
     its keys are the tenant's (same slot of a cluster, deleted by `drop()` of the tenant), but its
     own version counter, so its writes never contend with the causal graph's. Operations are
     generators of `Query`/`Commit`, like the core's; `run` drives them."""
 
     handle: Rippl
-    schema: Schema
-    keys: Keys
-    graph: str
 
     def __init__(self, handle: Rippl, schema: Schema, *, companion: Companion) -> None:
-        self.handle, self.schema = handle, schema
-        self.keys = handle.keys.of(companion)
-        self.graph = self.keys.graph
+        super().__init__(handle, schema, companion)
         self._driver = SyncDriver(handle.redis, self.keys, handle.location)
 
     def setup(self) -> None:
@@ -47,18 +56,13 @@ class StateGraph:
             self.handle.redis.delete(self.keys.graph, self.keys.schema, self.keys.version)
 
 
-class AsyncStateGraph:
+class AsyncStateGraph(_Companion):
     """The asyncio twin of `StateGraph`."""
 
     handle: AsyncRippl
-    schema: Schema
-    keys: Keys
-    graph: str
 
     def __init__(self, handle: AsyncRippl, schema: Schema, *, companion: Companion) -> None:
-        self.handle, self.schema = handle, schema
-        self.keys = handle.keys.of(companion)
-        self.graph = self.keys.graph
+        super().__init__(handle, schema, companion)
         self._driver = AsyncDriver(handle.redis, self.keys, handle.location)
 
     async def setup(self) -> None:
