@@ -17,27 +17,25 @@ from rippl_core._runtime.schema import Schema
 from rippl_core.client import AsyncRippl, Rippl
 
 
-class _Companion:
+class _Companion[H: (Rippl, AsyncRippl)]:
     """What both twins keep: the tenant's handle, the graph's schema, and its keys."""
 
-    handle: Rippl | AsyncRippl
+    handle: H
     schema: Schema
     keys: Keys
     graph: str
 
-    def __init__(self, handle: Rippl | AsyncRippl, schema: Schema, companion: Companion) -> None:
+    def __init__(self, handle: H, schema: Schema, companion: Companion) -> None:
         self.handle, self.schema = handle, schema
         self.keys = handle.keys.of(companion)
         self.graph = self.keys.graph
 
 
-class StateGraph(_Companion):
+class StateGraph(_Companion[Rippl]):
     """Framework state (e.g. LangGraph checkpoints) in a companion graph of the handle's tenant:
     its keys are the tenant's (same slot of a cluster, deleted by `drop()` of the tenant), but its
     own version counter, so its writes never contend with the causal graph's. Operations are
     generators of `Query`/`Commit`, like the core's; `run` drives them."""
-
-    handle: Rippl
 
     def __init__(self, handle: Rippl, schema: Schema, *, companion: Companion) -> None:
         super().__init__(handle, schema, companion)
@@ -56,10 +54,8 @@ class StateGraph(_Companion):
             self.handle.redis.delete(self.keys.graph, self.keys.schema, self.keys.version)
 
 
-class AsyncStateGraph(_Companion):
+class AsyncStateGraph(_Companion[AsyncRippl]):
     """The asyncio twin of `StateGraph`."""
-
-    handle: AsyncRippl
 
     def __init__(self, handle: AsyncRippl, schema: Schema, *, companion: Companion) -> None:
         super().__init__(handle, schema, companion)
