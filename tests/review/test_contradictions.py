@@ -5,6 +5,7 @@ backends (embedded and a loopback server), real FalkorDB."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -313,9 +314,24 @@ def test_a_graph_of_schema_nine_gains_the_indexes_when_opened(
 
     with fresh(backend) as rippl:
         rippl.add_claim("CLM-a", "Shard 09 is healthy")
+        # FalkorDB builds an index in the background: one dropped while still under construction
+        # may be listed (and so not created again) after the drop was asked for
+        status = Query("CALL db.indexes() YIELD status RETURN status", read_only=True)
+        for _ in range(600):
+            if all(row[0] == "OPERATIONAL" for row in rippl._driver.query(status)):
+                break
+            time.sleep(0.05)
         for text in ("DROP INDEX ON :Claim(key)", "DROP INDEX ON :ReviewItem(pair)",
                      "CALL db.idx.fulltext.drop('Claim')"):
             rippl._driver.run(lambda text=text: (yield Query(text)), write=True)
+        listed = Query("CALL db.indexes() YIELD label, properties RETURN label, properties",
+                       read_only=True)
+        dropped = {("Claim", "key"), ("ReviewItem", "pair"), ("Claim", "text")}
+        for _ in range(600):  # and gone before the graph is opened again
+            if not dropped & {(label, prop) for label, props in rippl._driver.query(listed)
+                              for prop in props}:
+                break
+            time.sleep(0.05)
         rippl.redis.set(rippl.keys.schema, "9")
         again = Rippl.open(graph=rippl.graph, **backend)
         try:
