@@ -216,7 +216,9 @@ class ClientRun:
         stay in the server's memory (so a run that left it, or a server that restarted, compares
         its calls as before)."""
         if self.state.schemas is None:
-            self.state.schemas = await self.run.tool_schemas()
+            found = await self.run.tool_schemas()
+            if self.state.schemas is None:  # a concurrent request may have read (and added) first
+                self.state.schemas = found
         return self.state.schemas
 
     async def register(self, schemas: dict[str, dict[str, Any]]) -> None:
