@@ -47,7 +47,12 @@ EDGE_TYPES: dict[tuple[Kind, Kind], str] = {
     (Kind.DECISION, Kind.ACTION): "DRIVES",
     (Kind.ACTION, Kind.ACTION): "TRIGGERS",
 }
-CAUSAL_RELS = "SUPPORTS|DEPENDS_ON|DRIVES|TRIGGERS"
+# A turn's context (`capture.cypher`): the claims its input carried, shared with the turns
+# before it. A context node rests on the context it extends and on the claims it adds (CARRIES),
+# and a captured decision rests on its context; truth maintenance labels it like a decision (its
+# `kind`), and every public read goes through it to the claims (`is_context`).
+CONTEXT, CARRIES, CONTEXT_PREFIX = "Context", "CARRIES", "CTX-"
+CAUSAL_RELS = "SUPPORTS|DEPENDS_ON|DRIVES|TRIGGERS|CARRIES"
 RETRACTABLE = (Kind.SOURCE, Kind.CLAIM)
 ID_PREFIX = {Kind.SOURCE: "SRC", Kind.CLAIM: "CLM", Kind.DECISION: "DEC", Kind.ACTION: "ACT"}
 
@@ -57,6 +62,11 @@ def public_status(kind: Kind, state: State, executed: bool = False) -> str:
     if kind is Kind.ACTION and state is State.IN and executed:
         return EXECUTED
     return PUBLIC_STATUS[kind][state]
+
+
+def is_context(node_id: str) -> bool:
+    """Whether a node is a turn's context (internal: reads go through it to its claims)."""
+    return node_id.startswith(CONTEXT_PREFIX)
 
 
 def edge_type(antecedent: Kind, consequent: Kind) -> str | None:

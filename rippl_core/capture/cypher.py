@@ -16,6 +16,7 @@ from rippl_core._runtime.schema import Index, Schema
 from rippl_core._runtime.wire import Query
 from rippl_core.capture.context import BIND_SEP
 from rippl_core.causal import cypher as causal_cypher
+from rippl_core.vocabulary import CARRIES, CONTEXT, CONTEXT_PREFIX
 
 RUN, OBSERVATION, SAW = "Run", "Observation", "SAW"
 TOOL_SCHEMA = "ToolSchema"  # a tool's input schema registered with a run (its calls compared on it)
@@ -250,11 +251,11 @@ def _context(carry: str) -> str:
         "THEN {carrier: o.id, run: o.run, ref: o.ref, claim: c} END) AS of, "
         f"collect(DISTINCT {_BEARER.format('o')}) AS br2 "
         "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys AND m.run = $run.id "
-        "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
+        f"OPTIONAL MATCH (mc:Claim)-[:{CARRIES}*]->(m) "
         f"WITH {k}, missing, ok1, oc, br1, ok2, of, br2, collect(DISTINCT m.key) AS mk1, "
         f"collect(DISTINCT mc) AS mcs, collect(DISTINCT {_BEARER.format('m')}) AS br3 "
         "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys AND m.run <> $run.id "
-        "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
+        f"OPTIONAL MATCH (mc:Claim)-[:{CARRIES}*]->(m) "
         f"WITH {k}, missing, ok1, oc, br1, ok2, of, br2, mk1, mcs, br3, collect(DISTINCT m.key) AS mk2, "
         "collect(DISTINCT CASE WHEN mc IS NOT NULL "
         "THEN {carrier: m.id, run: m.run, ref: m.turn, claim: mc} END) AS mf, "
@@ -273,7 +274,7 @@ def _context(carry: str) -> str:
         f"WITH {k}, carried, missing, knowns, bearers, wide, collect(DISTINCT ec) AS seen, "
         f"collect(DISTINCT {_BEARER.format('e')}) AS wbr "
         "OPTIONAL MATCH (t:Node) WHERE wide AND t.run = $run.id AND t:Decision "
-        "OPTIONAL MATCH (tc:Claim)-[:SUPPORTS]->(t) "
+        f"OPTIONAL MATCH (tc:Claim)-[:{CARRIES}*]->(t) "
         f"WITH {k}, missing, knowns, carried, wide, seen, bearers, wbr, "
         f"collect(DISTINCT tc) AS tcs, collect(DISTINCT {_BEARER.format('t')}) AS bt "
         # and the vetoes of the run: a message written from anything may hand over their bindings
@@ -297,7 +298,7 @@ def _context(carry: str) -> str:
         f"WITH {k}, missing, knowns, carried, wide, seen, tcs, bearers, wbr + bfe AS wbr, wb, "
         "others, fo "
         + _each("others", "trun") + "OPTIONAL MATCH (ft:Node {run: trun}) WHERE ft:Decision "
-        "OPTIONAL MATCH (ftc:Claim)-[:SUPPORTS]->(ft) "
+        f"OPTIONAL MATCH (ftc:Claim)-[:{CARRIES}*]->(ft) "
         f"WITH {k}, missing, knowns, carried, seen, tcs, bearers, wbr, wb, fo, "
         "collect(DISTINCT CASE WHEN ftc IS NOT NULL "
         "THEN {carrier: ft.id, run: ft.run, ref: ft.turn, claim: ftc} END) AS ft, "
@@ -334,6 +335,40 @@ def _context(carry: str) -> str:
     )
 
 
+
+
+# The context of a turn's decision (`CONTEXT`), from `ants` (the claims it rests on, distinct):
+# what the turns before it had in common is stored once. The run's latest context (`base`, kept on
+# the run) holds a chain of them, each resting on the one before and on the claims it added
+# (`CARRIES`); when every claim under the base is among `ants` (counted: a claim is under it when
+# it was added at or before it in its chain, and added once), the new context extends it with the
+# claims the base lacks; otherwise it starts a chain of its own, resting on every claim. Either
+# way it holds exactly `ants`, and truth maintenance labels it like the decision it supports
+# (`computed`, from `ants`). Created when `fresh`; ends with `carry`, `ants`, `computed` and `k`,
+# the context (NULL when not fresh and none was recorded).
+def _turn_context(carry: str, fresh: str = "true") -> str:
+    kid = f"'{CONTEXT_PREFIX}' + $decision.id"
+    return (
+        f"MATCH (run:{RUN} {{id: $run.id}}) OPTIONAL MATCH (base:{CONTEXT} {{id: run.context}}) "
+        f"WITH {carry}, ants, run, base UNWIND ants AS a "
+        f"OPTIONAL MATCH (a)-[:{CARRIES}]->(ac:{CONTEXT}) WHERE ac.chain = base.chain "
+        "AND ac.seq <= base.seq "
+        f"WITH {carry}, run, base, a, count(ac) AS under "
+        f"WITH {carry}, run, base, collect(a) AS ants, collect(CASE WHEN under = 0 THEN a END) AS delta, "
+        "sum(CASE WHEN under > 0 THEN 1 ELSE 0 END) AS covered "
+        f"WITH {carry}, run, ants, CASE WHEN covered = base.size THEN base END AS base, delta "
+        f"WITH {carry}, run, ants, base, CASE WHEN base IS NULL THEN ants ELSE delta END AS delta, "
+        + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
+        f"FOREACH (_ IN CASE WHEN {fresh} THEN [1] ELSE [] END | "
+        f"CREATE (k:Node:{CONTEXT}) SET k.id = {kid}, k.kind = 'Decision', k.run = $run.id, "
+        "k.state = computed, k.created_at = $now, k.retracted = false, k.pending = 0, "
+        f"k.chain = coalesce(base.chain, {kid}), k.seq = coalesce(base.seq + 1, 1), "
+        f"k.size = coalesce(base.size, 0) + size(delta), run.context = {kid} "
+        f"FOREACH (a IN delta + [b IN [base] WHERE b IS NOT NULL] | "
+        f"CREATE (a)-[:{CARRIES} {{j: {kid}}}]->(k)) "
+        + _CREATED.format(id=kid, kind="'Decision'", after="computed") + ") "
+        f"WITH {carry}, ants, computed OPTIONAL MATCH (k:Node {{id: {kid}}}) "
+    )
 
 
 def _message_recorded(row: str, kind: str) -> str:
@@ -405,13 +440,13 @@ def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[M
         + _known("root, fresh") + _context("root, fresh")
         + _unrecorded("root, fresh, ctx, binds")
         + "WITH fresh, binds, CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END + unrecorded AS ants "
-        "WITH fresh, ants, binds, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed, "
+        + _turn_context("fresh, binds", "fresh")
+        + "WITH fresh, ants, binds, computed, k, "
         + _DISTINCT.format("[p IN binds | p[0]]") + " AS bkeys "
         "MERGE (d:Node:Decision {id: $decision.id}) ON CREATE SET d += $decision, d.state = computed, "
         "d.reads = " + _READS.format("ants") + ", " + _BIND + " "
-        "FOREACH (a IN CASE WHEN fresh THEN ants ELSE [] END | "
-        "CREATE (a)-[:SUPPORTS {j: $decision.id}]->(d)) "
         "FOREACH (_ IN CASE WHEN fresh THEN [1] ELSE [] END | "
+        f"CREATE (k)-[:{CARRIES} {{j: $decision.id}}]->(d) "
         + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + ") "
         "WITH d " + _ACTIONS,
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
@@ -438,7 +473,7 @@ _OWN_CONTEXT = (
     "count(CASE WHEN o.run <> $run.id AND c IS NOT NULL THEN 1 END) AS nof, "
     "count(o.bound) AS nob "
     "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys "
-    "OPTIONAL MATCH (mc:Claim)-[:SUPPORTS]->(m) "
+    f"OPTIONAL MATCH (mc:Claim)-[:{CARRIES}*]->(m) "
     "WITH root, fresh, odd, oc, nof, nob, "
     "collect(DISTINCT CASE WHEN m.run = $run.id THEN mc END) AS mcs, "
     "count(CASE WHEN m.run <> $run.id AND mc IS NOT NULL THEN 1 END) AS nmf, "
@@ -503,10 +538,10 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         + ("FOREACH (r IN $inputs | " + _message_recorded("r", "'input'") + ") WITH root, ctx "
            if inputs else "")
         + "WITH CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
-        "WITH ants, " + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
-        "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, "
+        + _turn_context("1 AS one")
+        + "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, "
         "d.reads = " + _READS.format("ants") + " "
-        "FOREACH (a IN ants | CREATE (a)-[:SUPPORTS {j: $decision.id}]->(d)) "
+        f"CREATE (k)-[:{CARRIES} {{j: $decision.id}}]->(d) "
         + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + " "
         "WITH d UNWIND $actions AS act "
         "CREATE (x:Node:Action) SET x += act, x.reads = d.reads, x.state = d.state "
@@ -590,7 +625,7 @@ def wrote_memory(call_ref_: str, claims: Sequence[Mapping[str, str]],
     return Query(
         "OPTIONAL MATCH (x:Action {call_ref: $call}) "
         "OPTIONAL MATCH (d:Decision)-[e:DRIVES]->(x) WHERE e.repeat IS NULL "
-        "OPTIONAL MATCH (a)-[:SUPPORTS]->(d) "
+        f"OPTIONAL MATCH (a:Claim)-[:{CARRIES}*]->(d) "
         "WITH x, d, collect(DISTINCT a) AS ants OPTIONAL MATCH (u0:Node {id: $unrec.id}) "
         "WITH x, d, ants, u0 "
         "FOREACH (_ IN CASE WHEN d IS NULL AND u0 IS NULL THEN [1] ELSE [] END | "
@@ -948,7 +983,7 @@ def run_trace(run: str) -> Query:
     return Query(
         _RESOLVED + f"MATCH (r:{RUN} {{id: $run}}) "
         "OPTIONAL MATCH (d:Node) WHERE d.run = $run AND d:Decision "
-        "OPTIONAL MATCH (c:Claim)-[:SUPPORTS]->(d) "
+        f"OPTIONAL MATCH (c:Claim)-[:{CARRIES}*]->(d) "
         "WITH resolved, r, d, collect(CASE WHEN c IS NULL THEN NULL ELSE properties(c) END) AS rested "
         "WITH resolved, r, collect(CASE WHEN d IS NULL THEN NULL ELSE [properties(d), rested] END) "
         "AS turns "

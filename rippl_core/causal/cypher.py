@@ -9,7 +9,7 @@ from typing import Any
 
 from rippl_core._runtime.schema import Index, Schema
 from rippl_core._runtime.wire import Query
-from rippl_core.vocabulary import CAUSAL_RELS, Kind
+from rippl_core.vocabulary import CARRIES, CAUSAL_RELS, CONTEXT, Kind
 
 # Every causal node carries :Node and its kind's label, each with a unique `id`; status history
 # (:Change) is read by node and by time; a claim is found by what it states (`text_key`, the
@@ -134,6 +134,16 @@ def justifications(ids: Sequence[str]) -> Query:
                  "RETURN id, e.j, a.id, a.state", {"ids": ids}, read_only=True)
 
 
+def public_justifications(ids: Sequence[str]) -> Query:
+    """`justifications` as the public reads show them: a turn's context (`vocabulary.CONTEXT`)
+    stands for the claims under it, each once."""
+    return Query(f"UNWIND $ids AS id MATCH (a:Node)-[e:{CAUSAL_RELS}]->(n:Node {{id: id}}) "
+                 f"WHERE NOT a:{CONTEXT} RETURN id, e.j AS j, a.id AS a, a.state AS s UNION "
+                 f"UNWIND $ids AS id MATCH (k:{CONTEXT})-[e:{CARRIES}]->(n:Node {{id: id}}) "
+                 f"MATCH (a:Node)-[:{CARRIES}*]->(k) WHERE NOT a:{CONTEXT} "
+                 "RETURN id, e.j AS j, a.id AS a, a.state AS s", {"ids": ids}, read_only=True)
+
+
 def step_down(ids: Sequence[str]) -> Query:
     """One breadth-first step downstream: (from, to, kind, state, retracted, pending, executed)."""
     return Query(f"UNWIND $ids AS id MATCH (:Node {{id: id}})-[:{CAUSAL_RELS}]->(m:Node) "
@@ -201,7 +211,7 @@ def blockers_of(ids: Sequence[str]) -> Query:
                  {"ids": list(ids)}, read_only=True)
 
 
-STATS = Query("MATCH (n:Node) RETURN n.kind, n.state, n.executed_at IS NOT NULL, count(n)",
+STATS = Query(f"MATCH (n:Node) WHERE NOT n:{CONTEXT} RETURN n.kind, n.state, n.executed_at IS NOT NULL, count(n)",
               read_only=True)
 EDGE_COUNT = Query(f"MATCH (:Node)-[e:{CAUSAL_RELS}]->(:Node) RETURN count(e)", read_only=True)
 

@@ -85,7 +85,7 @@ def explain(node_id: str) -> Op[Explanation]:
     node_id = check_id(node_id, what="node id")
     found = yield from require_nodes([node_id], what="node")
     props = found[node_id]
-    justs, _ = yield from fetch_justifications([node_id])
+    justs, _ = yield from fetch_justifications([node_id], public=True)
     groups = justs.get(node_id, [])
     antecedent_ids = sorted({a for group in groups for a in group})
     stored = yield from fetch_nodes(antecedent_ids)

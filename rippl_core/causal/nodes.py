@@ -23,7 +23,7 @@ from rippl_core.causal.spec import action_digest
 from rippl_core.causal.walk import trail, walk
 from rippl_core.errors import InvalidInputError, NotFoundError
 from rippl_core.models import Node, Reached, Stats
-from rippl_core.vocabulary import Kind, State
+from rippl_core.vocabulary import Kind, State, is_context
 
 
 def fetch_nodes(ids: Sequence[str]) -> Op[dict[str, dict[str, Any]]]:
@@ -34,13 +34,13 @@ def fetch_nodes(ids: Sequence[str]) -> Op[dict[str, dict[str, Any]]]:
     return {row[0]["id"]: row[0] for row in rows}
 
 
-def fetch_justifications(ids: Sequence[str]) -> Op[tuple[dict[str, list[list[str]]],
-                                                       dict[str, str]]]:
+def fetch_justifications(ids: Sequence[str], *, public: bool = False
+                         ) -> Op[tuple[dict[str, list[list[str]]], dict[str, str]]]:
     """Justifications of `ids` (antecedent lists grouped by edge property `j`) and antecedent
-    states."""
+    states; `public`: as reads show them, through turns' contexts to their claims."""
     if not ids:
         return {}, {}
-    rows = yield cypher.justifications(list(ids))
+    rows = yield (cypher.public_justifications if public else cypher.justifications)(list(ids))
     return _grouped(rows)
 
 
@@ -88,7 +88,7 @@ def claims_stating(text: str) -> Op[list[Node]]:
     their ids, in id order."""
     rows = yield cypher.claims_stating([semantic_id(Kind.CLAIM, check_text(text, what="text"))])
     found = {props["id"]: props for _, props in rows}
-    justs, _ = yield from fetch_justifications(list(found))
+    justs, _ = yield from fetch_justifications(list(found), public=True)
     return [node_model(props, justs.get(node_id)) for node_id, props in found.items()]
 
 
@@ -150,7 +150,8 @@ def backfill_call_keys() -> Op[None]:
 
 def get(node_id: str) -> Op[Node]:
     node_id = check_id(node_id)
-    rows, support = yield Batch(cypher.get_nodes([node_id]), cypher.justifications([node_id]))
+    rows, support = yield Batch(cypher.get_nodes([node_id]),
+                                cypher.public_justifications([node_id]))
     if not rows:
         raise _not_found("node", [node_id])
     justs, _ = _grouped(support)
@@ -192,10 +193,11 @@ def list_nodes(ids: SequenceNotStr[str] | None, *, limit: int | None) -> Op[list
                 break
             rows = yield cypher.node_props_in_id_range(low, low + SCAN_CHUNK)
             props += [row[1] for row in sorted(rows, key=lambda r: r[0])]
-        props = props[:limit]
+        props = [p for p in props if not is_context(p["id"])][:limit]
     justs: dict[str, list[list[str]]] = {}
     for start in range(0, len(props), SCAN_CHUNK):
-        more, _ = yield from fetch_justifications([p["id"] for p in props[start:start + SCAN_CHUNK]])
+        more, _ = yield from fetch_justifications([p["id"] for p in props[start:start + SCAN_CHUNK]],
+                                                  public=True)
         justs.update(more)
     return [node_model(p, justs.get(p["id"])) for p in props]
 
