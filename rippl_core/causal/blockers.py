@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from rippl_core.models import Blocker
-from rippl_core.vocabulary import Kind, State
+from rippl_core.vocabulary import Kind, State, is_context
 
 CAP = 64  # blockers materialised on one node; beyond, a check walks the ancestry
 
@@ -120,7 +120,7 @@ def _trail(node: str, premise: str, best: Mapping[str, Mapping[str, str | None]]
 def blocker_list(found: Trails, premises: Mapping[str, Premise]) -> list[Blocker]:
     """Blockers as a verdict lists them: nearest first, then by id."""
     return sorted((Blocker(premise=p, kind=Kind(premises[p].kind), state=State(premises[p].state),
-                           reason=premises[p].reason, trail=trail)
+                           reason=premises[p].reason, trail=[n for n in trail if not is_context(n)])
                    for p, trail in found.items()), key=lambda b: (len(b.trail), b.premise))
 
 

@@ -152,6 +152,25 @@ def step_down(ids: Sequence[str]) -> Query:
                  read_only=True)
 
 
+def through_down(ids: Sequence[str]) -> Query:
+    """Every edge leaving the turns' contexts `ids` and the contexts after them, in one round trip
+    (a run's contexts form chains: each path is read once): (context, to, kind, state, retracted,
+    pending, executed)."""
+    return Query(f"UNWIND $ids AS id MATCH (:Node {{id: id}})-[:{CARRIES}*0..]->(k:{CONTEXT}) "
+                 f"MATCH (k)-[:{CARRIES}]->(m:Node) RETURN DISTINCT k.id, m.id, m.kind, m.state, "
+                 "m.retracted, m.pending, m.executed_at IS NOT NULL", {"ids": list(ids)},
+                 read_only=True)
+
+
+def through_up(ids: Sequence[str], *, blocking_only: bool = False) -> Query:
+    """Every edge into the turns' contexts `ids` and the contexts before them, in one round trip:
+    (context, from, kind, state, retracted, pending, reason)."""
+    where = " WITH k, p WHERE p.state <> 'IN'" if blocking_only else ""
+    return Query(f"UNWIND $ids AS id MATCH (k:{CONTEXT})-[:{CARRIES}*0..]->(:Node {{id: id}}) "
+                 f"MATCH (p:Node)-[:{CARRIES}]->(k){where} RETURN DISTINCT k.id, p.id, p.kind, "
+                 "p.state, p.retracted, p.pending, p.reason", {"ids": list(ids)}, read_only=True)
+
+
 def step_up(ids: Sequence[str], *, blocking_only: bool = False) -> Query:
     """One breadth-first step upstream: (from, to, kind, state, retracted, pending, reason)."""
     # WITH before the filter: a WHERE on p inside the MATCH makes the planner label-scan every node
@@ -211,8 +230,8 @@ def blockers_of(ids: Sequence[str]) -> Query:
                  {"ids": list(ids)}, read_only=True)
 
 
-STATS = Query(f"MATCH (n:Node) WHERE NOT n:{CONTEXT} RETURN n.kind, n.state, n.executed_at IS NOT NULL, count(n)",
-              read_only=True)
+STATS = Query(f"MATCH (n:Node) WHERE NOT n:{CONTEXT} "
+              "RETURN n.kind, n.state, n.executed_at IS NOT NULL, count(n)", read_only=True)
 EDGE_COUNT = Query(f"MATCH (:Node)-[e:{CAUSAL_RELS}]->(:Node) RETURN count(e)", read_only=True)
 
 

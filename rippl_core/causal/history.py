@@ -19,7 +19,7 @@ from rippl_core.causal import cypher, freshness, preflight
 from rippl_core.causal.tms import Premise, Region, label
 from rippl_core.errors import NotFoundError
 from rippl_core.models import Blocker, Policy, StatusChange, ToolCall, Verdict
-from rippl_core.vocabulary import Kind, State, public_status
+from rippl_core.vocabulary import Kind, State, is_context, public_status
 
 READ_CHUNK = 10_000
 
@@ -285,7 +285,8 @@ def blockers_at(node_id: str, view: View) -> Op[list[Blocker]]:
         own = view.own[root]
         blockers.append(Blocker(premise=root, kind=Kind(props[root]["kind"]),
                                 state=State.OUT if own.retracted else State.AT_RISK,
-                                reason=props[root].get("reason"), trail=path))
+                                reason=props[root].get("reason"),
+                                trail=[n for n in path if not is_context(n)]))
     return sorted(blockers, key=lambda b: (len(b.trail), b.premise))
 
 

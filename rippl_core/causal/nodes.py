@@ -168,7 +168,7 @@ def reach(node_id: str, *, down: bool, max_depth: int | None) -> Op[list[Reached
     reached = [
         Reached(id=v.id, kind=Kind(v.kind), state=State(v.state), depth=v.depth,
                 trail=trail(visits, v.id) if down else trail(visits, v.id)[::-1])
-        for v in visits.values()
+        for v in visits.values() if not is_context(v.id)
     ]
     return sorted(reached, key=lambda r: (r.depth, r.id))
 

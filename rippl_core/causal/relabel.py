@@ -19,7 +19,7 @@ from rippl_core.causal import blockers, cypher
 from rippl_core.causal.nodes import fetch_justifications, fetch_nodes
 from rippl_core.causal.tms import Premise, Region, label
 from rippl_core.causal.walk import walk
-from rippl_core.vocabulary import EDGE_TYPES, Kind, State
+from rippl_core.vocabulary import EDGE_TYPES, Kind, State, is_context
 
 _VALUE = {state: state.value for state in State}
 _STATE = {state.value: state for state in State}  # State(x), without the call
@@ -214,9 +214,12 @@ def commit_labels(change: Change, region: Region, labels: dict[str, State],
     when = from_ms(now)
     stamp = when.isoformat() if when else None
     commit.events.extend(_created_events(change, labels, cause, stamp))
-    commit.events.extend(_state_event(t, cause, review, stamp) for t in transitions)
+    # a turn's context is stored and labelled like any node, and announced never: what it holds
+    # is announced by the decision resting on it (and a wave counts, receipts cover, only those)
+    shown = [t for t in transitions if not is_context(t["id"])]
+    commit.events.extend(_state_event(t, cause, review, stamp) for t in shown)
     commit.events.extend({**_state_event(t, cause, review, stamp), "type": "compensation_needed"}
-                         for t in transitions
+                         for t in shown
                          if t["id"] in change.executed and t["after"] == State.OUT.value)
     return commit
 

@@ -7,13 +7,14 @@ used: they enumerate paths, which grows exponentially on diamond-shaped graphs.
 
 from __future__ import annotations
 
+from collections import defaultdict, deque
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from rippl_core._runtime.wire import Query
 from rippl_core.causal import cypher
-from rippl_core.vocabulary import Kind
+from rippl_core.vocabulary import Kind, is_context
 
 type Op[T] = Generator[Any, Any, T]
 
@@ -34,11 +35,13 @@ class Visit:
 
 
 def trail(visits: dict[str, Visit], node: str) -> list[str]:
-    """Ids from the walk's root to `node`."""
+    """Ids from the walk's root to `node` (the turns' contexts on the way left out: they are
+    internal, and a trail reads through them)."""
     path = []
     current: str | None = node
     while current is not None:
-        path.append(current)
+        if not is_context(current):
+            path.append(current)
         current = visits[current].parent if current in visits else None
     return path[::-1]
 
@@ -57,17 +60,35 @@ def walk(roots: Iterable[str], *, down: bool, max_depth: int | None = None,
         step: Query = (cypher.step_down(frontier) if down
                        else cypher.step_up(frontier, blocking_only=blocking_only))
         rows = yield step
-        frontier = []
+        frontier, entered = [], []
         for row in rows:
-            parent, node, kind, state, retracted, pending, extra = row
-            if edges is not None:
-                edges.append((parent, node))
-            if node in seen:
-                continue
-            seen.add(node)
-            visits[node] = Visit(node, parent, depth, kind, state, bool(retracted),
-                                 int(pending or 0), None if down else extra,
-                                 bool(extra) if down else False)
-            if down or kind != Kind.SOURCE.value:  # nothing rests under a source: no step up
-                frontier.append(node)
+            _visit(row, depth, down, seen, visits, edges, entered if is_context(row[1]) else frontier)
+        if entered:  # a turn's context counts no level: read through its chain in one round trip
+            rows = yield (cypher.through_down(entered) if down
+                          else cypher.through_up(entered, blocking_only=blocking_only))
+            nxt: dict[str, list[Any]] = defaultdict(list)
+            for row in rows:
+                nxt[row[0]].append(row)
+            queue = deque(sorted(entered))  # breadth first through the contexts, as a step would
+            while queue:
+                for row in sorted(nxt[queue.popleft()], key=lambda r: str(r[1])):
+                    if row[1] not in seen and is_context(row[1]):
+                        queue.append(row[1])
+                    _visit(row, depth, down, seen, visits, edges,
+                           [] if is_context(row[1]) else frontier)
     return visits
+
+
+def _visit(row: Any, depth: int, down: bool, seen: set[str], visits: dict[str, Visit],
+           edges: list[tuple[str, str]] | None, frontier: list[str]) -> None:
+    """Record what one row of a step read: a node reached (once) and the edge to it."""
+    parent, node, kind, state, retracted, pending, extra = row
+    if edges is not None:
+        edges.append((parent, node))
+    if node in seen:
+        return
+    seen.add(node)
+    visits[node] = Visit(node, parent, depth, kind, state, bool(retracted), int(pending or 0),
+                         None if down else extra, bool(extra) if down else False)
+    if down or kind != Kind.SOURCE.value:  # nothing rests under a source: no step up
+        frontier.append(node)
