@@ -16,7 +16,7 @@ from rippl_core.causal.history import support_of
 from rippl_core.causal.tms import Premise, Region, label
 from rippl_core.errors import InvalidInputError, NotFoundError
 from rippl_core.models import Transition, WhatIfRetracted
-from rippl_core.vocabulary import RETRACTABLE, Kind, State
+from rippl_core.vocabulary import RETRACTABLE, Kind, State, is_context
 
 NodeInfo = tuple[str, str, bool, int]  # kind, stored state, retracted, pending reviews
 
@@ -125,9 +125,9 @@ def what_if_retracted(claim_ids: SequenceNotStr[str]) -> Op[WhatIfRetracted]:
     labels, stored = yield from counterfactual_labels(ids)
     transitions = sorted(
         (Transition(id=n, kind=Kind(stored[n][0]), before=State(stored[n][1]), after=s)
-         for n, s in labels.items() if State(stored[n][1]) is not s),
+         for n, s in labels.items() if State(stored[n][1]) is not s and not is_context(n)),
         key=lambda tr: tr.id)
-    blocked = {n for n, s in labels.items() if s is not State.IN}
+    blocked = {n for n, s in labels.items() if s is not State.IN and not is_context(n)}
     return WhatIfRetracted(
         retracted=ids, transitions=transitions,
         blocked_decisions=sorted(n for n in blocked if stored[n][0] == Kind.DECISION.value),
