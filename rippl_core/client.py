@@ -37,6 +37,7 @@ from rippl_core._runtime.validation import SequenceNotStr, check_id, plain_error
 from rippl_core.beliefs import cypher as beliefs_cypher
 from rippl_core.beliefs import memory, subjects, whatif
 from rippl_core.beliefs.models import Belief, BeliefChange, WhatIf
+from rippl_core.capture import chains
 from rippl_core.capture import cypher as capture_cypher
 from rippl_core.capture import memory as capture_memory
 from rippl_core.capture import run as capture
@@ -114,11 +115,12 @@ GRAPH_SCHEMA = dataclasses.replace(
     # keys, proposals' pairs, claims' words (full text): contradictions; 12: what rests on a
     # reading, found by it (the index of `reads`: a superseded reading lowers their `reads_until`);
     # 13: captured calls keyed in their run's scope (a veto read in another run of the scope);
-    # 14: tools' input schemas registered with a run (:ToolSchema, by run)
-    version="14", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
+    # 14: tools' input schemas registered with a run (:ToolSchema, by run); 15: a turn's
+    # decision rests on its context, shared with the turns before it (`capture.chains`)
+    version="15", backfills=(nodes.backfill_text_keys, history.backfill_own_changes,
                             nodes.backfill_call_keys, log.backfill_tree,
                             capture.backfill_result_digests, capture.backfill_reading_hosts,
-                            capture.backfill_scoped_calls))
+                            capture.backfill_scoped_calls, chains.backfill_contexts))
 
 
 def _policy(base: Policy, at_risk: AtRiskPolicy | None, unknown: UnknownPolicy | None,

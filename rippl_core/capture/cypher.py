@@ -999,3 +999,45 @@ def run_trace(run: str) -> Query:
         "collect(CASE WHEN a IS NULL THEN NULL ELSE [properties(a), ad.id, results] END), "
         "[x IN resolved WHERE x IS NOT NULL]",
         {"run": run}, read_only=True)
+
+
+# Schema 15 (`capture.chains.backfill_contexts`): runs whose turns' decisions rest on their claims
+# directly, as recorded before contexts, and regrouping them onto contexts.
+def runs_without_contexts(limit: int) -> Query:
+    """Runs with a captured decision that rests on no context: (run id)."""
+    return Query(f"MATCH (d:Decision) WHERE d.run IS NOT NULL AND NOT ()-[:{CARRIES}]->(d) "
+                 "RETURN DISTINCT d.run LIMIT $limit", {"limit": limit}, read_only=True)
+
+
+def turns_without_contexts(run: str) -> Query:
+    """The run's captured decisions that rest on no context, in the order it recorded them:
+    (id, state, created_at, [ids of what it rests on], stored blockers)."""
+    return Query(f"MATCH (d:Node) WHERE d.run = $run AND d:Decision AND NOT ()-[:{CARRIES}]->(d) "
+                 "OPTIONAL MATCH (a:Node)-[:SUPPORTS]->(d) "
+                 "WITH d, collect(a.id) AS ants "
+                 "RETURN d.id, d.state, d.created_at, ants, d.blockers "
+                 "ORDER BY d.created_at, d.id", {"run": run}, read_only=True)
+
+
+def regroup_turns(run: str, rows: Sequence[Mapping[str, Any]], last: str | None) -> list[Query]:
+    """Move turns onto their contexts (rows of {d, k, carries, state, at, chain, seq, size,
+    blockers}: `capture.chains.regroup`): create each context, its edges and its status history
+    (a copy of its decision's), replace each decision's edges from its claims by one from its
+    context, and keep the run's latest context."""
+    params = {"rows": list(rows), "run": run}
+    return [
+        Query(f"UNWIND $rows AS r CREATE (k:Node:{CONTEXT}) SET k.id = r.k, k.kind = 'Decision', "
+              "k.run = $run, k.state = r.state, k.created_at = r.at, k.retracted = false, "
+              "k.pending = 0, k.chain = r.chain, k.seq = r.seq, k.size = r.size, "
+              "k.blockers = r.blockers", params),
+        Query("UNWIND $rows AS r MATCH (k:Node {id: r.k}) UNWIND r.carries AS aid "
+              f"MATCH (a:Node {{id: aid}}) CREATE (a)-[:{CARRIES} {{j: r.k}}]->(k)", params),
+        Query("UNWIND $rows AS r MATCH (d:Node {id: r.d}) MATCH (:Node)-[e:SUPPORTS]->(d) DELETE e",
+              params),
+        Query("UNWIND $rows AS r MATCH (d:Node {id: r.d}) MATCH (k:Node {id: r.k}) "
+              f"CREATE (k)-[:{CARRIES} {{j: r.d}}]->(d)", params),
+        Query("UNWIND $rows AS r MATCH (ch:Change {node: r.d}) CREATE (:Change {node: r.k, "
+              "kind: ch.kind, before: ch.before, after: ch.after, valid_from: ch.valid_from, "
+              "recorded_at: ch.recorded_at, cause: ch.cause, review: ch.review})", params),
+        Query(f"MATCH (r:{RUN} {{id: $run}}) SET r.context = $last", {"run": run, "last": last}),
+    ]
