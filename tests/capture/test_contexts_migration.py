@@ -6,6 +6,7 @@ decision now rests on one context and a conversation's turns share what they had
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
@@ -99,7 +100,7 @@ def test_each_captured_decision_rests_on_one_context_and_turns_share_theirs(
     lead = sorted((p["seq"], n) for n, p in snap.nodes.items()
                   if is_context(n) and p["chain"] == first)
     assert [seq for seq, _ in lead] == list(range(1, len(lead) + 1)) and len(lead) >= 5
-    for (_, before), (_, after) in zip(lead, lead[1:], strict=False):
+    for (_, before), (_, after) in itertools.pairwise(lead):
         assert (before, CARRIES) in into[after]
     # stored once: what each context adds, against one edge per claim per turn before
     props = {internal: p for internal, _, p in FIXTURE["graph"]["nodes"]}
