@@ -60,7 +60,8 @@ def walk(roots: Iterable[str], *, down: bool, max_depth: int | None = None,
         step: Query = (cypher.step_down(frontier) if down
                        else cypher.step_up(frontier, blocking_only=blocking_only))
         rows = yield step
-        frontier, entered = [], []
+        frontier = []
+        entered: list[str] = []  # contexts reached by this step
         for row in rows:
             _visit(row, depth, down, seen, visits, edges, entered if is_context(row[1]) else frontier)
         if entered:  # a turn's context counts no level: read through its chain in one round trip
