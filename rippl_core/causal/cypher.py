@@ -134,14 +134,11 @@ def justifications(ids: Sequence[str]) -> Query:
                  "RETURN id, e.j, a.id, a.state", {"ids": ids}, read_only=True)
 
 
-def public_justifications(ids: Sequence[str]) -> Query:
-    """`justifications` as the public reads show them: a turn's context (`vocabulary.CONTEXT`)
-    stands for the claims under it, each once."""
-    return Query(f"UNWIND $ids AS id MATCH (a:Node)-[e:{CAUSAL_RELS}]->(n:Node {{id: id}}) "
-                 f"WHERE NOT a:{CONTEXT} RETURN id, e.j AS j, a.id AS a, a.state AS s UNION "
-                 f"UNWIND $ids AS id MATCH (k:{CONTEXT})-[e:{CARRIES}]->(n:Node {{id: id}}) "
-                 f"MATCH (a:Node)-[:{CARRIES}*]->(k) WHERE NOT a:{CONTEXT} "
-                 "RETURN id, e.j AS j, a.id AS a, a.state AS s", {"ids": ids}, read_only=True)
+def context_claims(ids: Sequence[str]) -> Query:
+    """The claims under turns' contexts `ids` (what each holds, through its chain): (context,
+    claim, claim state)."""
+    return Query(f"UNWIND $ids AS id MATCH (k:Node {{id: id}}) MATCH (c:Claim)-[:{CARRIES}*]->(k) "
+                 "RETURN DISTINCT id, c.id, c.state", {"ids": list(ids)}, read_only=True)
 
 
 def step_down(ids: Sequence[str]) -> Query:

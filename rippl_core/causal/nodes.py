@@ -40,8 +40,28 @@ def fetch_justifications(ids: Sequence[str], *, public: bool = False
     states; `public`: as reads show them, through turns' contexts to their claims."""
     if not ids:
         return {}, {}
-    rows = yield (cypher.public_justifications if public else cypher.justifications)(list(ids))
+    rows = yield cypher.justifications(list(ids))
+    if public:
+        rows = yield from through_contexts(rows)
     return _grouped(rows)
+
+
+def through_contexts(rows: Sequence[tuple[Any, ...]]) -> Op[list[tuple[Any, ...]]]:
+    """Rows of `cypher.justifications` as public reads show them: a turn's context stands for
+    the claims under it (one more round trip, only when a justification holds one)."""
+    contexts = sorted({row[2] for row in rows if is_context(row[2])})
+    if not contexts:
+        return list(rows)
+    held: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for context, claim, state in (yield cypher.context_claims(contexts)):
+        held[context].append((claim, state))
+    out = []
+    for node, j, antecedent, state in rows:
+        if is_context(antecedent):
+            out.extend((node, j, claim, claim_state) for claim, claim_state in held[antecedent])
+        else:
+            out.append((node, j, antecedent, state))
+    return out
 
 
 def _grouped(rows: Sequence[tuple[Any, ...]]) -> tuple[dict[str, list[list[str]]], dict[str, str]]:
@@ -150,11 +170,10 @@ def backfill_call_keys() -> Op[None]:
 
 def get(node_id: str) -> Op[Node]:
     node_id = check_id(node_id)
-    rows, support = yield Batch(cypher.get_nodes([node_id]),
-                                cypher.public_justifications([node_id]))
+    rows, support = yield Batch(cypher.get_nodes([node_id]), cypher.justifications([node_id]))
     if not rows:
         raise _not_found("node", [node_id])
-    justs, _ = _grouped(support)
+    justs, _ = _grouped((yield from through_contexts(support)))
     return node_model(rows[0][0], justs.get(node_id))
 
 
