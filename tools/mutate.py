@@ -71,6 +71,7 @@ MODULES: dict[str, list[str]] = {
     "causal/tms.py": ["tests/causal/test_tms.py", "tests/causal/test_tms_graph.py"],
     "capture/context.py": ["tests/capture/test_context_property.py"],
     "capture/arguments.py": ["tests/capture/test_arguments.py"],
+    "capture/chains.py": ["tests/capture/test_chains.py", "tests/capture/test_contexts_migration.py"],
     "capture/memory.py": ["tests/capture/test_memory.py", "tests/capture/test_memory_property.py"],
     "beliefs/memory.py": ["tests/beliefs/test_memory.py", "tests/beliefs/test_property.py",
                           "tests/beliefs/test_changes.py", "tests/beliefs/test_models_fast.py",

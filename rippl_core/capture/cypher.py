@@ -1023,21 +1023,28 @@ def regroup_turns(run: str, rows: Sequence[Mapping[str, Any]], last: str | None)
     """Move turns onto their contexts (rows of {d, k, carries, state, at, chain, seq, size,
     blockers}: `capture.chains.regroup`): create each context, its edges and its status history
     (a copy of its decision's), replace each decision's edges from its claims by one from its
-    context, and keep the run's latest context."""
+    context, and keep the run's latest context. Each step skips what is done already: two
+    processes upgrading one graph at once regroup each run once."""
     params = {"rows": list(rows), "run": run}
     return [
-        Query(f"UNWIND $rows AS r CREATE (k:Node:{CONTEXT}) SET k.id = r.k, k.kind = 'Decision', "
+        Query(f"UNWIND $rows AS r MATCH (d:Node {{id: r.d}}) WHERE NOT ()-[:{CARRIES}]->(d) "
+              f"OPTIONAL MATCH (k0:Node {{id: r.k}}) WITH r, k0 WHERE k0 IS NULL "
+              f"CREATE (k:Node:{CONTEXT}) SET k.id = r.k, k.kind = 'Decision', "
               "k.run = $run, k.state = r.state, k.created_at = r.at, k.retracted = false, "
               "k.pending = 0, k.chain = r.chain, k.seq = r.seq, k.size = r.size, "
               "k.blockers = r.blockers", params),
-        Query("UNWIND $rows AS r MATCH (k:Node {id: r.k}) UNWIND r.carries AS aid "
-              f"MATCH (a:Node {{id: aid}}) CREATE (a)-[:{CARRIES} {{j: r.k}}]->(k)", params),
+        Query(f"UNWIND $rows AS r MATCH (k:Node {{id: r.k}}) WHERE NOT ()-[:{CARRIES}]->(k) "
+              f"UNWIND r.carries AS aid MATCH (a:Node {{id: aid}}) "
+              f"CREATE (a)-[:{CARRIES} {{j: r.k}}]->(k)", params),
         Query("UNWIND $rows AS r MATCH (d:Node {id: r.d}) MATCH (:Node)-[e:SUPPORTS]->(d) DELETE e",
               params),
-        Query("UNWIND $rows AS r MATCH (d:Node {id: r.d}) MATCH (k:Node {id: r.k}) "
-              f"CREATE (k)-[:{CARRIES} {{j: r.d}}]->(d)", params),
-        Query("UNWIND $rows AS r MATCH (ch:Change {node: r.d}) CREATE (:Change {node: r.k, "
-              "kind: ch.kind, before: ch.before, after: ch.after, valid_from: ch.valid_from, "
-              "recorded_at: ch.recorded_at, cause: ch.cause, review: ch.review})", params),
-        Query(f"MATCH (r:{RUN} {{id: $run}}) SET r.context = $last", {"run": run, "last": last}),
+        Query(f"UNWIND $rows AS r MATCH (d:Node {{id: r.d}}) WHERE NOT ()-[:{CARRIES}]->(d) "
+              f"MATCH (k:Node {{id: r.k}}) CREATE (k)-[:{CARRIES} {{j: r.d}}]->(d)", params),
+        Query("UNWIND $rows AS r OPTIONAL MATCH (c0:Change {node: r.k}) "
+              "WITH r, count(c0) AS had WHERE had = 0 MATCH (ch:Change {node: r.d}) "
+              "CREATE (:Change {node: r.k, kind: ch.kind, before: ch.before, after: ch.after, "
+              "valid_from: ch.valid_from, recorded_at: ch.recorded_at, cause: ch.cause, "
+              "review: ch.review})", params),
+        Query(f"MATCH (r:{RUN} {{id: $run}}) WHERE r.context IS NULL SET r.context = $last",
+              {"run": run, "last": last}),
     ]

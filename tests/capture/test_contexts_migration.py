@@ -137,3 +137,35 @@ def test_a_migrated_conversation_goes_on_from_its_last_context(
     d = rippl.get(v.target).justifications[0][0]
     [base] = [a for a, rel, b, _ in snap.edges if b == f"CTX-{d}" and is_context(a)]
     assert base == f"CTX-{decisions_of(snap, 'lead')[-2]}"  # the run's last turn before it
+
+
+def test_a_context_keeps_its_decisions_blockers_less_the_decision(
+        migrated: tuple[Rippl, Rippl]) -> None:
+    """What a later wave composes trails from (`causal.blockers`): the trails to the context."""
+    _, rippl = migrated
+    snap = snapshot(rippl)
+    blocked = [n for n, p in snap.nodes.items() if p.get("blockers") and p["kind"] == "Decision"
+               and not is_context(n) and p.get("run")]
+    assert blocked
+    for d in blocked:
+        stored = json.loads(snap.nodes[d]["blockers"])
+        kept = json.loads(snap.nodes[f"CTX-{d}"]["blockers"])
+        assert [item[:-1] for item in kept] == [item[:-1] for item in stored]
+        assert [item[-1] + [d] for item in kept] == [item[-1] for item in stored]
+
+
+def test_two_processes_upgrading_at_once_regroup_a_run_once(backend: Mapping[str, Any]) -> None:
+    from rippl_core.capture import chains
+    from rippl_core.capture import cypher as capture_cypher
+    with fresh(backend) as rippl:
+        _write(rippl, FIXTURE["graph"])
+        rows = rippl._driver.query(capture_cypher.turns_without_contexts("lead"))
+        turns = [chains.Turn(d, state, at, frozenset(claims), blockers)
+                 for d, state, at, claims, blockers in rows]
+        commit = chains.regroup("lead", chains.chain(turns))  # both read the run before either wrote
+        rippl._driver.run(lambda: (yield commit))
+        once = snapshot(rippl)
+        rippl._driver.run(lambda: (yield commit))
+        twice = snapshot(rippl)
+        assert twice.nodes == once.nodes and twice.edges == once.edges
+        assert twice.other_nodes == once.other_nodes  # the status history copied once
