@@ -1161,17 +1161,22 @@ def findings(results: dict[str, Any]) -> list[str]:
     rows = results["conversation"]["rows"]
     first, last = rows[0], rows[-1]
     out = ["### What bounds each", ""]
-    supports = last["composition"]["edges"].get("SUPPORTS", 0)
+    kinds = sorted(last["composition"]["edges"].items(), key=lambda kv: -kv[1])
+    growth = last["edges_per_turn"] / max(first["edges_per_turn"], 1e-9)
+    storage = ("storage grows with what each turn adds" if growth <= 1.5
+               else "storage grows faster than the turns")
     out.append(
-        f"- **The long conversation: quadratic storage, and a turn that grows with it.** Edges per "
+        f"- **The long conversation: {storage}; a turn's work grows with its input.** Edges per "
         f"turn go from {first['edges_per_turn']:,.1f} at {first['turns']:,} turns to "
-        f"{last['edges_per_turn']:,.1f} at {last['turns']:,}; at {last['turns']:,} turns "
-        f"{supports:,} of the {last['edges'] + results['conversation']['base']['edges']:,} edges "
-        "are SUPPORTS: turn k's decision rests on every claim its input carries (the k - 1 "
-        "readings before it and the run's root), one edge each. decide costs "
+        f"{last['edges_per_turn']:,.1f} at {last['turns']:,} ({growth:.1f}x); the graph's edges at "
+        f"{last['turns']:,} turns: " + ", ".join(f"{n:,} {kind}" for kind, n in kinds) + ". A turn's "
+        "decision rests on its context, which rests on the run's context before it and on the "
+        "claims that one lacks (CARRIES: here the turn's new reading, the context before, the "
+        "decision), not on every claim again. decide costs "
         f"{first['decide_x_floor']:.1f}x a bare write at {first['turns']:,} turns and "
-        f"{last['decide_x_floor']:.1f}x at {last['turns']:,}; executed stays between "
-        f"{min(r['executed_x_floor'] for r in rows):.1f}x and "
+        f"{last['decide_x_floor']:.1f}x at {last['turns']:,} "
+        f"({last['decide']['p50_ms'] / first['decide']['p50_ms']:.1f}x its cost at {first['turns']:,}); "
+        f"executed stays between {min(r['executed_x_floor'] for r in rows):.1f}x and "
         f"{max(r['executed_x_floor'] for r in rows):.1f}x "
         "(it writes the same whatever came before)."
     )
@@ -1187,14 +1192,15 @@ def findings(results: dict[str, Any]) -> list[str]:
             + " and ".join(
                 f"{_cell(op['op'])} ({_ms(op['ms'])}, {_rows(op['rows'])})" for op in query["top"][1:3]
             )
-            + f". Each is linear in the input (a lookup of each message by its key, a step to each "
-            f"claim it carries, the turn's {row['turns'] + 1:,} SUPPORTS edges), so a conversation "
-            f"costs the square of its length. In the server the query ran "
+            + ". Each is linear in the input (a lookup of each message by its key, a step to each "
+            "claim it carries, a step from each claim to the contexts it is in, to tell whether "
+            "the run's latest context is inside the input), so a turn costs more the longer the "
+            f"conversation, though it stores no more. In the server the query ran "
             f"{_ms(query['server_ms'] or 0)} (its internal execution time)."
         )
     out.append(
-        f"- **Memory grows with the edges**: {last['memory']['growth'] / 2**20:,.1f} MiB for one "
-        f"conversation of {last['turns']:,} turns, "
+        f"- **Memory grows with the run's nodes and edges**: {last['memory']['growth'] / 2**20:,.1f} "
+        f"MiB for one conversation of {last['turns']:,} turns, "
         f"{last['memory']['growth'] / max(1, last['edges']):,.0f} bytes per edge of the run; bytes "
         "per turn "
         + ", ".join(f"{r['memory']['bytes_per_turn']:,} at {r['turns']:,} turns" for r in rows)
