@@ -29,7 +29,7 @@ SCHEMA = Schema("3", unique_ids=(RUN, OBSERVATION, OVERRIDE), indexes=(
     Index("Decision", "key"), Index("Action", "vkey"), Index("Action", "vtool"),
     Index(OVERRIDE, "vkey"), Index(RUN, "scope"), Index("Claim", "read_key"),
     Index("Claim", "read_tool"), Index("Node", "reads"), Index("Action", "scall"),
-    Index(TOOL_SCHEMA, "run")))
+    Index(TOOL_SCHEMA, "run"), Index(CONTEXT, "chain")))
 
 
 def call_ref(run: str, call_id: str) -> str:

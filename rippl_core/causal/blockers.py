@@ -5,7 +5,9 @@ A trail is a shortest path through nodes that are not IN; among several, the one
 the node upwards, takes the smallest id at each step. That rule composes: a node's trail to a
 premise is its chosen antecedent's trail plus the node, so trails can be computed for a whole
 region at once from the trails stored on the nodes around it, and a walk of one node's ancestry
-gives the same answer.
+gives the same answer. A turn's context (`vocabulary.CONTEXT`) counts no step and is left out of
+every trail, stored or shown (as in `walk`): a trail through a conversation's chain of contexts
+stays as short as the claim, the decision and the action it names.
 
 Every wave materialises the result on each node that is not IN (`blockers`, JSON), so a denied
 check reads it with the node's state, in one round trip. A node is left without it (and a check
@@ -85,15 +87,16 @@ def trails(nodes: Iterable[str], preds: Mapping[str, Iterable[str]], blocking: I
             if cap is not None and len(best[node]) > cap:
                 lose([node])
                 continue
+            step = 0 if is_context(node) else 1  # a turn's context counts no step (`walk`)
             for nxt in succ.get(node, ()):
                 if premise not in best[nxt] and nxt not in lost:
-                    _offer(queued[distance + 1], nxt, premise, node)
+                    _offer(queued[distance + step], nxt, premise, node)
     out: dict[str, Trails | None] = {}
     for node in members:
         if node in lost:
             out[node] = None
             continue
-        out[node] = {premise: _trail(node, premise, best, known)
+        out[node] = {premise: [n for n in _trail(node, premise, best, known) if not is_context(n)]
                      for premise in best.get(node, {})}
     return out
 

@@ -150,20 +150,23 @@ def step_down(ids: Sequence[str]) -> Query:
 
 
 def through_down(ids: Sequence[str]) -> Query:
-    """Every edge leaving the turns' contexts `ids` and the contexts after them, in one round trip
-    (a run's contexts form chains: each path is read once): (context, to, kind, state, retracted,
-    pending, executed)."""
-    return Query(f"UNWIND $ids AS id MATCH (:Node {{id: id}})-[:{CARRIES}*0..]->(k:{CONTEXT}) "
+    """Every edge leaving the turns' contexts `ids` and the contexts after them in their chains,
+    in one round trip: (context, to, kind, state, retracted, pending, executed). A chain is a line
+    (`capture.chains`): what follows a context in it is found by its index, not by paths."""
+    # (the chain and place projected first: matched from `s` itself, FalkorDB scans every context)
+    return Query(f"UNWIND $ids AS id MATCH (s:Node {{id: id}}) WITH s.chain AS c, s.seq AS q "
+                 f"MATCH (k:{CONTEXT} {{chain: c}}) WHERE k.seq >= q "
                  f"MATCH (k)-[:{CARRIES}]->(m:Node) RETURN DISTINCT k.id, m.id, m.kind, m.state, "
                  "m.retracted, m.pending, m.executed_at IS NOT NULL", {"ids": list(ids)},
                  read_only=True)
 
 
 def through_up(ids: Sequence[str], *, blocking_only: bool = False) -> Query:
-    """Every edge into the turns' contexts `ids` and the contexts before them, in one round trip:
-    (context, from, kind, state, retracted, pending, reason)."""
+    """Every edge into the turns' contexts `ids` and the contexts before them in their chains, in
+    one round trip: (context, from, kind, state, retracted, pending, reason)."""
     where = " WITH k, p WHERE p.state <> 'IN'" if blocking_only else ""
-    return Query(f"UNWIND $ids AS id MATCH (k:{CONTEXT})-[:{CARRIES}*0..]->(:Node {{id: id}}) "
+    return Query(f"UNWIND $ids AS id MATCH (s:Node {{id: id}}) WITH s.chain AS c, s.seq AS q "
+                 f"MATCH (k:{CONTEXT} {{chain: c}}) WHERE k.seq <= q "
                  f"MATCH (p:Node)-[:{CARRIES}]->(k){where} RETURN DISTINCT k.id, p.id, p.kind, "
                  "p.state, p.retracted, p.pending, p.reason", {"ids": list(ids)}, read_only=True)
 

@@ -20,7 +20,7 @@ from rippl_core._runtime.validation import (
 )
 from rippl_core.causal import cypher
 from rippl_core.causal.spec import action_digest
-from rippl_core.causal.walk import trail, walk
+from rippl_core.causal.walk import trails, walk
 from rippl_core.errors import InvalidInputError, NotFoundError
 from rippl_core.models import Node, Reached, Stats
 from rippl_core.vocabulary import Kind, State, is_context
@@ -184,9 +184,10 @@ def reach(node_id: str, *, down: bool, max_depth: int | None) -> Op[list[Reached
         raise InvalidInputError("max_depth must be a positive integer (or None for no limit)")
     yield from require_nodes([node_id], what="node")
     visits = yield from walk([node_id], down=down, max_depth=max_depth)
+    paths = trails(visits)
     reached = [
         Reached(id=v.id, kind=Kind(v.kind), state=State(v.state), depth=v.depth,
-                trail=trail(visits, v.id) if down else trail(visits, v.id)[::-1])
+                trail=paths[v.id] if down else paths[v.id][::-1])
         for v in visits.values() if not is_context(v.id)
     ]
     return sorted(reached, key=lambda r: (r.depth, r.id))

@@ -46,6 +46,24 @@ def trail(visits: dict[str, Visit], node: str) -> list[str]:
     return path[::-1]
 
 
+def trails(visits: dict[str, Visit]) -> dict[str, list[str]]:
+    """`trail` of every node reached, each from its parent's (a walk down a conversation's chain
+    of contexts reaches each turn through all the contexts before it: one trail at a time would
+    cost the square of its length)."""
+    done: dict[str, list[str]] = {}
+    for node in visits:
+        path: list[str] = []
+        current: str | None = node
+        while current is not None and current not in done:
+            path.append(current)
+            current = visits[current].parent if current in visits else None
+        known = done[current] if current is not None else []
+        for n in reversed(path):
+            known = known if is_context(n) else [*known, n]
+            done[n] = known
+    return {node: done[node] for node in visits}
+
+
 def walk(roots: Iterable[str], *, down: bool, max_depth: int | None = None,
          blocking_only: bool = False, edges: list[tuple[str, str]] | None = None
          ) -> Op[dict[str, Visit]]:
