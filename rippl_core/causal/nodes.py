@@ -55,7 +55,7 @@ def through_contexts(rows: Sequence[tuple[Any, ...]]) -> Op[list[tuple[Any, ...]
     held: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for context, claim, state in (yield cypher.context_claims(contexts)):
         held[context].append((claim, state))
-    out = []
+    out: list[tuple[Any, ...]] = []
     for node, j, antecedent, state in rows:
         if is_context(antecedent):
             out.extend((node, j, claim, claim_state) for claim, claim_state in held[antecedent])
