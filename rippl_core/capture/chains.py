@@ -17,13 +17,12 @@ own; the public reads go through contexts to the claims (`causal.nodes`, `causal
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rippl_core._runtime.op import Commit, Op
 from rippl_core.capture import cypher
+from rippl_core.causal import blockers
 from rippl_core.vocabulary import CONTEXT_PREFIX
 
 RUNS_PER_PASS = 50  # runs regrouped per read of the runs still to do
@@ -78,16 +77,13 @@ def chain(turns: Sequence[Turn]) -> list[Link]:
     return links
 
 
-def _context_blockers(stored: str | None, decision: str) -> str | None:
-    """A decision's stored blockers as its context's: each trail without the decision at its end
-    (see `causal.blockers.encode`)."""
+def _context_blockers(stored: str | None) -> str | None:
+    """A decision's stored blockers as its context's: each trail (which ends at the decision,
+    `causal.blockers.trails`) without its last node, in `causal.blockers`' stored form."""
     if stored is None:
         return None
-    items: list[list[Any]] = json.loads(stored)
-    for item in items:
-        if item[-1] and item[-1][-1] == decision:
-            item[-1] = item[-1][:-1]
-    return json.dumps(items, ensure_ascii=False, separators=(",", ":"))
+    found, premises = blockers.decode(stored)
+    return blockers.encode({p: t[:-1] for p, t in found.items()}, premises)
 
 
 def regroup(run: str, links: Sequence[Link]) -> Commit:
@@ -98,7 +94,7 @@ def regroup(run: str, links: Sequence[Link]) -> Commit:
     rows = [{"d": link.turn.decision, "k": link.context, "carries": list(link.carries),
              "state": link.turn.state, "at": link.turn.created_at, "chain": link.chain,
              "seq": link.seq, "size": link.size,
-             "blockers": _context_blockers(link.turn.blockers, link.turn.decision)}
+             "blockers": _context_blockers(link.turn.blockers)}
             for link in links]
     return Commit(queries=cypher.regroup_turns(run, rows, links[-1].context if links else None),
                   blind=True)

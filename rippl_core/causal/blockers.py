@@ -123,7 +123,7 @@ def _trail(node: str, premise: str, best: Mapping[str, Mapping[str, str | None]]
 def blocker_list(found: Trails, premises: Mapping[str, Premise]) -> list[Blocker]:
     """Blockers as a verdict lists them: nearest first, then by id."""
     return sorted((Blocker(premise=p, kind=Kind(premises[p].kind), state=State(premises[p].state),
-                           reason=premises[p].reason, trail=[n for n in trail if not is_context(n)])
+                           reason=premises[p].reason, trail=trail)
                    for p, trail in found.items()), key=lambda b: (len(b.trail), b.premise))
 
 

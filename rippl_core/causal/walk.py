@@ -37,13 +37,7 @@ class Visit:
 def trail(visits: dict[str, Visit], node: str) -> list[str]:
     """Ids from the walk's root to `node` (the turns' contexts on the way left out: they are
     internal, and a trail reads through them)."""
-    path = []
-    current: str | None = node
-    while current is not None:
-        if not is_context(current):
-            path.append(current)
-        current = visits[current].parent if current in visits else None
-    return path[::-1]
+    return trails(visits)[node] if node in visits else [node]
 
 
 def trails(visits: dict[str, Visit]) -> dict[str, list[str]]:
