@@ -455,37 +455,45 @@ def decide(run: Mapping[str, Any], decision: Mapping[str, Any], refs: Sequence[M
          "results": list(results), **_input(run, refs, told)})
 
 
-# What a model input's messages carry when each is a carrier of this run Rippl recorded: the
-# claims its observations saw and its turns' decisions rest on, distinct, in the order `_context`
-# gives them. `fallback` is true when that is not the whole answer (a message found nowhere, or
-# one another run of the scope wrote: `_context` records the one and hands over the other).
-_OWN_CONTEXT = (
-    # each message looked up by its key first, while the row is small (a list membership test
-    # per message would grow with the square of the input): the first `$carriers` of `$keys`
-    # must be carriers, the `$inputs` after them (the user's new messages) must not
-    "UNWIND [k IN $keys[..$carriers] | [k, true]] "
-    "+ [k IN $keys[$carriers..$carriers + size($inputs)] | [k, false]] + [NULL] AS p "
-    f"OPTIONAL MATCH (po:{OBSERVATION} {{key: p[0]}}) WITH root, fresh, p, count(po) AS hits "
-    "OPTIONAL MATCH (pm:Decision {key: p[0]}) WITH root, fresh, p, hits, count(pm) AS more "
-    "WITH root, fresh, sum(CASE WHEN p IS NOT NULL AND (hits + more > 0) <> p[1] "
-    "THEN 1 ELSE 0 END) AS odd "
-    f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys "
-    f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
-    "WITH root, fresh, odd, collect(DISTINCT CASE WHEN o.run = $run.id THEN c END) AS oc, "
-    "count(CASE WHEN o.run <> $run.id AND c IS NOT NULL THEN 1 END) AS nof, "
-    "count(o.bound) AS nob "
-    "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys "
-    f"OPTIONAL MATCH (mc:Claim)-[:{CARRIES}*]->(m) "
-    "WITH root, fresh, odd, oc, nof, nob, "
-    "collect(DISTINCT CASE WHEN m.run = $run.id THEN mc END) AS mcs, "
-    "count(CASE WHEN m.run <> $run.id AND mc IS NOT NULL THEN 1 END) AS nmf, "
-    "count(m.bound) AS nmb "
-    # the claims of both, distinct (an aggregate: a fold over the list would grow with its square)
-    "WITH root, fresh, oc + mcs AS both, (nof + nmf + nob + nmb + odd > 0) AS fallback "
-    "UNWIND both + [NULL] AS one WITH root, fresh, fallback, collect(DISTINCT one) AS ctx "
-    # a claim that carries bindings (a memory written after a veto) is for the whole query
-    "WITH root, fresh, ctx, fallback OR any(c IN ctx WHERE c.bound IS NOT NULL) AS fallback "
-)
+def _own_context(keep: str, within: bool = False) -> str:
+    """Cypher: what a model input's messages carry when each is a carrier of this run Rippl
+    recorded: the claims its observations saw and its turns' decisions rest on, distinct, in the
+    order `_context` gives them (`ctx`). `fallback` is true when that is not the whole answer (a
+    message found nowhere, or one another run of the scope wrote: `_context` records the one and
+    hands over the other). Keeps `keep`. `within`: a turn whose context extends `base`
+    (`_next_context`) needs nothing of a turn of the run whose context is under it (a model's
+    earlier message, in a framework's message list): not stepping through that turn's contexts
+    keeps its cost to the new messages."""
+    return (
+        # each message looked up by its key first, while the row is small (a list membership test
+        # per message would grow with the square of the input): the first `$carriers` of `$keys`
+        # must be carriers, the `$inputs` after them (the user's new messages) must not
+        "UNWIND [k IN $keys[..$carriers] | [k, true]] "
+        "+ [k IN $keys[$carriers..$carriers + size($inputs)] | [k, false]] + [NULL] AS p "
+        f"OPTIONAL MATCH (po:{OBSERVATION} {{key: p[0]}}) WITH {keep}, p, count(po) AS hits "
+        f"OPTIONAL MATCH (pm:Decision {{key: p[0]}}) WITH {keep}, p, hits, count(pm) AS more "
+        f"WITH {keep}, sum(CASE WHEN p IS NOT NULL AND (hits + more > 0) <> p[1] "
+        "THEN 1 ELSE 0 END) AS odd "
+        f"OPTIONAL MATCH (o:{OBSERVATION}) WHERE o.key IN $keys "
+        f"OPTIONAL MATCH (o)-[:{SAW}]->(c:Claim) "
+        f"WITH {keep}, odd, collect(DISTINCT CASE WHEN o.run = $run.id THEN c END) AS oc, "
+        "count(CASE WHEN o.run <> $run.id AND c IS NOT NULL THEN 1 END) AS nof, "
+        "count(o.bound) AS nob "
+        "OPTIONAL MATCH (m:Decision) WHERE m.key IN $keys "
+        + (f"OPTIONAL MATCH (mk:{CONTEXT})-[:{CARRIES}]->(m) WITH {keep}, odd, oc, nof, nob, m, "
+           "CASE WHEN mk.chain = base.chain AND mk.seq <= base.seq THEN NULL ELSE m END AS mw "
+           if within else f"WITH {keep}, odd, oc, nof, nob, m, m AS mw ")
+        + f"OPTIONAL MATCH (mc:Claim)-[:{CARRIES}*]->(mw) "
+        f"WITH {keep}, odd, oc, nof, nob, "
+        "collect(DISTINCT CASE WHEN m.run = $run.id THEN mc END) AS mcs, "
+        "count(CASE WHEN m.run <> $run.id AND mc IS NOT NULL THEN 1 END) AS nmf, "
+        "count(m.bound) AS nmb "
+        # the claims of both, distinct (an aggregate: a fold over the list would grow with its square)
+        f"WITH {keep}, oc + mcs AS both, (nof + nmf + nob + nmb + odd > 0) AS fallback "
+        f"UNWIND both + [NULL] AS one WITH {keep}, fallback, collect(DISTINCT one) AS ctx "
+        # a claim that carries bindings (a memory written after a veto) is for the whole query
+        f"WITH {keep}, ctx, fallback OR any(c IN ctx WHERE c.bound IS NOT NULL) AS fallback "
+    )
 
 # A first turn whose whole input is the user's (no message before it is a carrier): its messages
 # carry nothing only if the run has carried nothing yet (`capture.context.user_input`); the
@@ -502,47 +510,92 @@ _BLANK_RUN = (
 )
 
 
+def _next_context(keep: str) -> str:
+    """`_turn_context` for a turn whose input is the previous turn's input and more (`decide_own`
+    with `base`): the previous turn's context (`base`, still the run's latest) holds every claim of
+    that input, so the new context extends it with the claims of the new messages (`ctx`) it
+    lacks, and rests on nothing else; its label and readings are the base's (kept current by truth
+    maintenance; its decision's `reads`) and the new claims'. Work and storage grow with the new
+    messages, not the conversation. Ends with `keep`, `computed`, `k` and `reads`."""
+    kid = f"'{CONTEXT_PREFIX}' + $decision.id"
+    return (
+        f"UNWIND ctx + [NULL] AS a OPTIONAL MATCH (a)-[:{CARRIES}]->(ac) "
+        f"WITH {keep}, base, a, collect(ac) AS acs "
+        f"WITH {keep}, base, a, size([x IN acs WHERE x.chain = base.chain AND x.seq <= base.seq]) "
+        "AS under "
+        f"WITH {keep}, base, collect(CASE WHEN a IS NOT NULL AND under = 0 THEN a END) AS delta "
+        f"MATCH (run:{RUN} {{id: $run.id}}) OPTIONAL MATCH (base)-[:{CARRIES}]->(dp:Decision) "
+        f"WITH {keep}, base, delta, run, dp, "
+        + _STATE.format(states="[base.state] + [a IN delta | a.state]") + " AS computed "
+        f"CREATE (k:Node:{CONTEXT}) SET k.id = {kid}, k.kind = 'Decision', k.run = $run.id, "
+        "k.state = computed, k.created_at = $now, k.retracted = false, k.pending = 0, "
+        "k.chain = base.chain, k.seq = base.seq + 1, k.size = base.size + size(delta), "
+        f"run.context = {kid} "
+        f"FOREACH (a IN delta + [base] | CREATE (a)-[:{CARRIES} {{j: {kid}}}]->(k)) "
+        + _CREATED.format(id=kid, kind="'Decision'", after="computed") + " "
+        f"WITH {keep}, computed, k, coalesce(dp.reads, []) + " + _READS.format("delta") + " AS reads "
+    )
+
+
 def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
                refs: Sequence[Mapping[str, Any]], actions: Sequence[Mapping[str, Any]],
                now: int, root: bool = False,
                results: Sequence[Mapping[str, Any]] = (),
-               inputs: Sequence[Mapping[str, Any]] = ()) -> Query:
+               inputs: Sequence[Mapping[str, Any]] = (), base: str | None = None) -> Query:
     """`decide` for the common turn, in a query a quarter of its size: a new turn (its decision and
     actions not recorded yet), no veto read (`told` empty), tool results to verify that Rippl
     recorded (`results`), a model input whose every message is a carrier this run recorded
-    (`_OWN_CONTEXT`) followed by the user's new messages (`inputs`: recorded nowhere, each
+    (`_own_context`) followed by the user's new messages (`inputs`: recorded nowhere, each
     recorded here as the run's `input` observation, carrying nothing; with no message before them,
     only in a run that has carried nothing, `_BLANK_RUN`), and calls that
     repeat no vetoed call and have no override approved. Its nodes are known to be new, so they
     are created, not merged, and what an action repeats is known to be nothing. It records
     exactly what `decide` would; for any other turn it writes nothing and returns no row, and the
     caller sends `decide`. `root`: the run's node and root are believed to exist (not created
-    here: a run without them is another turn)."""
+    here: a run without them is another turn).
+
+    `base`: the context of the run's previous turn, whose input (as recorded) begins this one's:
+    `refs`, `results` and `inputs` are then only the messages after it, and the turn extends that
+    context (`_next_context`), so it costs what its new messages do. Only while `base` is still
+    the run's latest context and no claim under its chain has since gained readings or bindings
+    (`tainted`, set by a memory written onto it: `_WROTE`); otherwise it writes nothing."""
+    if base is None:
+        head = (("" if root else _run_root(run) + "WITH 1 AS one ")
+                + "MATCH (root:Node {id: $run.claim.id}) "
+                "OPTIONAL MATCH (d0:Node {id: $decision.id}) WITH root, d0 IS NULL AS fresh ")
+        keep = "root, fresh"
+    else:  # (`fresh` also says the turn can extend `base`)
+        head = ("MATCH (root:Node {id: $run.claim.id}) "
+                f"OPTIONAL MATCH (run:{RUN} {{id: $run.id}}) "
+                "OPTIONAL MATCH (base:Node {id: $base}) "
+                "OPTIONAL MATCH (chain:Node {id: base.chain}) "
+                "OPTIONAL MATCH (d0:Node {id: $decision.id}) "
+                "WITH root, base, coalesce(d0 IS NULL AND run.context = $base "
+                "AND chain.tainted IS NULL, false) AS fresh ")
+        keep = "root, fresh, base"
+    kept = "root" if base is None else "root, base"
     return Query(
-        ("" if root else _run_root(run) + "WITH 1 AS one ")
-        + "MATCH (root:Node {id: $run.claim.id}) "
-        "OPTIONAL MATCH (d0:Node {id: $decision.id}) WITH root, d0 IS NULL AS fresh "
-        + _OWN_CONTEXT
-        + (_BLANK_RUN if inputs and not refs else "")
+        head + _own_context(keep, within=base is not None)
+        + (_BLANK_RUN if inputs and not refs and base is None else "")
         # the tool results of the input, each one Rippl recorded (else `_unrecorded` is needed)
         + f"UNWIND $results + [NULL] AS r OPTIONAL MATCH (ro:{OBSERVATION} {{key: r.key}}) "
         "WHERE ro.kind = 'tool_result' AND (r.digest IS NULL OR ro.output = r.digest) "
-        "WITH root, fresh, ctx, fallback, r, count(ro) AS recorded "
-        "WITH root, fresh, ctx, fallback, sum(CASE WHEN r IS NOT NULL AND recorded = 0 THEN 1 "
+        f"WITH {keep}, ctx, fallback, r, count(ro) AS recorded "
+        f"WITH {keep}, ctx, fallback, sum(CASE WHEN r IS NOT NULL AND recorded = 0 THEN 1 "
         "ELSE 0 END) AS forged "  # (FalkorDB cannot mix a grouping key into an aggregate's expression)
-        "WITH root, fresh, ctx, fallback OR forged > 0 AS fallback "
-        "WITH root, ctx, fallback OR NOT fresh AS other UNWIND $actions AS act "
+        f"WITH {keep}, ctx, fallback OR forged > 0 AS fallback "
+        f"WITH {kept}, ctx, fallback OR NOT fresh AS other UNWIND $actions AS act "
         "OPTIONAL MATCH (x0:Node {id: act.id}) OPTIONAL MATCH (v1:Action {vkey: act.rkey}) "
         "OPTIONAL MATCH (v2:Action {vtool: act.rtool}) "
         f"OPTIONAL MATCH (ov:{OVERRIDE} {{vkey: act.rkey}}) "
-        "WITH root, ctx, other, count(x0) + count(v1) + count(v2) + count(ov) AS found "
+        f"WITH {kept}, ctx, other, count(x0) + count(v1) + count(v2) + count(ov) AS found "
         "WHERE NOT other AND found = 0 "
-        + ("FOREACH (r IN $inputs | " + _message_recorded("r", "'input'") + ") WITH root, ctx "
+        + ("FOREACH (r IN $inputs | " + _message_recorded("r", "'input'") + f") WITH {kept}, ctx "
            if inputs else "")
-        + "WITH CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
-        + _turn_context("1 AS one")
-        + "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, "
-        "d.reads = " + _READS.format("ants") + " "
+        + ("WITH CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
+           + _turn_context("1 AS one") + "WITH computed, k, " + _READS.format("ants") + " AS reads "
+           if base is None else _next_context("1 AS one"))
+        + "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, d.reads = reads "
         f"CREATE (k)-[:{CARRIES} {{j: $decision.id}}]->(d) "
         + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + " "
         "WITH d UNWIND $actions AS act "
@@ -557,7 +610,8 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
          "keys": _input(run, [*refs, *inputs], ())["keys"], "carriers": len(refs),
          "inputs": [{k: r[k] for k in ("oid", "ref", "key")} for r in inputs],
-         "results": [{"key": r["key"], "digest": r["digest"]} for r in results]})
+         "results": [{"key": r["key"], "digest": r["digest"]} for r in results],
+         **({"base": base} if base is not None else {})})
 
 
 def wrote(run: Mapping[str, Any], carrier: Mapping[str, Any],
@@ -585,7 +639,8 @@ def wrote(run: Mapping[str, Any], carrier: Mapping[str, Any],
 # premise someone stated before this write began (`$since`: it holds on its own) or the link would
 # change the claim's state (then `capture.memory` links it with a relabel). The claim is no
 # fresher than the readings the writer rests on (`reads`, unless another kind of justification
-# holds it), and carries the writer's bindings. Returns (claim, writer, linked or nothing to do).
+# holds it), and carries the writer's bindings; the chains of contexts holding it are marked
+# `tainted` when it gains either. Returns (claim, writer, linked or nothing to do).
 _WROTE = (
     "UNWIND $claims AS cl MATCH (c:Node {id: cl.claim}) "
     "OPTIONAL MATCH (w0:Node {id: cl.w}) OPTIONAL MATCH (j)-[:SUPPORTS]->(c) "
@@ -613,7 +668,16 @@ _WROTE = (
     + _DISTINCT.format("coalesce(c.reads, []) + coalesce(w.reads, [])") + " ELSE c.reads END, "
     "c.bound = CASE WHEN w.bound IS NULL THEN c.bound ELSE "
     + _DISTINCT.format("coalesce(c.bound, []) + w.bound") + " END) "
-    "RETURN c.id, w.id, had OR stated OR blind"
+    # the turns that extend a context holding the claim from before (`decide_own`'s `base`) take
+    # what it carries as it was: each chain it is under is marked, and such a turn then reads it
+    # all again (`_own_context`)
+    "WITH c, w, had OR stated OR blind AS done, CASE WHEN NOT had AND NOT stated AND "
+    "(w.bound IS NOT NULL OR (others = 0 AND size(coalesce(w.reads, [])) > 0)) THEN c END AS g "
+    f"OPTIONAL MATCH (g)-[:{CARRIES}]->(kc:{CONTEXT}) WITH c, w, done, kc "
+    "OPTIONAL MATCH (chain:Node {id: kc.chain}) "
+    "FOREACH (x IN CASE WHEN chain IS NULL THEN [] ELSE [chain] END | SET x.tainted = true) "
+    "WITH c, w, done, count(chain) AS chains "
+    "RETURN c.id, w.id, done"
 )
 
 

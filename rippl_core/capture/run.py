@@ -35,6 +35,7 @@ from rippl_core._runtime.validation import (
     repeat_key,
 )
 from rippl_core.capture import cypher, ids
+from rippl_core.capture.chains import context_id
 from rippl_core.capture.context import REPEAT_SCOPES, repeat_keys, tool_key
 from rippl_core.causal import cypher as causal_cypher
 from rippl_core.causal import freshness, preflight
@@ -87,13 +88,21 @@ class RunRef:
                 "claim": {**claim, "run": self.id}}
 
 
+# A model input as this client sent it: each message's key and the digest of its tool result
+# to verify (`_UNCHECKED`: none given).
+Signature = tuple[tuple[str, str | None], ...]
+_UNCHECKED = "\x00"
+
+
 class Carriers:
     """Which carrier keys this client recorded for which run: a hint that picks the smaller
     decide query (`cypher.decide_own`) for a turn whose every message is a carrier of its own run,
     never a guarantee (that query checks it, and defers to `cypher.decide` when it does not hold),
     so a stale entry (a run pruned, a message another run recorded) costs a round trip, never a
     wrong record. `sure` entries were recorded by this run's own operations; the others are
-    messages a full decide found or recorded. Bounded: the oldest entries are forgotten. One
+    messages a full decide found or recorded. Likewise the input of each run's latest turn
+    (`remember`), so that the next turn sends only the messages after it (`cypher.decide_own`'s
+    `base`, which checks that it may). Bounded: the oldest entries are forgotten. One
     handle's runs share it across threads: its writes hold a lock (two threads forgetting the
     oldest entry at once would otherwise delete one key twice)."""
 
@@ -101,7 +110,32 @@ class Carriers:
 
     def __init__(self) -> None:
         self._keys: dict[str, tuple[str, bool] | None] = {}
+        self._inputs: dict[str, tuple[Signature, str]] = {}
         self._lock = threading.Lock()
+
+    def remember(self, run: str, signature: Signature, context: str) -> None:
+        """The run's latest turn rested on exactly what the messages `signature` carry, through
+        `context` (it was recorded by `cypher.decide_own`): a later turn whose input begins with
+        them may extend that context (see `extends`)."""
+        with self._lock:
+            self._inputs.pop(run, None)
+            self._inputs[run] = (signature, context)
+            while len(self._inputs) > self.LIMIT:
+                del self._inputs[next(iter(self._inputs))]
+
+    def forget(self, run: str) -> None:
+        with self._lock:
+            self._inputs.pop(run, None)
+
+    def extends(self, run: str, signature: Signature) -> tuple[str, int] | None:
+        """The context of the run's latest turn and how many messages of `signature` its input
+        had, if `signature` begins with that input (the same messages, with the same tool results'
+        digests to verify) and that input had any; else None."""
+        entry = self._inputs.get(run)
+        if entry is None or not entry[0] or len(entry[0]) > len(signature) or \
+                signature[:len(entry[0])] != entry[0]:
+            return None
+        return entry[1], len(entry[0])
 
     def mark(self, run: str, keys: Sequence[str], *, sure: bool) -> None:
         with self._lock:
@@ -222,28 +256,37 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     ref_keys = [r["key"] for r in refs or ()]
     carried, new_inputs = _user_tail(refs or [], carriers, run.id)
     root = carriers.knows_run(run.id)  # then the smaller query reads only the run's and root's ids
+    digests = {c["key"]: c["digest"] for c in checked}
+    signature = tuple((r["key"], digests.get(r["key"], _UNCHECKED)) for r in [*carried, *new_inputs])
     if (refs is not None and not told_ids and carriers.common(run.id, [r["key"] for r in carried])
             and (carried or not new_inputs or not root)):  # the question alone: a new run only
-        # the common turn: a smaller query
-        smaller = Commit([cypher.decide_own({"id": run.id, "claim": {"id": ids.run_claim(run.id)},
-                                             "scope": run.scope}
-                                            if root else run.props(now), decision, carried, actions,
-                                            now, root=root, results=checked, inputs=new_inputs),
-                          declared_query], [recorded], blind=True)
-        try:
-            replies = yield smaller
-        except ConflictError:
-            replies = yield smaller
-        if not replies[0]:
+        # the common turn: a smaller query, on the new messages only if the input goes on from
+        # the previous turn's
+        short = {"id": run.id, "claim": {"id": ids.run_claim(run.id)}, "scope": run.scope}
+        extended = carriers.extends(run.id, signature) if root else None
+        if extended is not None:
+            base, n = extended
+            before = {key for key, _ in signature[:n]}
+            replies = yield from _attempt(Commit([cypher.decide_own(
+                short, decision, carried[n:], actions, now, root=True,
+                results=[c for c in checked if c["key"] not in before], inputs=new_inputs,
+                base=base), declared_query], [recorded], blind=True))
+        if not replies or not replies[0]:
+            replies = yield from _attempt(Commit([cypher.decide_own(
+                short if root else run.props(now), decision, carried, actions, now, root=root,
+                results=checked, inputs=new_inputs), declared_query],
+                [] if replies else [recorded], blind=True))  # said once, if tried already
+        if replies[0]:
+            carriers.remember(run.id, signature, context_id(decision["id"]))
+        else:
             carriers.doubt(ref_keys)
     if not replies or not replies[0]:  # any other turn: the whole query
+        carriers.forget(run.id)
         commit = Commit([cypher.decide(run.props(now), decision, refs, told_ids, actions, now,
                                        checked), declared_query],
                         [] if replies else [recorded], blind=True)  # said once, if tried smaller
-        try:  # one round trip: the turn recorded, its context set computed, declared matches read
-            replies = yield commit
-        except ConflictError:  # the same turn recorded concurrently: this time it finds it
-            replies = yield commit
+        # one round trip: the turn recorded, its context set computed, declared matches read
+        replies = yield from _attempt(commit)
     carriers.mark(run.id, [decision["key"]], sure=True)
     carriers.mark(run.id, ref_keys, sure=False)
     carriers.mark_run(run.id)
@@ -260,6 +303,16 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     if not all(v.allowed for v in verdicts):
         carriers.mark_vetoed(run.id)
     return verdicts
+
+
+def _attempt(commit: Commit) -> Op[list[Any]]:
+    """Send a turn's commit; on a conflict (the same turn recorded concurrently), once more: this
+    time it finds it."""
+    try:
+        replies: list[Any] = yield commit
+    except ConflictError:
+        replies = yield commit
+    return replies
 
 
 def wrote(run: RunRef, ref: str, *, context: SequenceNotStr[str] | None,

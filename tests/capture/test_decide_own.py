@@ -6,6 +6,7 @@ whole query in the same call."""
 
 from __future__ import annotations
 
+import ast
 import sys
 import threading
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from rippl_core._runtime.wire import Query
 from rippl_core.adapters import output_digest
 from rippl_core.capture import ids
 from rippl_core.capture import run as capture_run
+from rippl_core.capture.memory import Writing, writing
+from rippl_core.capture.run import RunRef
 
 # times and what depends on them differ from one run of the flow to the other
 CLOCKS = {"created_at", "at", "started_at", "last_active", "recorded_at", "valid_from",
@@ -106,12 +109,14 @@ def dump(rippl: Rippl) -> tuple[list[Any], list[Any]]:
 
 def own_texts(*, root: bool | None = None) -> set[str]:
     """Every text of the smaller decide query (the run known or not, with or without the user's
-    new messages, after the run's own messages or alone)."""
+    new messages, after the run's own messages or alone, going on from the previous turn's
+    input or not)."""
     message = [{"oid": "o", "ref": "r", "key": "k"}]
     return {capture_run.cypher.decide_own({"id": "x"}, {}, refs, [], 0, root=known,
-                                          inputs=inputs).text
+                                          inputs=inputs, base=base).text
             for known in ((False, True) if root is None else (root,))
-            for refs in ([], message) for inputs in ([], message)}
+            for refs in ([], message) for inputs in ([], message)
+            for base in ((None, "CTX-b") if known else (None,))}
 
 
 def test_the_smaller_query_records_what_the_whole_one_does(
@@ -247,3 +252,169 @@ def test_the_hint_survives_many_threads_forgetting_its_oldest_entries_at_once() 
         sys.setswitchinterval(interval)
     assert errors == []
     assert len(carriers._keys) <= Small.LIMIT
+
+
+# ------------------------------------------------------------------ a turn going on from the last
+
+
+def extending_texts() -> set[str]:
+    """Every text of the smaller query extending the previous turn's context (`base`)."""
+    message = [{"oid": "o", "ref": "r", "key": "k"}]
+    return {capture_run.cypher.decide_own({"id": "x"}, {}, refs, [], 0, root=True,
+                                          inputs=inputs, base="CTX-b").text
+            for refs in ([], message) for inputs in ([], message)}
+
+
+def as_sets(graph: tuple[list[Any], list[Any]]) -> tuple[list[Any], list[Any]]:
+    """`dump` with each node's readings (`reads`, a set: its order is the order a query happened
+    to collect them in) sorted, and the time a belief was first recorded left out."""
+
+    def plain(props: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        return tuple((k, repr(sorted(ast.literal_eval(v))) if k == "reads" else v)
+                     for k, v in props if k != "first_recorded")
+
+    nodes, edges = graph
+    return (sorted((labels, plain(props)) for labels, props in nodes),
+            sorted((kind, plain(props), a, b) for kind, props, a, b in edges))
+
+
+def conversation(rippl: Rippl, turns: int = 12) -> None:
+    """One run whose every input holds every earlier message (a framework's message list): the
+    model's turns, readings fresh for a while, results verified, a reading superseded (shard 01
+    read again, degraded) and one retracted, a user's question in the middle, the model's own
+    summary."""
+    run = rippl.run("long", agent="ops", framework="test")
+    messages: list[str] = ["ask"]
+    results: dict[str, str | None] = {}
+    for k in range(1, turns + 1):
+        call = ToolCall(name="get_health", args={"shard": f"{k % 4:02d}"}, id=f"h{k}")
+        inputs = ["ask"] if k == 1 else ["ask-2"] if k == 6 else []
+        if k == 6:
+            messages.append("ask-2")
+        run.decide(f"t{k}", [call], context=list(messages), inputs=inputs, results=dict(results))
+        output = f"shard {k % 4:02d}: {'degraded' if k == 9 else 'healthy'}"
+        reading = run.executed(call, output, fresh_for=300)
+        messages += [f"t{k}", f"h{k}"]
+        results[f"h{k}"] = output_digest(output) if k % 2 else None
+        if k == 10:  # (every later turn rests on it: denied, they take the whole query)
+            rippl.retract(reading, reason="a stale replica answered", by="monitor")
+        if k == 7:
+            run.wrote("summary", context=list(messages), kind="summary")
+            messages.append("summary")
+
+
+def test_a_turn_going_on_from_the_last_sends_only_its_new_messages(
+        open_rippl: Callable[..., Rippl], monkeypatch: pytest.MonkeyPatch, sent: list[str]) -> None:
+    """Each turn whose input goes on from the previous one's extends that turn's context, sending
+    the new messages only (its parameters do not grow with the conversation), and records exactly
+    what the whole query records: the same graph, premises, labels, readings and bounds."""
+    chosen = open_rippl()
+    conversation(chosen)
+    extending = extending_texts()
+    assert sum(text in extending for text in sent) == 10  # t2 to t11 (t12 is after a veto)
+    monkeypatch.setattr(capture_run.Carriers, "common", lambda self, run, keys: False)
+    whole = open_rippl()
+    conversation(whole)
+    assert as_sets(dump(chosen)) == as_sets(dump(whole))
+
+
+def test_a_turn_going_on_from_the_last_carries_what_its_input_held(
+        open_rippl: Callable[..., Rippl], sent: list[str]) -> None:
+    """What an extended turn rests on is what its whole input carries: the readings of every
+    earlier message, not only the new ones, and a retraction of an early one vetoes it."""
+    rippl = open_rippl()
+    run = rippl.run("r1")
+    messages: list[str] = []
+    readings = []
+    for k in range(1, 6):
+        call = ToolCall(name="get_health", args={"shard": f"{k:02d}"}, id=f"h{k}")
+        [verdict] = run.decide(f"t{k}", [call], context=list(messages))
+        assert verdict.allowed, verdict.reason
+        readings.append(run.executed(call, f"shard {k:02d}: healthy"))
+        messages += [f"t{k}", f"h{k}"]
+    rippl.retract(readings[0], reason="the first answer was a stale replica", by="monitor")
+    sent.clear()
+    move = ToolCall(name="migrate", args={"shard": "05"}, id="m1")
+    [verdict] = run.decide("t6", [move], context=list(messages))
+    assert sum(text in extending_texts() for text in sent) == 1
+    assert not verdict.allowed and readings[0] in {b.premise for b in verdict.blockers}
+    premises = {n.id for n in rippl.premises(str(verdict.target))}
+    assert set(readings) <= premises
+
+
+def test_a_turn_does_not_extend_a_context_another_client_moved_on_from(
+        open_rippl: Callable[..., Rippl], sent: list[str]) -> None:
+    """The run's latest context is no longer the one this client remembers (another client
+    recorded a turn of the run, extending it too): the extending query refuses, and the turn is
+    recorded from its whole input; a chain never forks (each of its contexts is one step)."""
+    rippl = open_rippl()
+    other = open_rippl(graph=rippl.graph)
+    run, same = rippl.run("r1"), other.run("r1")
+    first = ToolCall(name="get_health", args={"shard": "01"}, id="h1")
+    run.decide("t1", [first], context=[])
+    reading = run.executed(first, "shard 01: healthy")
+    second = ToolCall(name="noop", args={"n": 2}, id="c2")
+    run.decide("t2", [second], context=["t1", "h1"])
+    run.executed(second, "done")
+    same.decide("o1", [ToolCall(name="noop", args={"o": 1}, id="o1")], context=["t1", "h1"])
+    rippl.retract(reading, reason="stale", by="monitor")
+    sent.clear()
+    [verdict] = run.decide("t3", [ToolCall(name="migrate", args={"shard": "01"}, id="m1")],
+                           context=["t1", "h1", "t2", "c2"])
+    assert sum(text in extending_texts() for text in sent) == 1  # tried, refused, then the rest
+    assert not verdict.allowed and reading in {b.premise for b in verdict.blockers}
+    assert reading in {n.id for n in rippl.premises(str(verdict.target))}
+    steps = rippl._driver.query(Query("MATCH (k:Context) RETURN k.chain, k.seq", read_only=True))
+    assert len(steps) == 4 and len(set(steps)) == len(steps)
+
+
+def test_a_memory_written_onto_a_claim_in_the_context_is_read_again(
+        open_rippl: Callable[..., Rippl], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A claim the run's context holds gains a binding after the context was stored (another run,
+    vetoed, writes a memory onto it): the next turn cannot take the context as it was; it reads
+    its whole input again and the veto binds it, as the whole query records."""
+
+    def flow(rippl: Rippl) -> list[bool]:
+        scout = rippl.run("T0", agent="scout")
+        health = ToolCall(name="get_health", args={"shard": "09"}, id="c1")
+        scout.decide("s1", [health], context=[])
+        scout.executed(health, "shard 09: healthy")
+        save = ToolCall(name="remember", args={"text": "09 is due"}, id="c2")
+        scout.decide("s2", [save], context=["s1", "c1"])
+        with writing(Writing(RunRef("T0", "scout"), call="c2")):
+            note = rippl.add_claim("NOTE", "Shard 09 still needs its migration").id
+            rippl.believe("ops", note, topic="todo/09")
+        scout.executed(save, "saved")
+        planner = rippl.run("R2", agent="planner")
+        planner.observe([note], ref="recall")
+        verdicts = []
+        messages = ["recall"]
+        for k in range(1, 3):
+            look = ToolCall(name="noop", args={"k": k}, id=f"x{k}")
+            verdicts += [v.allowed for v in planner.decide(f"r{k}", [look], context=list(messages))]
+            planner.executed(look, "ok")
+            messages += [f"r{k}", f"x{k}"]
+        lead = rippl.run("T1", agent="lead")
+        lead.decide("l1", [health.model_copy(update={"id": "l0"})], context=[])
+        lead_reading = lead.executed(health.model_copy(update={"id": "l0"}), "shard 09: healthy")
+        rippl.retract(lead_reading, reason="stale cache", by="monitor")
+        [veto] = lead.decide("l2", [migrate("v1")], context=["l1", "l0"])
+        assert not veto.allowed
+        keep = ToolCall(name="remember", args={"text": "later"}, id="c3")
+        lead.decide("l3", [keep], context=["l1", "l0", "l2", "v1"], told=["v1"])
+        with writing(Writing(RunRef("T1", "lead"), call="c3")):
+            rippl.believe("ops", note, topic="todo/09")  # onto the note the planner holds
+        verdicts += [v.allowed for v in planner.decide("r3", [migrate("m1")],
+                                                       context=list(messages))]
+        return verdicts
+
+    chosen = open_rippl()
+    assert flow(chosen) == [True, True, False]  # the lead's veto binds the planner's act
+    monkeypatch.setattr(capture_run.Carriers, "common", lambda self, run, keys: False)
+    whole = open_rippl()
+    assert flow(whole) == [True, True, False]
+    assert as_sets(dump(chosen)) == as_sets(dump(whole))
+
+
+def migrate(call_id: str) -> ToolCall:
+    return ToolCall(name="migrate", args={"shard": "09"}, id=call_id)
