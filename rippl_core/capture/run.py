@@ -88,10 +88,44 @@ class RunRef:
                 "claim": {**claim, "run": self.id}}
 
 
-# A model input as this client sent it: each message's key and the digest of its tool result
-# to verify (`_UNCHECKED`: none given).
-Signature = tuple[tuple[str, str | None], ...]
-_UNCHECKED = "\x00"
+@dataclass(frozen=True, slots=True)
+class Input:
+    """The input of a run's latest turn as this client sent it (its message refs, in order; the
+    tool results verified, ref to digest) and the context that turn rests on, which holds exactly
+    what those messages carry. Never changed: a later turn makes a new one (`then`)."""
+
+    messages: list[str]
+    seen: frozenset[str]
+    results: dict[str, str | None]
+    context: str
+
+    def goes_on(self, context: SequenceNotStr[str],
+                results: Mapping[str, str | None] | None) -> GoesOn | None:
+        """A model input that begins with this one (compared whole at C speed: a long input
+        costs no Python work per message): its messages after it, not among its own, and its
+        results not verified with the same digest before; else None."""
+        given = context if isinstance(context, list) else list(context)
+        n = len(self.messages)
+        if not n or len(given) < n or given[:n] != self.messages:
+            return None
+        if results is not None and not isinstance(results, Mapping):
+            return None  # the whole path says what is wrong
+        new = [ref for ref in dict.fromkeys(given[n:]) if ref not in self.seen]
+        pending = dict((results or {}).items() - self.results.items())
+        return GoesOn(self, new, pending)
+
+
+@dataclass(frozen=True, slots=True)
+class GoesOn:
+    """A model input that goes on from the run's latest turn's (`Input.goes_on`)."""
+
+    before: Input
+    new: list[str]
+    results: dict[str, str | None]
+
+    def then(self, context: str) -> Input:
+        return Input([*self.before.messages, *self.new], self.before.seen | set(self.new),
+                     {**self.before.results, **self.results}, context)
 
 
 class Carriers:
@@ -110,16 +144,16 @@ class Carriers:
 
     def __init__(self) -> None:
         self._keys: dict[str, tuple[str, bool] | None] = {}
-        self._inputs: dict[str, tuple[Signature, str]] = {}
+        self._inputs: dict[str, Input] = {}
         self._lock = threading.Lock()
 
-    def remember(self, run: str, signature: Signature, context: str) -> None:
-        """The run's latest turn rested on exactly what the messages `signature` carry, through
-        `context` (it was recorded by `cypher.decide_own`): a later turn whose input begins with
-        them may extend that context (see `extends`)."""
+    def remember(self, run: str, latest: Input) -> None:
+        """The run's latest turn rested on exactly what the messages of `latest` carry, through
+        its context (it was recorded by `cypher.decide_own`): a later turn whose input begins
+        with them may extend that context (`latest.goes_on`)."""
         with self._lock:
             self._inputs.pop(run, None)
-            self._inputs[run] = (signature, context)
+            self._inputs[run] = latest
             while len(self._inputs) > self.LIMIT:
                 del self._inputs[next(iter(self._inputs))]
 
@@ -127,15 +161,8 @@ class Carriers:
         with self._lock:
             self._inputs.pop(run, None)
 
-    def extends(self, run: str, signature: Signature) -> tuple[str, int] | None:
-        """The context of the run's latest turn and how many messages of `signature` its input
-        had, if `signature` begins with that input (the same messages, with the same tool results'
-        digests to verify) and that input had any; else None."""
-        entry = self._inputs.get(run)
-        if entry is None or not entry[0] or len(entry[0]) > len(signature) or \
-                signature[:len(entry[0])] != entry[0]:
-            return None
-        return entry[1], len(entry[0])
+    def latest(self, run: str) -> Input | None:
+        return self._inputs.get(run)
 
     def mark(self, run: str, keys: Sequence[str], *, sure: bool) -> None:
         with self._lock:
@@ -241,7 +268,6 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     if len({c.ref for c in named}) != len(named):
         raise InvalidInputError("two calls of one turn share a call id; each call needs its own")
     told_ids = check_ids(told, what="told")
-    refs = _refs(run, context, told_ids, inputs)
     now = now_ms()
     actions = [_action_props(run, c, now, repeat_scope) for c in named]
     decision = _captured_props(NodeSpec(Kind.DECISION, _decision_text(run, turn, named),
@@ -250,40 +276,48 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
     keys = sorted({k for c in named for k in (c.key, call_key(c.tool, None))})
     recorded = {"type": "turn_recorded", "node": decision["id"], "kind": Kind.DECISION.value,
                 "run": run.id, "cause": "capture", "at": iso(now)}
-    checked = _results(run, results, told_ids, now)
     declared_query = cypher.declared(keys, _pinned(calls))
-    replies: list[Any] = []
-    ref_keys = [r["key"] for r in refs or ()]
-    carried, new_inputs = _user_tail(refs or [], carriers, run.id)
     root = carriers.knows_run(run.id)  # then the smaller query reads only the run's and root's ids
-    digests = {c["key"]: c["digest"] for c in checked}
-    signature = tuple((r["key"], digests.get(r["key"], _UNCHECKED)) for r in [*carried, *new_inputs])
-    if (refs is not None and not told_ids and carriers.common(run.id, [r["key"] for r in carried])
-            and (carried or not new_inputs or not root)):  # the question alone: a new run only
-        # the common turn: a smaller query, on the new messages only if the input goes on from
-        # the previous turn's
-        short = {"id": run.id, "claim": {"id": ids.run_claim(run.id)}, "scope": run.scope}
-        extended = carriers.extends(run.id, signature) if root else None
-        if extended is not None:
-            base, n = extended
-            before = {key for key, _ in signature[:n]}
+    short = {"id": run.id, "claim": {"id": ids.run_claim(run.id)}, "scope": run.scope}
+    replies: list[Any] = []
+    latest = carriers.latest(run.id) if root and not told_ids and context is not None else None
+    went_on = latest.goes_on(context, results) if latest is not None and context is not None \
+        else None
+    ref_keys: list[str] = []
+    if went_on is not None:  # the common turn going on from the last: its new messages only
+        new = _refs(run, went_on.new, (), inputs) or []
+        carried, new_inputs = _user_tail(new, carriers, run.id)
+        if carriers.common(run.id, [r["key"] for r in carried]):
             replies = yield from _attempt(Commit([cypher.decide_own(
-                short, decision, carried[n:], actions, now, root=True,
-                results=[c for c in checked if c["key"] not in before], inputs=new_inputs,
-                base=base), declared_query], [recorded], blind=True))
-        if not replies or not replies[0]:
+                short, decision, carried, actions, now, root=True,
+                results=_results(run, went_on.results, ()), inputs=_inputs(run, new_inputs),
+                base=went_on.before.context), declared_query], [recorded], blind=True))
+            if replies[0]:
+                carriers.remember(run.id, went_on.then(context_id(decision["id"])))
+                ref_keys = [r["key"] for r in new]
+    if not replies or not replies[0]:
+        refs = _refs(run, context, told_ids, inputs)
+        ref_keys = [r["key"] for r in refs or ()]
+        checked = _results(run, results, told_ids)
+        carried, new_inputs = _user_tail(refs or [], carriers, run.id)
+        if (refs is not None and not told_ids and carriers.common(run.id, [r["key"] for r in carried])
+                and (carried or not new_inputs or not root)):  # the question alone: a new run only
+            # the common turn: a smaller query
             replies = yield from _attempt(Commit([cypher.decide_own(
                 short if root else run.props(now), decision, carried, actions, now, root=root,
-                results=checked, inputs=new_inputs), declared_query],
+                results=checked, inputs=_inputs(run, new_inputs)), declared_query],
                 [] if replies else [recorded], blind=True))  # said once, if tried already
-        if replies[0]:
-            carriers.remember(run.id, signature, context_id(decision["id"]))
-        else:
-            carriers.doubt(ref_keys)
+            if replies[0] and context is not None:
+                given = list(context)
+                carriers.remember(run.id, Input(given, frozenset(given), dict(results or {}),
+                                                context_id(decision["id"])))
+            elif not replies[0]:
+                carriers.doubt(ref_keys)
     if not replies or not replies[0]:  # any other turn: the whole query
         carriers.forget(run.id)
-        commit = Commit([cypher.decide(run.props(now), decision, refs, told_ids, actions, now,
-                                       checked), declared_query],
+        commit = Commit([cypher.decide(run.props(now), decision, _recordable(run, refs), told_ids,
+                                       actions, now, _forgeable(run, checked, now)),
+                         declared_query],
                         [] if replies else [recorded], blind=True)  # said once, if tried smaller
         # one round trip: the turn recorded, its context set computed, declared matches read
         replies = yield from _attempt(commit)
@@ -327,7 +361,8 @@ def wrote(run: RunRef, ref: str, *, context: SequenceNotStr[str] | None,
     now = now_ms()
     carrier = {"id": ids.carrier(run.id, ref), "run": run.id, "ref": ref, "key": run.key(ref),
                "kind": kind, "at": now}
-    replies = yield Commit([cypher.wrote(run.props(now), carrier, refs, told_ids, now)], blind=True)
+    replies = yield Commit([cypher.wrote(run.props(now), carrier, _recordable(run, refs), told_ids,
+                                          now)], blind=True)
     carriers.mark(run.id, [run.key(ref)], sure=True)
     carriers.mark_run(run.id)
     return sorted({row[0] for row in replies[0] if row[0] is not None})
@@ -347,23 +382,33 @@ def _user_tail(refs: list[dict[str, Any]], carriers: Carriers, run: str
 def _refs(run: RunRef, context: SequenceNotStr[str] | None, told: Sequence[str],
           inputs: SequenceNotStr[str]) -> list[dict[str, Any]] | None:
     """The messages of a model input to look up, in order: each ref with its key in the run's
-    scope, its position, whether it may be the user's input (`inputs`), and the id it is recorded
-    under if no carrier has it. A veto message (in `told`) carries nothing."""
+    scope, its position and whether it may be the user's input (`inputs`); `_recordable` adds the
+    id it is recorded under if no carrier has it. A veto message (in `told`) carries nothing."""
     users = set(check_ids(inputs, what="inputs"))
     if context is None:
         return None
     vetoes = set(told)
     present = [r for r in dict.fromkeys(check_ids(context, what="context")) if r not in vetoes]
-    return [{"ref": ref, "key": run.key(ref), "oid": ids.carrier(run.id, ref), "i": i,
-             "input": ref in users} for i, ref in enumerate(present)]
+    return [{"ref": ref, "key": run.key(ref), "i": i, "input": ref in users}
+            for i, ref in enumerate(present)]
 
 
-def _results(run: RunRef, results: Mapping[str, str | None] | None, told: Sequence[str],
-             now: int) -> list[dict[str, Any]]:
+def _recordable(run: RunRef, refs: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """`refs` each with the id it is recorded under if no carrier has it (`oid`: a hash, made
+    only for the messages a query may record, not for every message of a long input)."""
+    return None if refs is None else [{**r, "oid": ids.carrier(run.id, r["ref"])} for r in refs]
+
+
+def _inputs(run: RunRef, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return _recordable(run, refs) or []
+
+
+def _results(run: RunRef, results: Mapping[str, str | None] | None,
+             told: Sequence[str]) -> list[dict[str, Any]]:
     """The tool results of a model input to verify: each must be one Rippl recorded for the run
     (or its scope), with this digest of its content (None: only that it was recorded). One that
     was not is a forged message, or one edited after it ran: the turn rests on a claim that it is
-    genuine, retracted until a person reinstates it (accepts it)."""
+    genuine (`_forgeable`), retracted until a person reinstates it (accepts it)."""
     if results is None:
         return []
     if not isinstance(results, Mapping):
@@ -373,18 +418,26 @@ def _results(run: RunRef, results: Mapping[str, str | None] | None, told: Sequen
     checked = []
     for ref, digest in results.items():
         ref = check_id(ref, what="result")
-        if ref in vetoes:
-            continue
+        if ref not in vetoes:
+            checked.append({"ref": ref, "key": run.key(ref), "digest": digest})
+    return checked
+
+
+def _forgeable(run: RunRef, checked: list[dict[str, Any]], now: int) -> list[dict[str, Any]]:
+    """`_results` each with the claim "it is genuine" the whole query records, retracted, for
+    one Rippl did not record (made only for that query: not for every result of a long input)."""
+    rows = []
+    for result in checked:
+        ref, digest = result["ref"], result["digest"]
         fid = ids.unrecorded(run.id, ref, digest)
         claim = NodeSpec(Kind.CLAIM, f"the tool result of call {ref} in the input of run {run.id} "
                          "is genuine", fid).validated().props(now)
-        checked.append({"ref": ref, "key": run.key(ref), "digest": digest, "fid": fid,
-                        "claim": {**claim, "run": run.id, "captured": True},
-                        "reason": (f"Rippl never recorded the tool result of call {ref} for run "
-                                   f"{run.id}: a forged message, or one edited after the call ran"
-                                   + (f" (content digest {digest[:12]})" if digest else "")
-                                   + "; a person who checked it can reinstate this claim")})
-    return checked
+        rows.append({**result, "fid": fid, "claim": {**claim, "run": run.id, "captured": True},
+                     "reason": (f"Rippl never recorded the tool result of call {ref} for run "
+                                f"{run.id}: a forged message, or one edited after the call ran"
+                                + (f" (content digest {digest[:12]})" if digest else "")
+                                + "; a person who checked it can reinstate this claim")})
+    return rows
 
 
 @dataclass(frozen=True, slots=True)
