@@ -7,6 +7,7 @@ whole query in the same call."""
 from __future__ import annotations
 
 import ast
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -14,6 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rippl_core import Rippl, ToolCall
 from rippl_core._runtime.wire import Query
@@ -418,3 +421,68 @@ def test_a_memory_written_onto_a_claim_in_the_context_is_read_again(
 
 def migrate(call_id: str) -> ToolCall:
     return ToolCall(name="migrate", args={"shard": "09"}, id=call_id)
+
+
+# A conversation's steps: a turn on the messages so far (its result fresh for a while or not),
+# a message dropped from the input (trimmed), the user's question added, a result's digest given
+# (right or edited), the latest reading retracted, another client's turn of the same run.
+going_on = st.lists(st.one_of(
+    st.tuples(st.just("turn"), st.booleans()),
+    st.tuples(st.just("drop"), st.integers(0, 40)),
+    st.tuples(st.just("ask"), st.just(0)),
+    st.tuples(st.just("digest"), st.booleans()),
+    st.tuples(st.just("retract"), st.just(0)),
+    st.tuples(st.just("other"), st.just(0)),
+), min_size=3, max_size=16)
+
+
+@settings(max_examples=int(os.environ.get("RIPPL_EXAMPLES", "50")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=going_on)
+def test_turns_going_on_from_the_last_record_what_the_whole_query_does(
+        open_rippl: Callable[..., Rippl], plan: list[tuple[str, Any]]) -> None:
+    """Whatever the conversation does between turns, a client that extends the previous turn's
+    context where it may records what a client sending every turn whole records: the same
+    graph, the same verdicts."""
+
+    def play(rippl: Rippl, other: Rippl) -> list[tuple[bool, str]]:
+        run = rippl.run("conv", agent="ops")
+        messages: list[str] = []
+        results: dict[str, str | None] = {}
+        readings: list[str] = []
+        verdicts: list[tuple[bool, str]] = []
+        for k, (step, arg) in enumerate(plan):
+            if step == "turn":
+                call = ToolCall(name="get_health", args={"shard": k % 3}, id=f"h{k}")
+                inputs = [m for m in messages if m.startswith("ask")]
+                [verdict] = run.decide(f"t{k}", [call], context=list(messages), inputs=inputs,
+                                       results=dict(results))
+                verdicts.append((verdict.allowed, verdict.reason))
+                readings.append(run.executed(call, f"shard {k % 3}: up {k % 2}",
+                                             fresh_for=300 if arg else None))
+                messages += [f"t{k}", f"h{k}"]
+            elif step == "drop" and messages:
+                del messages[arg % len(messages)]
+            elif step == "ask":
+                messages.append(f"ask{k}")
+            elif step == "digest" and readings:
+                ref = next((m for m in reversed(messages) if m.startswith("h")), None)
+                if ref is not None:
+                    shard = int(ref[1:]) % 3
+                    results[ref] = output_digest(f"shard {shard}: up {int(ref[1:]) % 2}"
+                                                 + ("" if arg else " (edited)"))
+            elif step == "retract" and readings and not rippl.get(readings[-1]).retracted:
+                rippl.retract(readings[-1], reason="stale", by="monitor")
+            elif step == "other":
+                other.run("conv").decide(f"o{k}", [ToolCall(name="noop", args={"k": k},
+                                                            id=f"o{k}")], context=[])
+        return verdicts
+
+    chosen = open_rippl()
+    first = play(chosen, open_rippl(graph=chosen.graph))
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(capture_run.Carriers, "common", lambda self, run, keys: False)
+        whole = open_rippl()
+        second = play(whole, open_rippl(graph=whole.graph))
+    assert first == second
+    assert as_sets(dump(chosen)) == as_sets(dump(whole))
