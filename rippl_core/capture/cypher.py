@@ -70,10 +70,8 @@ def captured(run: str, refs: Sequence[str]) -> Query:
                  "ELSE [rb.turn, rb.id, r.veto, r.via] END) AS repeats "
                  f"OPTIONAL MATCH (ov:{OVERRIDE}) WHERE ov.vkey = a.rkey "
                  "AND (ov.used_by IS NULL OR ov.used_by = a.id) "
-                 "WITH a, d, repeats, ov UNWIND CASE WHEN size(coalesce(a.reads, [])) = 0 "
-                 "THEN [NULL] ELSE a.reads END AS rid OPTIONAL MATCH (rc:Claim {id: rid}) "
-                 f"WITH a, d, repeats, ov, collect({causal_cypher.READ_PAIR}) AS reads "
-                 "RETURN a.call_id, a.id, a.args, a.kind, a.state, a.executed_at, d.id, d.state, "
+                 "WITH a, d, repeats, ov " + causal_cypher.read_pairs("a", "d, repeats, ov")
+                 + "RETURN a.call_id, a.id, a.args, a.kind, a.state, a.executed_at, d.id, d.state, "
                  "repeats, ov.id, ov.premises, reads ORDER BY a.created_at DESC",
                  {"keys": [call_ref(run, r) for r in refs]}, read_only=True)
 
@@ -175,9 +173,7 @@ _ACTIONS = (
     "OPTIONAL MATCH (rb)-[rr:DRIVES|TRIGGERS]->(x) WHERE rr.repeat = true "
     "WITH d, x, created, ov, collect(CASE WHEN rb IS NULL THEN NULL "
     "ELSE [rb.turn, rb.id, rr.veto, rr.via] END) AS repeats "
-    "UNWIND CASE WHEN size(coalesce(x.reads, [])) = 0 THEN [NULL] ELSE x.reads END AS rid "
-    "OPTIONAL MATCH (rc:Claim {id: rid}) "
-    f"WITH d, x, created, ov, repeats, collect({causal_cypher.READ_PAIR}) AS reads "
+    + causal_cypher.read_pairs("x", "d, created, ov, repeats")
     + _KEEP_UNTIL +
     "RETURN x.id, x.state, x.executed_at, created, d.state, repeats, ov.id, ov.premises, reads"
 )
@@ -365,7 +361,8 @@ def _turn_context(carry: str, fresh: str = "true") -> str:
         f"CREATE (k:Node:{CONTEXT}) SET k.id = {kid}, k.kind = 'Decision', k.run = $run.id, "
         "k.state = computed, k.created_at = $now, k.retracted = false, k.pending = 0, "
         f"k.chain = coalesce(base.chain, {kid}), k.seq = coalesce(base.seq + 1, 1), "
-        f"k.size = coalesce(base.size, 0) + size(delta), run.context = {kid} "
+        f"k.size = coalesce(base.size, 0) + size(delta), k.reads = {_READS.format('delta')}, "
+        f"run.context = {kid} "
         f"FOREACH (a IN delta + [b IN [base] WHERE b IS NOT NULL] | "
         f"CREATE (a)-[:{CARRIES} {{j: {kid}}}]->(k)) "
         + _CREATED.format(id=kid, kind="'Decision'", after="computed") + ") "
@@ -510,13 +507,55 @@ _BLANK_RUN = (
 )
 
 
+# `decide_own`'s turn, its context `k` made (`_turn_context`): the decision and its actions,
+# each keeping the readings it rests on (`reads`) and their bound (`_KEEP_UNTIL`). Ends with
+# `d`, `x` (an action a row) and `reads` (their READ_PAIRs).
+_OWN_TURN = (
+    "WITH computed, k, " + _READS.format("ants") + " AS reads "
+    "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, d.reads = reads "
+    f"CREATE (k)-[:{CARRIES} {{j: $decision.id}}]->(d) "
+    + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + " "
+    "WITH d UNWIND $actions AS act "
+    "CREATE (x:Node:Action) SET x += act, x.reads = d.reads, x.state = d.state "
+    "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
+    + _CREATED.format(id="act.id", kind="'Action'", after="x.state") + " "
+    "WITH d, x " + _each("x.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
+    f"WITH d, x, collect({causal_cypher.READ_PAIR}) AS reads "
+    + _KEEP_UNTIL
+)
+
+# The same for a turn going on from the last (`_next_context`): the decision and its actions
+# rest on the readings of their context's chain (`reads_via`, `causal_cypher.read_ids`), not a
+# list of their own; their bound is the previous turn's (lowered when a reading it rests on is
+# superseded: `executed`) and the new readings', and their READ_PAIRs are read through the chain
+# only when that bound has passed (then some may have expired: `preflight.fresh` tells).
+_NEXT_TURN = (
+    "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, d.reads_via = k.id "
+    f"CREATE (k)-[:{CARRIES} {{j: $decision.id}}]->(d) "
+    + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + " "
+    "WITH d, k, dp UNWIND $actions AS act "
+    "CREATE (x:Node:Action) SET x += act, x.reads_via = k.id, x.state = d.state "
+    "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
+    + _CREATED.format(id="act.id", kind="'Action'", after="x.state") + " "
+    "WITH d, x, k, dp " + _each("k.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
+    f"WITH d, x, dp, collect({causal_cypher.READ_PAIR}) AS added "
+    "WITH d, x, coalesce(dp.reads_until, 0) AS before, "
+    + causal_cypher.reads_until("added") + " AS until "
+    "SET x.reads_until = CASE WHEN before < until THEN before ELSE until END, "
+    "d.reads_until = CASE WHEN before < until THEN before ELSE until END "
+    "WITH d, x " + causal_cypher.read_pairs("x", "d", when="x.reads_until <= $now")
+)
+
+
 def _next_context(keep: str) -> str:
     """`_turn_context` for a turn whose input is the previous turn's input and more (`decide_own`
     with `base`): the previous turn's context (`base`, still the run's latest) holds every claim of
     that input, so the new context extends it with the claims of the new messages (`ctx`) it
-    lacks, and rests on nothing else; its label and readings are the base's (kept current by truth
-    maintenance; its decision's `reads`) and the new claims'. Work and storage grow with the new
-    messages, not the conversation. Ends with `keep`, `computed`, `k` and `reads`."""
+    lacks, and rests on nothing else; its label is the base's (kept current by truth maintenance)
+    and the new claims'. It keeps the readings of the claims it added (`reads`), so the readings
+    a turn rests on are those of its chain up to its context (`causal_cypher.read_ids`). Work and
+    storage grow with the new messages, not the conversation. Ends with `keep`, `computed`, `k`
+    and `dp`, the previous turn's decision."""
     kid = f"'{CONTEXT_PREFIX}' + $decision.id"
     return (
         f"UNWIND ctx + [NULL] AS a OPTIONAL MATCH (a)-[:{CARRIES}]->(ac) "
@@ -530,10 +569,10 @@ def _next_context(keep: str) -> str:
         f"CREATE (k:Node:{CONTEXT}) SET k.id = {kid}, k.kind = 'Decision', k.run = $run.id, "
         "k.state = computed, k.created_at = $now, k.retracted = false, k.pending = 0, "
         "k.chain = base.chain, k.seq = base.seq + 1, k.size = base.size + size(delta), "
-        f"run.context = {kid} "
+        f"k.reads = {_READS.format('delta')}, run.context = {kid} "
         f"FOREACH (a IN delta + [base] | CREATE (a)-[:{CARRIES} {{j: {kid}}}]->(k)) "
         + _CREATED.format(id=kid, kind="'Decision'", after="computed") + " "
-        f"WITH {keep}, computed, k, coalesce(dp.reads, []) + " + _READS.format("delta") + " AS reads "
+        f"WITH {keep}, computed, k, dp "
     )
 
 
@@ -571,7 +610,7 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
                 "OPTIONAL MATCH (chain:Node {id: base.chain}) "
                 "OPTIONAL MATCH (d0:Node {id: $decision.id}) "
                 "WITH root, base, coalesce(d0 IS NULL AND run.context = $base "
-                "AND chain.tainted IS NULL, false) AS fresh ")
+                "AND chain.tainted IS NULL AND chain.reads IS NOT NULL, false) AS fresh ")
         keep = "root, fresh, base"
     kept = "root" if base is None else "root, base"
     return Query(
@@ -593,19 +632,9 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         + ("FOREACH (r IN $inputs | " + _message_recorded("r", "'input'") + f") WITH {kept}, ctx "
            if inputs else "")
         + ("WITH CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
-           + _turn_context("1 AS one") + "WITH computed, k, " + _READS.format("ants") + " AS reads "
-           if base is None else _next_context("1 AS one"))
-        + "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, d.reads = reads "
-        f"CREATE (k)-[:{CARRIES} {{j: $decision.id}}]->(d) "
-        + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + " "
-        "WITH d UNWIND $actions AS act "
-        "CREATE (x:Node:Action) SET x += act, x.reads = d.reads, x.state = d.state "
-        "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
-        + _CREATED.format(id="act.id", kind="'Action'", after="x.state") + " "
-        "WITH d, x " + _each("x.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
-        f"WITH d, x, collect({causal_cypher.READ_PAIR}) AS reads "
-        + _KEEP_UNTIL +
-        "RETURN x.id, x.state, x.executed_at, true AS created, d.state, [] AS repeats, "
+           + _turn_context("1 AS one") + _OWN_TURN if base is None
+           else _next_context("1 AS one") + _NEXT_TURN)
+        + "RETURN x.id, x.state, x.executed_at, true AS created, d.state, [] AS repeats, "
         "NULL AS ov, NULL AS overridden, reads",
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
          "keys": _input(run, [*refs, *inputs], ())["keys"], "carriers": len(refs),
@@ -901,7 +930,18 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         "UNWIND CASE WHEN size(ended) = 0 THEN [NULL] ELSE ended END AS yid "
         "OPTIONAL MATCH (z:Node) WHERE yid IN z.reads "
         "SET z.reads_until = CASE WHEN z.reads_until > $now THEN $now ELSE z.reads_until END "
-        "WITH c, unlinked, shifts, ended, count(z) AS lowered "
+        # and so is what rests on it through a chain of contexts (`reads_via`): every turn whose
+        # context is at or after the one that added it
+        f"WITH c, unlinked, shifts, ended, collect(DISTINCT CASE WHEN z:{CONTEXT} THEN z END) AS zs "
+        "UNWIND zs + [NULL] AS zk "
+        f"OPTIONAL MATCH (later:{CONTEXT} {{chain: zk.chain}}) WHERE later.seq >= zk.seq "
+        f"WITH c, unlinked, shifts, ended, later OPTIONAL MATCH (later)-[:{CARRIES}]->(zd:Decision) "
+        "WITH c, unlinked, shifts, ended, zd OPTIONAL MATCH (zd)-[ze:DRIVES]->(zx:Action) "
+        "WITH c, unlinked, shifts, ended, collect(DISTINCT zd) + collect(DISTINCT CASE WHEN "
+        "ze.repeat IS NULL THEN zx END) AS through "
+        "FOREACH (z IN [z IN through WHERE z.reads_via IS NOT NULL] | SET z.reads_until = "
+        "CASE WHEN z.reads_until > $now THEN $now ELSE z.reads_until END) "
+        "WITH c, unlinked, shifts, ended "
         "RETURN c.state, NOT (unlinked AND shifts), ended",
         {"run": run, "action": action_id, "result": result, "obs": observation, "now": now,
          "handed": handed, "read": read or {"key": None, "tool": None, "until": None,

@@ -67,12 +67,32 @@ def node_state(node_id: str) -> Query:
                  "ELSE true END]", {"id": node_id}, read_only=True)
 
 
+def read_ids(n: str, keep: str, when: str = "true") -> str:
+    """Cypher: the read claims node `n` rests on, one a row (`rid`, NULL when none): its own
+    `reads`, and for a turn that went on from the previous one (`reads_via`: its context) those
+    its context's chain added up to it (each context keeps the readings of the claims it added),
+    read only `when` it holds (a chain's length of index lookups). Keeps `keep` and `n`."""
+    # (the WITH between the two: FalkorDB cannot look up a property of a NULL `via` otherwise)
+    return (f"OPTIONAL MATCH (via:Node {{id: CASE WHEN {when} THEN {n}.reads_via END}}) "
+            f"WITH {keep}, {n}, via "
+            f"OPTIONAL MATCH (kk:{CONTEXT} {{chain: via.chain}}) WHERE kk.seq <= via.seq "
+            f"WITH {keep}, {n}, [coalesce({n}.reads, [])] + collect(kk.reads) AS lists "
+            "UNWIND lists AS l UNWIND CASE WHEN size(coalesce(l, [])) = 0 THEN [NULL] ELSE l END "
+            "AS rid ")
+
+
+def read_pairs(n: str, keep: str, when: str = "true") -> str:
+    """Cypher: the READ_PAIRs of the read claims node `n` rests on (`read_ids`), distinct. Ends
+    with `keep`, `n` and `reads`."""
+    return (read_ids(n, keep, when) + "OPTIONAL MATCH (rc:Claim {id: rid}) "
+            f"WITH {keep}, {n}, collect(DISTINCT {READ_PAIR}) AS reads ")
+
+
 def node_reads(node_id: str) -> Query:
-    """The freshness of each read claim a node rests on (its `reads`): [[claim id, fresh_until]]
+    """The freshness of each read claim a node rests on (`read_pairs`): [[claim id, fresh_until]]
     (an index lookup each). Read only when the node's `reads_until` does not settle it."""
-    return Query("MATCH (n:Node {id: $id}) UNWIND coalesce(n.reads, []) AS cid "
-                 f"OPTIONAL MATCH (rc:Claim {{id: cid}}) RETURN collect({READ_PAIR})",
-                 {"id": node_id}, read_only=True)
+    return Query("MATCH (n:Node {id: $id}) WITH 1 AS one, n " + read_pairs("n", "one")
+                 + "RETURN reads", {"id": node_id}, read_only=True)
 
 
 # [claim id, fresh_until] of a read claim `rc` found by an OPTIONAL MATCH (NULL when none)
@@ -96,8 +116,9 @@ def reads_until(pairs: str) -> str:
 def reads_of(ids: Sequence[str]) -> Query:
     """The read claims these nodes rest on (captured actions' `reads`) and each claim's readings:
     (claim properties, [{observed_at, expires_at, superseded_at}])."""
-    return Query("UNWIND $ids AS nid MATCH (n:Node {id: nid}) UNWIND coalesce(n.reads, []) AS cid "
-                 "MATCH (c:Claim {id: cid}) OPTIONAL MATCH (s:Source)-[:SUPPORTS]->(c) "
+    return Query("UNWIND $ids AS nid MATCH (n:Node {id: nid}) WITH 1 AS one, n "
+                 + read_ids("n", "one") + "WITH DISTINCT n, rid "
+                 "MATCH (c:Claim {id: rid}) OPTIONAL MATCH (s:Source)-[:SUPPORTS]->(c) "
                  "WHERE s.observed_at IS NOT NULL "
                  "RETURN properties(c), collect(CASE WHEN s IS NULL THEN NULL ELSE {observed_at: "
                  "s.observed_at, expires_at: s.expires_at, superseded_at: s.superseded_at} END)",

@@ -25,6 +25,7 @@ from rippl_core.capture import ids
 from rippl_core.capture import run as capture_run
 from rippl_core.capture.memory import Writing, writing
 from rippl_core.capture.run import RunRef
+from rippl_core.causal import cypher as causal_cypher
 
 # times and what depends on them differ from one run of the flow to the other
 CLOCKS = {"created_at", "at", "started_at", "last_active", "recorded_at", "valid_from",
@@ -94,13 +95,23 @@ def flow(rippl: Rippl) -> None:
 
 
 def dump(rippl: Rippl) -> tuple[list[Any], list[Any]]:
+    """Every node and edge. The readings a node rests on are compared as the readers see them
+    (`causal_cypher.read_ids`: its own list, or its context chain's, as a turn that went on from
+    the last keeps them), as a set."""
     nodes = rippl._driver.query(Query(  # receipts hash their times
         "MATCH (n) WHERE NOT (n:Receipt OR n:ReceiptHead OR n:MerkleNode) "
         "RETURN labels(n), properties(n)", read_only=True))
     edges = rippl._driver.query(Query("MATCH (a)-[e]->(b) RETURN type(e), properties(e), "
                                       "properties(a), properties(b)", read_only=True))
+    readings = dict(rippl._driver.query(Query(
+        "MATCH (n:Node) WHERE n.reads IS NOT NULL OR n.reads_via IS NOT NULL WITH 1 AS one, n "
+        + causal_cypher.read_ids("n", "one") + "RETURN n.id, collect(DISTINCT rid)",
+        read_only=True)))
 
     def plain(props: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+        if props.get("id") in readings:
+            props = {**{k: v for k, v in props.items() if k not in ("reads", "reads_via")},
+                     "readings": sorted(readings[props["id"]])}
         return tuple(sorted((k, repr(v)) for k, v in props.items() if k not in CLOCKS))
 
     def key(props: dict[str, Any]) -> str:

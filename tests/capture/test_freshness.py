@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from rippl_core import Rippl, ToolCall
+from rippl_core._runtime.wire import Query
 from rippl_core.testing import Clock
 
 HEALTH = ToolCall(name="get_health", args={"shard": "09"}, id="h1")
@@ -237,3 +238,60 @@ def test_a_supersession_ends_the_kept_bound_of_what_rests_on_the_old_reading(
     for target in (plan.target, decision):
         verdict = rippl.check(target)
         assert not verdict.allowed and [e.status for e in verdict.expired] == ["superseded"]
+
+
+def long_conversation(rippl: Rippl, turns: int = 6) -> tuple[list[str], list[str]]:
+    """One run whose every input holds every earlier message: turn k reads shard k (fresh for 5
+    minutes, then 1 hour for the later ones), so each later turn goes on from the last and keeps
+    its readings through its context chain. (the claims read, the call ids of the turns)"""
+    run = rippl.run("long")
+    messages: list[str] = []
+    claims, calls = [], []
+    for k in range(1, turns + 1):
+        call = ToolCall(name="get_health", args={"shard": f"{k:02d}"}, id=f"h{k}")
+        [verdict] = run.decide(f"t{k}", [call], context=list(messages))
+        assert verdict.allowed, verdict.reason
+        claims.append(run.executed(call, f"shard {k:02d}: healthy",
+                                   fresh_for=300 if k == 1 else 3600))
+        calls.append(call.id or "")
+        messages += [f"t{k}", f"h{k}"]
+    return claims, messages
+
+
+def test_a_turn_going_on_from_the_last_is_stale_when_an_early_reading_expires(
+        rippl: Rippl, clock: Clock) -> None:
+    """The first reading of a long conversation expires: a later turn, which keeps its readings
+    through its context chain rather than a list of its own, is denied as stale naming it, at
+    decide time, when judged again and in the plain check."""
+    claims, messages = long_conversation(rippl)
+    run = rippl.run("long")
+    [fresh] = run.decide("t7", [migrate("m1")], context=list(messages))
+    assert fresh.allowed, fresh.reason
+    own = rippl._driver.query(Query("MATCH (x:Action {id: $id}) RETURN x.reads, x.reads_via",
+                                    {"id": fresh.target}, read_only=True))
+    assert own[0][0] is None and own[0][1] is not None  # kept through the chain, not copied
+    clock.advance(minutes=12)
+    [stale] = run.decide("t8", [migrate("m2")], context=[*messages, "t7", "m1"])
+    assert not stale.allowed and "denied as stale" in stale.reason
+    assert [e.premise for e in stale.expired] == [claims[0]]
+    assert [e.premise for e in run.judge(migrate("m1")).expired] == [claims[0]]
+    assert not rippl.check(fresh.target).allowed
+
+
+def test_a_supersession_reaches_a_turn_that_went_on_from_the_last(rippl: Rippl,
+                                                                  clock: Clock) -> None:
+    """Another run reads shard 02 again and it answers otherwise: every later turn of the long
+    conversation rests on the superseded reading through its chain, and is denied as
+    superseded, though nothing is retracted."""
+    claims, messages = long_conversation(rippl)
+    run = rippl.run("long")
+    [fresh] = run.decide("t7", [migrate("m1")], context=list(messages))
+    assert fresh.allowed and rippl.check(fresh.target).allowed
+    other = rippl.run("other")
+    again = ToolCall(name="get_health", args={"shard": "02"}, id="o1")
+    other.decide("o", [again], context=[])
+    other.executed(again, "shard 02: degraded", fresh_for=3600)
+    checked = rippl.check(fresh.target)
+    assert not checked.allowed and "superseded" in checked.reason
+    assert [e.premise for e in checked.expired] == [claims[1]]
+    assert not run.judge(migrate("m1")).allowed
