@@ -87,6 +87,8 @@ from rippl_core.causal import cypher as causal_cypher
 
 HEADING = "## Capture that scales (issue 40)"
 CONVERSATION, FLOOR = "bench-scale-conversation", "bench-scale-floor"
+READINGS = "bench-scale-readings"  # the same conversation, each result a reading fresh for an hour
+READ_FRESH_FOR = 3600.0
 DECLARED = "A-order"  # the declared action the allowed check reads
 MIN_PER_RUN = 16
 OWN_SAMPLES = 15  # more turns whose queries' internal execution time the crowd's profile keeps
@@ -359,14 +361,22 @@ def _operations(plan: list[Any]) -> list[dict[str, Any]]:
 
 
 def conversation(
-    path: Path, marks: list[int], window: int, server: Server, say: Callable[[str], None]
+    path: Path,
+    marks: list[int],
+    window: int,
+    server: Server,
+    say: Callable[[str], None],
+    fresh_for: float | None = None,
 ) -> dict[str, Any]:
-    """One run, turn k resting on every earlier result; measured at each turn count in `marks`."""
+    """One run, turn k resting on every earlier result; measured at each turn count in `marks`.
+    `fresh_for`: each result is a reading fresh for that long (a read tool's), on a graph of its
+    own, and the turns are not profiled."""
     last = max(marks)
     timed = {k for mark in marks for k in range(max(1, mark - window + 1), mark + 1)}
-    profile_at = {mark + 1 for mark in marks}
+    profile_at = {mark + 1 for mark in marks} if fresh_for is None else set()
     rows: list[dict[str, Any]] = []
-    with Rippl.open(path, graph=CONVERSATION) as rippl, Rippl.open(path, graph=FLOOR) as floor:
+    graph = CONVERSATION if fresh_for is None else READINGS
+    with Rippl.open(path, graph=graph) as rippl, Rippl.open(path, graph=FLOOR) as floor:
         rippl.add_claim("C-stock", "the part is in stock")
         rippl.add_decision("D-order", "order the part", premises=["C-stock"])
         rippl.add_action(
@@ -403,7 +413,7 @@ def conversation(
                 assert verdict.allowed, verdict.reason
 
             def executed(call: ToolCall = call, k: int = k) -> None:
-                run.executed(call, f"shard {k}: healthy, 3 replicas in sync")
+                run.executed(call, f"shard {k}: healthy, 3 replicas in sync", fresh_for=fresh_for)
 
             if k in profile_at:
                 profiles[k - 1] = profiled(rippl, {"decide": decide, "executed": executed})
@@ -866,6 +876,8 @@ def main(argv: list[str] | None = None) -> int:
         server = Server(keeper)
         say(f"a long conversation, {', '.join(map(str, marks))} turns")
         long = conversation(db, marks, window, server, say)
+        say(f"the same, each result a reading fresh for {READ_FRESH_FOR:.0f} s")
+        read = conversation(db, marks, window, server, say, fresh_for=READ_FRESH_FOR)
         say(f"a crowd of {', '.join(map(str, sizes))} runs, {total} turns each, {rounds} round(s)")
         many = crowd(db, sizes, total, rounds, server, say)
         say(f"writers: {', '.join(map(str, WRITER_THREADS))} threads, one graph or one each")
@@ -890,6 +902,8 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": rounds,
         "min_per_run": MIN_PER_RUN,
         "conversation": long,
+        "readings": read,
+        "read_fresh_for": READ_FRESH_FOR,
         "crowd": many["rows"],
         "crowd_profile": many["profile"],
         "writers": spread,
@@ -1046,6 +1060,23 @@ def markdown(results: dict[str, Any]) -> str:
         "included).",
         "",
     ]
+    if "readings" in results:
+        lines += [
+            f"The same conversation with each result a reading fresh for "
+            f"{results['read_fresh_for'] / 60:.0f} minutes (a read tool's): each turn's decision "
+            "and action rest on every reading so far, and the check keeps their freshness.",
+            "",
+            "| turns so far | decide p50 | × bare write | executed p50 | × bare write | edges / "
+            "turn | used_memory per turn |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
+            *(
+                f"| {row['turns']:,} | {_ms(row['decide']['p50_ms'])} | {row['decide_x_floor']:.1f}x "
+                f"| {_ms(row['executed']['p50_ms'])} | {row['executed_x_floor']:.1f}x | "
+                f"{row['edges_per_turn']:,.1f} | {row['memory']['bytes_per_turn']:,} B |"
+                for row in results["readings"]["rows"]
+            ),
+            "",
+        ]
     lines += [
         "### A crowd of runs at once",
         "",
@@ -1323,6 +1354,15 @@ def targets(results: dict[str, Any]) -> list[str]:
         f"against {first['turns']:,}); within 2x a bare write: {first['decide_x_floor']:.1f}x at "
         f"{first['turns']:,} turns, {last['decide_x_floor']:.1f}x at {last['turns']:,}.",
     ]
+    if "readings" in results:
+        read = results["readings"]["rows"]
+        growth = read[-1]["decide"]["p50_ms"] / read[0]["decide"]["p50_ms"]
+        out.append(
+            f"- The same with each result a reading: decide {growth:.1f}x its cost at "
+            f"{read[0]['turns']:,} turns at {read[-1]['turns']:,} ({read[0]['decide_x_floor']:.1f}x "
+            f"and {read[-1]['decide_x_floor']:.1f}x a bare write); edges per turn "
+            f"{read[0]['edges_per_turn']:,.1f} and {read[-1]['edges_per_turn']:,.1f}."
+        )
     for mode, crowd in results["crowd"].items():
         rates = [row["turns_per_s"] for row in crowd]
         rising = all(b >= a for a, b in itertools.pairwise(rates))
