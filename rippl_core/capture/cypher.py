@@ -507,19 +507,28 @@ _BLANK_RUN = (
 )
 
 
-# `decide_own`'s turn, its context `k` made (`_turn_context`): the decision and its actions,
-# each keeping the readings it rests on (`reads`) and their bound (`_KEEP_UNTIL`). Ends with
-# `d`, `x` (an action a row) and `reads` (their READ_PAIRs).
+def _turn_nodes(keeps: str, carry: str) -> str:
+    """Cypher creating `decide_own`'s decision, resting on its context `k` and labelled
+    `computed`, and its actions, each keeping the readings it rests on by `keeps` (a SET item on
+    the node `{0}`). Ends with `d`, `x` (an action a row) and `carry`."""
+    return (
+        "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, " + keeps.format("d") + " "
+        f"CREATE (k)-[:{CARRIES} {{j: $decision.id}}]->(d) "
+        + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + " "
+        f"WITH d, {carry} UNWIND $actions AS act "
+        "CREATE (x:Node:Action) SET x += act, x.state = d.state, " + keeps.format("x") + " "
+        "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
+        + _CREATED.format(id="act.id", kind="'Action'", after="x.state") + " "
+    )
+
+
+# `decide_own`'s turn, its context `k` made (`_turn_context`): each node keeps the readings it
+# rests on (`reads`) and their bound (`_KEEP_UNTIL`). Ends with `d`, `x` and `reads` (their
+# READ_PAIRs).
 _OWN_TURN = (
     "WITH computed, k, " + _READS.format("ants") + " AS reads "
-    "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, d.reads = reads "
-    f"CREATE (k)-[:{CARRIES} {{j: $decision.id}}]->(d) "
-    + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + " "
-    "WITH d UNWIND $actions AS act "
-    "CREATE (x:Node:Action) SET x += act, x.reads = d.reads, x.state = d.state "
-    "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
-    + _CREATED.format(id="act.id", kind="'Action'", after="x.state") + " "
-    "WITH d, x " + _each("x.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
+    + _turn_nodes("{0}.reads = reads", "reads")
+    + "WITH d, x " + _each("x.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
     f"WITH d, x, collect({causal_cypher.READ_PAIR}) AS reads "
     + _KEEP_UNTIL
 )
@@ -530,14 +539,8 @@ _OWN_TURN = (
 # superseded: `executed`) and the new readings', and their READ_PAIRs are read through the chain
 # only when that bound has passed (then some may have expired: `preflight.fresh` tells).
 _NEXT_TURN = (
-    "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, d.reads_via = k.id "
-    f"CREATE (k)-[:{CARRIES} {{j: $decision.id}}]->(d) "
-    + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + " "
-    "WITH d, k, dp UNWIND $actions AS act "
-    "CREATE (x:Node:Action) SET x += act, x.reads_via = k.id, x.state = d.state "
-    "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
-    + _CREATED.format(id="act.id", kind="'Action'", after="x.state") + " "
-    "WITH d, x, k, dp " + _each("k.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
+    _turn_nodes("{0}.reads_via = k.id", "k, dp")
+    + "WITH d, x, k, dp " + _each("k.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
     f"WITH d, x, dp, collect({causal_cypher.READ_PAIR}) AS added "
     "WITH d, x, coalesce(dp.reads_until, 0) AS before, "
     + causal_cypher.reads_until("added") + " AS until "
