@@ -1087,8 +1087,8 @@ def runs(agent: str | None, framework: str | None, since: int | None, until: int
 def run_trace(run: str) -> Query:
     """A run and its capture, in one query: (run properties, [[decision properties, [properties of
     each claim it rests on]]], [[action properties, its turn's decision id, [properties of its
-    result claims]]], [ids of actions whose compensation a reviewer resolved]); no row when there
-    is no such run."""
+    result claims], [the read claims it rests on: `causal_cypher.read_ids`]]], [ids of actions
+    whose compensation a reviewer resolved]); no row when there is no such run."""
     return Query(
         _RESOLVED + f"MATCH (r:{RUN} {{id: $run}}) "
         "OPTIONAL MATCH (d:Node) WHERE d.run = $run AND d:Decision "
@@ -1102,8 +1102,10 @@ def run_trace(run: str) -> Query:
         "AND s.run = $run AND s:Source AND s.call_id = a.call_id "
         "WITH resolved, r, turns, a, ad, "
         "collect(CASE WHEN rc IS NULL THEN NULL ELSE properties(rc) END) AS results "
+        + causal_cypher.read_ids("a", "resolved, r, turns, ad, results")
+        + "WITH resolved, r, turns, a, ad, results, collect(DISTINCT rid) AS reads "
         "RETURN properties(r), turns, "
-        "collect(CASE WHEN a IS NULL THEN NULL ELSE [properties(a), ad.id, results] END), "
+        "collect(CASE WHEN a IS NULL THEN NULL ELSE [properties(a), ad.id, results, reads] END), "
         "[x IN resolved WHERE x IS NOT NULL]",
         {"run": run}, read_only=True)
 

@@ -140,14 +140,15 @@ def _rested(props: dict[str, Any], now: int) -> Rested:
 
 
 def _call(props: dict[str, Any], decision: str | None, results: list[dict[str, Any]],
-          now: int, readings: dict[str, Rested], resolved: frozenset[str]) -> CallTrace:
+          reads: list[str], now: int, readings: dict[str, Rested],
+          resolved: frozenset[str]) -> CallTrace:
     state = State(props.get("state", "IN"))
     executed = props.get("executed_at") is not None
     named = [n for n in props.get("told") or () if n != props["id"]]  # its trail, less itself
     binds = list(props.get("binds") or [])
     override = props.get("override")
     verdict: Literal["allowed", "vetoed", "blocked", "stale", "overridden"]
-    expired = [] if executed else [r for rid in props.get("reads") or ()
+    expired = [] if executed else [r for rid in reads
                                    if (r := readings.get(rid)) is not None
                                    and r.freshness in ("stale", "superseded")]
     if override is not None:
@@ -191,7 +192,8 @@ def run_trace(run_id: str) -> Op[RunTrace]:
                 for r in [_rested(c, now)] if r.freshness is not None}
     ordered = sorted((r for r in call_rows if r is not None and r[0] is not None),
                      key=lambda r: _order(r[0]))
-    calls = [_call(a, d, res, now, readings, frozenset(resolved)) for a, d, res in ordered]
+    calls = [_call(a, d, res, reads, now, readings, frozenset(resolved))
+             for a, d, res, reads in ordered]
     by_turn: dict[str | None, list[CallTrace]] = {}
     for call in calls:
         by_turn.setdefault(call.turn, []).append(call)

@@ -262,7 +262,7 @@ def test_a_turn_going_on_from_the_last_is_stale_when_an_early_reading_expires(
         rippl: Rippl, clock: Clock) -> None:
     """The first reading of a long conversation expires: a later turn, which keeps its readings
     through its context chain rather than a list of its own, is denied as stale naming it, at
-    decide time, when judged again and in the plain check."""
+    decide time, when judged again, in the plain check and in the run's trace."""
     claims, messages = long_conversation(rippl)
     run = rippl.run("long")
     [fresh] = run.decide("t7", [migrate("m1")], context=list(messages))
@@ -276,6 +276,8 @@ def test_a_turn_going_on_from_the_last_is_stale_when_an_early_reading_expires(
     assert [e.premise for e in stale.expired] == [claims[0]]
     assert [e.premise for e in run.judge(migrate("m1")).expired] == [claims[0]]
     assert not rippl.check(fresh.target).allowed
+    [waiting] = [c for t in rippl.run_trace("long").turns for c in t.calls if c.action == fresh.target]
+    assert waiting.verdict == "stale" and claims[0] in waiting.reason  # the trace agrees
 
 
 def test_a_supersession_reaches_a_turn_that_went_on_from_the_last(rippl: Rippl,
