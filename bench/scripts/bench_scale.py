@@ -1063,17 +1063,20 @@ def markdown(results: dict[str, Any]) -> str:
     if "readings" in results:
         lines += [
             f"The same conversation with each result a reading fresh for "
-            f"{results['read_fresh_for'] / 60:.0f} minutes (a read tool's): each turn's decision "
-            "and action rest on every reading so far, and the check keeps their freshness.",
+            f"{results['read_fresh_for'] / 60:.0f} minutes (a read tool's), on a graph of its "
+            "own: each turn's decision and action rest on every reading so far, and the check "
+            "keeps their freshness. The graph's size is FalkorDB's `GRAPH.MEMORY USAGE` (whole "
+            "MB), beside the plain conversation's at the same count.",
             "",
             "| turns so far | decide p50 | × bare write | executed p50 | × bare write | edges / "
-            "turn | used_memory per turn |",
-            "|---:|---:|---:|---:|---:|---:|---:|",
+            "turn | graph MB | plain conversation's graph MB |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|",
             *(
                 f"| {row['turns']:,} | {_ms(row['decide']['p50_ms'])} | {row['decide_x_floor']:.1f}x "
                 f"| {_ms(row['executed']['p50_ms'])} | {row['executed_x_floor']:.1f}x | "
-                f"{row['edges_per_turn']:,.1f} | {row['memory']['bytes_per_turn']:,} B |"
-                for row in results["readings"]["rows"]
+                f"{row['edges_per_turn']:,.1f} | {row['graph_memory_mb']} | "
+                f"{plain['graph_memory_mb']} |"
+                for row, plain in zip(results["readings"]["rows"], long["rows"], strict=True)
             ),
             "",
         ]

@@ -898,13 +898,15 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         f"MERGE (o)-[:{SAW}]->(c) "
         # an output that is the text another run of the scope wrote (an agent used as a tool)
         # carries what that text carried there
-        f"WITH o, c, unlinked, shifts, xb OPTIONAL MATCH (w:{OBSERVATION} {{key: $handed}}) "
+        # (a key that names nothing, not NULL, when the output is nobody's text: see `ended`)
+        "WITH o, c, unlinked, shifts, xb "
+        f"OPTIONAL MATCH (w:{OBSERVATION} {{key: coalesce($handed, '')}}) "
         "WHERE w.run <> $run "
         f"OPTIONAL MATCH (w)-[:{SAW}]->(wc:Claim) "
         "WITH o, c, unlinked, shifts, xb, collect(DISTINCT CASE WHEN wc IS NOT NULL "
         "THEN {carrier: w.id, run: w.run, ref: w.ref, claim: wc} END) AS wf, "
         "collect(DISTINCT w.bound) AS wb "
-        "OPTIONAL MATCH (wm:Decision {key: $handed}) WHERE wm.run <> $run "
+        "OPTIONAL MATCH (wm:Decision {key: coalesce($handed, '')}) WHERE wm.run <> $run "
         "OPTIONAL MATCH (wmc:Claim)-[:SUPPORTS]->(wm) "
         "WITH o, c, unlinked, shifts, xb, wf, wb, collect(DISTINCT CASE WHEN wmc IS NOT NULL "
         "THEN {carrier: wm.id, run: wm.run, ref: wm.turn, claim: wmc} END) AS wmf, "
@@ -930,14 +932,17 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         "ELSE y.fresh_until END "
         "WITH c, unlinked, shifts, collect(DISTINCT y.id) AS ended "
         # what rests on an ended reading is fresh until now at the latest (`reads_until`)
-        "UNWIND CASE WHEN size(ended) = 0 THEN [NULL] ELSE ended END AS yid "
+        # (an id that names nothing, not NULL, when none ended: the index answers at once, where
+        # a NULL made it scan every entry)
+        "UNWIND CASE WHEN size(ended) = 0 THEN [''] ELSE ended END AS yid "
         "OPTIONAL MATCH (z:Node) WHERE yid IN z.reads "
         "SET z.reads_until = CASE WHEN z.reads_until > $now THEN $now ELSE z.reads_until END "
         # and so is what rests on it through a chain of contexts (`reads_via`): every turn whose
         # context is at or after the one that added it
         f"WITH c, unlinked, shifts, ended, collect(DISTINCT CASE WHEN z:{CONTEXT} THEN z END) AS zs "
         "UNWIND zs + [NULL] AS zk "
-        f"OPTIONAL MATCH (later:{CONTEXT} {{chain: zk.chain}}) WHERE later.seq >= zk.seq "
+        f"OPTIONAL MATCH (later:{CONTEXT} {{chain: coalesce(zk.chain, '')}}) "
+        "WHERE later.seq >= zk.seq "
         f"WITH c, unlinked, shifts, ended, later OPTIONAL MATCH (later)-[:{CARRIES}]->(zd:Decision) "
         "WITH c, unlinked, shifts, ended, zd OPTIONAL MATCH (zd)-[ze:DRIVES]->(zx:Action) "
         "WITH c, unlinked, shifts, ended, collect(DISTINCT zd) + collect(DISTINCT CASE WHEN "
@@ -960,8 +965,8 @@ def executed_plain(run: str, action_id: str, result: Mapping[str, Any],
     sends `executed`."""
     return Query(
         "MATCH (x:Action {id: $action}) OPTIONAL MATCH (s0:Node {id: $result.source.id}) "
-        f"OPTIONAL MATCH (w:{OBSERVATION} {{key: $handed}}) WHERE w.run <> $run "
-        "OPTIONAL MATCH (wm:Decision {key: $handed}) WHERE wm.run <> $run "
+        f"OPTIONAL MATCH (w:{OBSERVATION} {{key: coalesce($handed, '')}}) WHERE w.run <> $run "
+        "OPTIONAL MATCH (wm:Decision {key: coalesce($handed, '')}) WHERE wm.run <> $run "
         "WITH x, count(s0) + count(w) + count(wm) AS found WHERE found = 0 "
         "SET x.executed_at = $now, x.exec_status = $result.status, x.output = $result.digest "
         f"WITH x OPTIONAL MATCH (r:{RUN} {{id: $run}}) SET r.last_active = $now "
