@@ -497,3 +497,51 @@ def test_turns_going_on_from_the_last_record_what_the_whole_query_does(
         second = play(whole, open_rippl(graph=whole.graph))
     assert first == second
     assert as_sets(dump(chosen)) == as_sets(dump(whole))
+
+
+def test_an_input_given_as_a_tuple_goes_on_from_the_last_too(rippl: Rippl, sent: list[str]) -> None:
+    """The input's messages may come as any sequence: a tuple that goes on from the previous
+    turn's input takes the extending query as a list does."""
+    run = rippl.run("r1")
+    messages: tuple[str, ...] = ()
+    for k in range(1, 4):
+        call = ToolCall(name="get_health", args={"k": k}, id=f"h{k}")
+        run.decide(f"t{k}", [call], context=messages)
+        run.executed(call, "healthy")
+        messages += (f"t{k}", f"h{k}")
+    assert sum(text in extending_texts() for text in sent) == 1  # t3 (t2's input had t1's: none)
+
+
+def test_a_veto_read_from_a_team_mate_is_never_taken_as_going_on(
+        open_rippl: Callable[..., Rippl], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run reads a team mate's veto (`told`, from a shared history) while its input goes on
+    from its previous turn's: what the veto named leaves the turn's premises, as the whole query
+    records, so the re-plan is allowed; extending the previous context would keep them."""
+
+    def flow(rippl: Rippl) -> list[bool]:
+        lead = rippl.run("A", scope="team")
+        health = ToolCall(name="get_health", args={"shard": "09"}, id="a1")
+        lead.decide("a-t1", [health], context=[])
+        reading = lead.executed(health, "shard 09: healthy")
+        mate = rippl.run("B", scope="team")
+        mate.observe([reading], ref="shared")
+        verdicts, messages = [], ["shared"]
+        for k in (1, 2):  # the second turn's input goes on from the first's (remembered)
+            call = ToolCall(name="noop", args={"n": k}, id=f"b{k}")
+            verdicts += [v.allowed for v in mate.decide(f"b-t{k}", [call], context=list(messages))]
+            mate.executed(call, "done")
+            messages += [f"b-t{k}", f"b{k}"]
+        rippl.retract(reading, reason="a stale replica answered", by="monitor")
+        verdicts += [v.allowed for v in lead.decide("a-t2", [ToolCall(
+            name="migrate", args={"shard": "09"}, id="v1")], context=["a-t1", "a1"])]
+        verdicts += [v.allowed for v in mate.decide(
+            "b-t3", [ToolCall(name="migrate", args={"shard": "07"}, id="b3")],
+            context=list(messages), told=["v1"])]
+        return verdicts
+
+    chosen = open_rippl()
+    assert flow(chosen) == [True, True, False, True]  # the re-plan rests on none of the veto's
+    monkeypatch.setattr(capture_run.Carriers, "common", lambda self, run, keys: False)
+    whole = open_rippl()
+    assert flow(whole) == [True, True, False, True]
+    assert as_sets(dump(chosen)) == as_sets(dump(whole))
