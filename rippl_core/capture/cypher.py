@@ -599,8 +599,9 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
     `base`: the context of the run's previous turn, whose input (as recorded) begins this one's:
     `refs`, `results` and `inputs` are then only the messages after it, and the turn extends that
     context (`_next_context`), so it costs what its new messages do. Only while `base` is still
-    the run's latest context and no claim under its chain has since gained readings or bindings
-    (`tainted`, set by a memory written onto it: `_WROTE`); otherwise it writes nothing."""
+    the run's latest context, the turn resting on it held no bindings (a veto handed over), and
+    no claim under its chain has since gained readings or bindings (`tainted`, set by a memory
+    written onto it: `_WROTE`); otherwise it writes nothing."""
     if base is None:
         head = (("" if root else _run_root(run) + "WITH 1 AS one ")
                 + "MATCH (root:Node {id: $run.claim.id}) "
@@ -612,8 +613,11 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
                 "OPTIONAL MATCH (base:Node {id: $base}) "
                 "OPTIONAL MATCH (chain:Node {id: base.chain}) "
                 "OPTIONAL MATCH (d0:Node {id: $decision.id}) "
+                # (the previous turn held bindings, a veto handed over: the whole query binds them)
+                f"OPTIONAL MATCH (base)-[:{CARRIES}]->(bd:Decision) WHERE bd.bound IS NOT NULL "
                 "WITH root, base, coalesce(d0 IS NULL AND run.context = $base "
-                "AND chain.tainted IS NULL AND chain.reads IS NOT NULL, false) AS fresh ")
+                "AND chain.tainted IS NULL AND chain.reads IS NOT NULL AND bd IS NULL, false) "
+                "AS fresh ")
         keep = "root, fresh, base"
     kept = "root" if base is None else "root, base"
     return Query(
@@ -876,6 +880,14 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         "WITH s0 IS NULL AS new_source, c0, c0 IS NULL AS new_claim, x.bound AS xb, "
         "(c0 IS NOT NULL AND c0.state <> 'IN' AND NOT coalesce(c0.retracted, false) "
         " AND coalesce(c0.pending, 0) = 0) AS shifts "
+        # a claim carried before that becomes a reading: the turns that extend a context holding
+        # it took it as no reading, so each chain it is under is marked (`_WROTE`, `decide_own`)
+        f"OPTIONAL MATCH (g:Node {{id: CASE WHEN $read.key IS NOT NULL AND c0.read_key IS NULL "
+        f"THEN c0.id ELSE '' END}})-[:{CARRIES}]->(kc:{CONTEXT}) "
+        "WITH new_source, c0, new_claim, xb, shifts, kc "
+        "OPTIONAL MATCH (chain:Node {id: coalesce(kc.chain, '')}) "
+        "WITH new_source, c0, new_claim, xb, shifts, collect(DISTINCT chain) AS chains "
+        "FOREACH (t IN chains | SET t.tainted = true) "
         "FOREACH (_ IN CASE WHEN new_source THEN [1] ELSE [] END | "
         "CREATE (s:Node:Source) SET s += $result.source, s.state = 'IN' "
         + _CREATED.format(id="$result.source.id", kind="'Source'", after="'IN'") + ") "

@@ -321,6 +321,13 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
                         [] if replies else [recorded], blind=True)  # said once, if tried smaller
         # one round trip: the turn recorded, its context set computed, declared matches read
         replies = yield from _attempt(commit)
+        if context is not None and not told_ids and all(row[3] for row in replies[0]):
+            # a new turn, no veto read: its context holds what its messages carry, so the next
+            # turn may go on from it (a client that resumes a long conversation pays this query
+            # once, not every turn; `cypher.decide_own` checks the context in the graph)
+            given = list(context)
+            carriers.remember(run.id, Input(given, frozenset(given), dict(results or {}),
+                                            context_id(decision["id"])))
     carriers.mark(run.id, [decision["key"]], sure=True)
     carriers.mark(run.id, ref_keys, sure=False)
     carriers.mark_run(run.id)

@@ -356,6 +356,37 @@ def test_a_turn_going_on_from_the_last_carries_what_its_input_held(
     assert set(readings) <= premises
 
 
+def test_a_client_that_resumes_a_conversation_goes_on_from_its_first_turn(
+        open_rippl: Callable[..., Rippl], sent: list[str]) -> None:
+    """A new client (another process: it remembers nothing of the run) sends its first turn's
+    input whole, then goes on from that turn: a long conversation resumed pays the whole query
+    once, not on every turn. What it records is what the first client would have."""
+    rippl = open_rippl()
+    run = rippl.run("r1")
+    messages: list[str] = []
+    readings = []
+
+    def turn(run: Any, k: int) -> None:
+        call = ToolCall(name="get_health", args={"shard": f"{k:02d}"}, id=f"h{k}")
+        [verdict] = run.decide(f"t{k}", [call], context=list(messages))
+        assert verdict.allowed, verdict.reason
+        readings.append(run.executed(call, f"shard {k:02d}: healthy", fresh_for=300))
+        messages.extend([f"t{k}", f"h{k}"])
+
+    for k in range(1, 4):
+        turn(run, k)
+    resumed = open_rippl(graph=rippl.graph).run("r1")
+    sent.clear()
+    for k in range(4, 7):
+        turn(resumed, k)
+    assert sum(text in extending_texts() for text in sent) == 2  # t5 and t6
+    rippl.retract(readings[0], reason="the first answer was a stale replica", by="monitor")
+    [verdict] = resumed.decide("t7", [ToolCall(name="migrate", args={}, id="m1")],
+                               context=list(messages))
+    assert not verdict.allowed and readings[0] in {b.premise for b in verdict.blockers}
+    assert set(readings) <= {n.id for n in rippl.premises(str(verdict.target))}
+
+
 def test_a_turn_does_not_extend_a_context_another_client_moved_on_from(
         open_rippl: Callable[..., Rippl], sent: list[str]) -> None:
     """The run's latest context is no longer the one this client remembers (another client
@@ -444,6 +475,7 @@ going_on = st.lists(st.one_of(
     st.tuples(st.just("digest"), st.booleans()),
     st.tuples(st.just("retract"), st.just(0)),
     st.tuples(st.just("other"), st.just(0)),
+    st.tuples(st.just("resume"), st.just(0)),
 ), min_size=3, max_size=16)
 
 
@@ -487,6 +519,8 @@ def test_turns_going_on_from_the_last_record_what_the_whole_query_does(
             elif step == "other":
                 other.run("conv").decide(f"o{k}", [ToolCall(name="noop", args={"k": k},
                                                             id=f"o{k}")], context=[])
+            elif step == "resume":  # a new client (another process) takes the run on
+                run = open_rippl(graph=rippl.graph).run("conv", agent="ops")
         return verdicts
 
     chosen = open_rippl()

@@ -297,3 +297,27 @@ def test_a_supersession_reaches_a_turn_that_went_on_from_the_last(rippl: Rippl,
     assert not checked.allowed and "superseded" in checked.reason
     assert [e.premise for e in checked.expired] == [claims[1]]
     assert not run.judge(migrate("m1")).allowed
+
+
+def test_a_claim_carried_before_it_was_read_binds_a_turn_that_went_on_from_the_last(
+        rippl: Rippl, clock: Clock) -> None:
+    """A claim the conversation carried as a plain output becomes a reading later (the model
+    asks again with a read tool, same answer, fresh for 5 minutes): the later turns, which keep
+    the readings their context chain added, rest on it too, and are denied as stale once it
+    expires."""
+    run = rippl.run("long")
+    messages: list[str] = []
+    claims = []
+    for k, fresh_for in ((1, None), (2, None), (3, 300.0)):  # h3 reads shard 01 again
+        call = ToolCall(name="get_health", args={"shard": "01" if k != 2 else "02"}, id=f"h{k}")
+        assert run.decide(f"t{k}", [call], context=list(messages))[0].allowed
+        claims.append(run.executed(call, "shard 01: healthy" if k != 2 else "shard 02: healthy",
+                                   fresh_for=fresh_for))
+        messages += [f"t{k}", f"h{k}"]
+    assert claims[2] == claims[0]  # one claim: carried since turn 1, a reading since turn 3
+    [fresh] = run.decide("t4", [migrate("m1")], context=list(messages))
+    assert fresh.allowed, fresh.reason
+    clock.advance(minutes=12)
+    [stale] = run.decide("t5", [migrate("m2")], context=[*messages, "t4", "m1"])
+    assert not stale.allowed and [e.premise for e in stale.expired] == [claims[0]]
+    assert not rippl.check(fresh.target).allowed
