@@ -9,7 +9,8 @@ None of them changes the state of a node that existed before.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rippl_core._runtime.schema import Index, Schema
@@ -50,6 +51,22 @@ def _each(items: str, var: str) -> str:
     MATCH of `var` by an indexed property that follows finds each through the index (a filter
     `n.p IN items` would scan the whole label) and the row survives when there is none."""
     return f"UNWIND CASE WHEN size(coalesce({items}, [])) = 0 THEN [NULL] ELSE {items} END AS {var} "
+
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _props(source: str, keys: Iterable[str], **more: str) -> str:
+    """The properties of a node being created, given inline in its CREATE: each of `keys` from
+    the map `source` (a parameter, or a row's map; a NULL one is not set), then `more` (key: a
+    Cypher expression). Never SET on a node the same query created: FalkorDB's cost of that SET
+    grows with the graph (0.1 ms on a new graph, 3 ms at 100,000 nodes), the inline map's does
+    not (docs/benchmarks.md)."""
+    names = [k for k in dict.fromkeys(keys) if k not in more]
+    if not all(_KEY.fullmatch(k) for k in [*names, *more]):
+        raise ValueError(f"not a property name: {[k for k in [*names, *more] if not _KEY.fullmatch(k)]}")
+    return "{" + ", ".join([f"{k}: {source}.{k}" for k in names]
+                           + [f"{k}: {v}" for k, v in more.items()]) + "}"
 
 
 # The state of a node with one justification, from its antecedents' states.
@@ -358,11 +375,11 @@ def _turn_context(carry: str, fresh: str = "true") -> str:
         f"WITH {carry}, run, ants, base, CASE WHEN base IS NULL THEN ants ELSE delta END AS delta, "
         + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
         f"FOREACH (_ IN CASE WHEN {fresh} THEN [1] ELSE [] END | "
-        f"CREATE (k:Node:{CONTEXT}) SET k.id = {kid}, k.kind = 'Decision', k.run = $run.id, "
-        "k.state = computed, k.created_at = $now, k.retracted = false, k.pending = 0, "
-        f"k.chain = coalesce(base.chain, {kid}), k.seq = coalesce(base.seq + 1, 1), "
-        f"k.size = coalesce(base.size, 0) + size(delta), k.reads = {_READS.format('delta')}, "
-        f"run.context = {kid} "
+        f"CREATE (k:Node:{CONTEXT} {{id: {kid}, kind: 'Decision', run: $run.id, "
+        "state: computed, created_at: $now, retracted: false, pending: 0, "
+        f"chain: coalesce(base.chain, {kid}), seq: coalesce(base.seq + 1, 1), "
+        f"size: coalesce(base.size, 0) + size(delta), reads: {_READS.format('delta')}}}) "
+        f"SET run.context = {kid} "
         f"FOREACH (a IN delta + [b IN [base] WHERE b IS NOT NULL] | "
         f"CREATE (a)-[:{CARRIES} {{j: {kid}}}]->(k)) "
         + _CREATED.format(id=kid, kind="'Decision'", after="computed") + ") "
@@ -507,47 +524,50 @@ _BLANK_RUN = (
 )
 
 
-def _turn_nodes(keeps: str, carry: str) -> str:
-    """Cypher creating `decide_own`'s decision, resting on its context `k` and labelled
-    `computed`, and its actions, each keeping the readings it rests on by `keeps` (a SET item on
-    the node `{0}`). Ends with `d`, `x` (an action a row) and `carry`."""
+def _turn_nodes(keeps: Mapping[str, str], carry: str, decision: Iterable[str],
+                actions: Iterable[str]) -> str:
+    """Cypher creating `decide_own`'s decision (properties `decision` of `$decision`), resting
+    on its context `k` and labelled `computed`, and its actions (properties `actions` of each of
+    `$actions`), each keeping the readings it rests on by `keeps` (key: a Cypher expression,
+    given inline: `_props`). Ends with `d`, `x` (an action a row) and `carry`."""
     return (
-        "CREATE (d:Node:Decision) SET d += $decision, d.state = computed, " + keeps.format("d") + " "
+        "CREATE (d:Node:Decision " + _props("$decision", decision, state="computed", **keeps) + ") "
         f"CREATE (k)-[:{CARRIES} {{j: $decision.id}}]->(d) "
         + _CREATED.format(id="$decision.id", kind="'Decision'", after="computed") + " "
         f"WITH d, {carry} UNWIND $actions AS act "
-        "CREATE (x:Node:Action) SET x += act, x.state = d.state, " + keeps.format("x") + " "
+        "CREATE (x:Node:Action " + _props("act", actions, state="d.state", **keeps) + ") "
         "CREATE (d)-[:DRIVES {j: act.id}]->(x) "
         + _CREATED.format(id="act.id", kind="'Action'", after="x.state") + " "
     )
 
 
-# `decide_own`'s turn, its context `k` made (`_turn_context`): each node keeps the readings it
-# rests on (`reads`) and their bound (`_KEEP_UNTIL`). Ends with `d`, `x` and `reads` (their
-# READ_PAIRs).
-_OWN_TURN = (
-    "WITH computed, k, " + _READS.format("ants") + " AS reads "
-    + _turn_nodes("{0}.reads = reads", "reads")
-    + "WITH d, x " + _each("x.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
-    f"WITH d, x, collect({causal_cypher.READ_PAIR}) AS reads "
-    + _KEEP_UNTIL
-)
+def _own_turn(decision: Iterable[str], actions: Iterable[str]) -> str:
+    """`decide_own`'s turn, its context `k` made (`_turn_context`): each node keeps the readings
+    it rests on (`reads`) and their bound (`reads_until`), found before the nodes are made. Ends
+    with `d`, `x` and `reads` (their READ_PAIRs)."""
+    return (
+        "WITH computed, k, " + _READS.format("ants") + " AS rids "
+        + _each("rids", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
+        f"WITH computed, k, rids, collect({causal_cypher.READ_PAIR}) AS reads "
+        "WITH computed, k, rids, reads, " + causal_cypher.reads_until("reads") + " AS until "
+        + _turn_nodes({"reads": "rids", "reads_until": "until"}, "reads, rids, until",
+                      decision, actions))
 
-# The same for a turn going on from the last (`_next_context`): the decision and its actions
-# rest on the readings of their context's chain (`reads_via`, `causal_cypher.read_ids`), not a
-# list of their own; their bound is the previous turn's (lowered when a reading it rests on is
-# superseded: `executed`) and the new readings', and their READ_PAIRs are read through the chain
-# only when that bound has passed (then some may have expired: `preflight.fresh` tells).
-_NEXT_TURN = (
-    _turn_nodes("{0}.reads_via = k.id", "k, dp")
-    + "WITH d, x, k, dp " + _each("k.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
-    f"WITH d, x, dp, collect({causal_cypher.READ_PAIR}) AS added "
-    "WITH d, x, coalesce(dp.reads_until, 0) AS before, "
-    + causal_cypher.reads_until("added") + " AS until "
-    "SET x.reads_until = CASE WHEN before < until THEN before ELSE until END, "
-    "d.reads_until = CASE WHEN before < until THEN before ELSE until END "
-    "WITH d, x " + causal_cypher.read_pairs("x", "d", when="x.reads_until <= $now")
-)
+
+def _next_turn(decision: Iterable[str], actions: Iterable[str]) -> str:
+    """The same for a turn going on from the last (`_next_context`): the decision and its actions
+    rest on the readings of their context's chain (`reads_via`, `causal_cypher.read_ids`), not a
+    list of their own; their bound is the previous turn's (lowered when a reading it rests on is
+    superseded: `executed`) and the new readings', and their READ_PAIRs are read through the
+    chain only when that bound has passed (then some may have expired: `preflight.fresh` tells)."""
+    return (
+        "WITH computed, k, dp " + _each("k.reads", "cid") + "OPTIONAL MATCH (rc:Claim {id: cid}) "
+        f"WITH computed, k, dp, collect({causal_cypher.READ_PAIR}) AS added "
+        "WITH computed, k, coalesce(dp.reads_until, 0) AS before, "
+        + causal_cypher.reads_until("added") + " AS until "
+        "WITH computed, k, CASE WHEN before < until THEN before ELSE until END AS until "
+        + _turn_nodes({"reads_via": "k.id", "reads_until": "until"}, "k, until", decision, actions)
+        + "WITH d, x " + causal_cypher.read_pairs("x", "d", when="x.reads_until <= $now"))
 
 
 def _next_context(keep: str) -> str:
@@ -569,10 +589,10 @@ def _next_context(keep: str) -> str:
         f"MATCH (run:{RUN} {{id: $run.id}}) OPTIONAL MATCH (base)-[:{CARRIES}]->(dp:Decision) "
         f"WITH {keep}, base, delta, run, dp, "
         + _STATE.format(states="[base.state] + [a IN delta | a.state]") + " AS computed "
-        f"CREATE (k:Node:{CONTEXT}) SET k.id = {kid}, k.kind = 'Decision', k.run = $run.id, "
-        "k.state = computed, k.created_at = $now, k.retracted = false, k.pending = 0, "
-        "k.chain = base.chain, k.seq = base.seq + 1, k.size = base.size + size(delta), "
-        f"k.reads = {_READS.format('delta')}, run.context = {kid} "
+        f"CREATE (k:Node:{CONTEXT} {{id: {kid}, kind: 'Decision', run: $run.id, "
+        "state: computed, created_at: $now, retracted: false, pending: 0, "
+        "chain: base.chain, seq: base.seq + 1, size: base.size + size(delta), "
+        f"reads: {_READS.format('delta')}}}) SET run.context = {kid} "
         f"FOREACH (a IN delta + [base] | CREATE (a)-[:{CARRIES} {{j: {kid}}}]->(k)) "
         + _CREATED.format(id=kid, kind="'Decision'", after="computed") + " "
         f"WITH {keep}, computed, k, dp "
@@ -620,6 +640,7 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
                 "AS fresh ")
         keep = "root, fresh, base"
     kept = "root" if base is None else "root, base"
+    made = [k for act in actions for k in act]  # every action's properties, given inline
     return Query(
         head + _own_context(keep, within=base is not None)
         + (_BLANK_RUN if inputs and not refs and base is None else "")
@@ -639,8 +660,8 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         + ("FOREACH (r IN $inputs | " + _message_recorded("r", "'input'") + f") WITH {kept}, ctx "
            if inputs else "")
         + ("WITH CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
-           + _turn_context("1 AS one") + _OWN_TURN if base is None
-           else _next_context("1 AS one") + _NEXT_TURN)
+           + _turn_context("1 AS one") + _own_turn(decision, made) if base is None
+           else _next_context("1 AS one") + _next_turn(decision, made))
         + "RETURN x.id, x.state, x.executed_at, true AS created, d.state, [] AS repeats, "
         "NULL AS ov, NULL AS overridden, reads",
         {"run": run, "decision": decision, "actions": list(actions), "now": now,
@@ -889,25 +910,31 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         "WITH new_source, c0, new_claim, xb, shifts, collect(DISTINCT chain) AS chains "
         "FOREACH (t IN chains | SET t.tainted = true) "
         "FOREACH (_ IN CASE WHEN new_source THEN [1] ELSE [] END | "
-        "CREATE (s:Node:Source) SET s += $result.source, s.state = 'IN' "
-        + _CREATED.format(id="$result.source.id", kind="'Source'", after="'IN'") + ") "
+        "CREATE (s:Node:Source " + _props("$result.source", result.get("source", {}), state="'IN'")
+        + ") " + _CREATED.format(id="$result.source.id", kind="'Source'", after="'IN'") + ") "
+        # a new claim a reading: fresh until this reading's end (the SET below, for one known)
         "FOREACH (_ IN CASE WHEN new_claim THEN [1] ELSE [] END | "
-        "CREATE (c:Node:Claim) SET c += $result.claim, c.state = 'IN' "
-        + _CREATED.format(id="$result.claim.id", kind="'Claim'", after="'IN'") + ") "
-        "WITH shifts, xb MATCH (s:Node {id: $result.source.id}), (c:Node {id: $result.claim.id}) "
+        "CREATE (c:Node:Claim " + _props(
+            "$result.claim", result.get("claim", {}), state="'IN'", fresh_until="$read.until",
+            read_key="$read.key", read_tool="$read.tool",
+            read_at="CASE WHEN $read.key IS NULL THEN NULL ELSE $now END",
+            read_run="CASE WHEN $read.key IS NULL THEN NULL ELSE $run END",
+            read_fresh_for="$read.fresh_for")
+        + ") " + _CREATED.format(id="$result.claim.id", kind="'Claim'", after="'IN'") + ") "
+        "WITH shifts, xb, new_claim "
+        "MATCH (s:Node {id: $result.source.id}), (c:Node {id: $result.claim.id}) "
         "OPTIONAL MATCH (s)-[e:SUPPORTS]->(c) "
-        "WITH s, c, shifts, xb, e IS NULL AS unlinked "
+        "WITH s, c, shifts, xb, new_claim, e IS NULL AS unlinked "
         "FOREACH (_ IN CASE WHEN unlinked AND NOT shifts THEN [1] ELSE [] END | "
         "CREATE (s)-[:SUPPORTS {j: $result.source.id}]->(c)) "
         # a reading of a read tool: the claim is fresh until the latest end of its valid readings
-        "FOREACH (_ IN CASE WHEN $read.key IS NULL THEN [] ELSE [1] END | "
+        "FOREACH (_ IN CASE WHEN $read.key IS NULL OR new_claim THEN [] ELSE [1] END | "
         "SET c.fresh_until = CASE WHEN c.read_at IS NULL OR (c.fresh_until IS NOT NULL AND "
         "c.fresh_until <= $now) THEN $read.until WHEN c.fresh_until IS NULL OR $read.until IS NULL "
         "THEN NULL WHEN c.fresh_until > $read.until THEN c.fresh_until ELSE $read.until END, "
         "c.read_key = $read.key, c.read_tool = $read.tool, c.read_at = $now, c.read_run = $run, "
         "c.read_fresh_for = $read.fresh_for, c.superseded_by = NULL, c.superseded_at = NULL) "
-        f"MERGE (o:{OBSERVATION} {{id: $obs.id}}) ON CREATE SET o += $obs "
-        f"MERGE (o)-[:{SAW}]->(c) "
+        + _observed("c, unlinked, shifts, xb", "c", observation) +
         # an output that is the text another run of the scope wrote (an agent used as a tool)
         # carries what that text carried there
         # (a key that names nothing, not NULL, when the output is nobody's text: see `ended`)
@@ -986,19 +1013,28 @@ def executed_plain(run: str, action_id: str, result: Mapping[str, Any],
         "WITH xb, c0 IS NULL AS new_claim, "
         "(c0 IS NOT NULL AND c0.state <> 'IN' AND NOT coalesce(c0.retracted, false) "
         " AND coalesce(c0.pending, 0) = 0) AS shifts "
-        "CREATE (s:Node:Source) SET s += $result.source, s.state = 'IN' "
-        + _CREATED.format(id="$result.source.id", kind="'Source'", after="'IN'") + " "
+        "CREATE (s:Node:Source " + _props("$result.source", result.get("source", {}), state="'IN'")
+        + ") " + _CREATED.format(id="$result.source.id", kind="'Source'", after="'IN'") + " "
         "FOREACH (_ IN CASE WHEN new_claim THEN [1] ELSE [] END | "
-        "CREATE (c:Node:Claim) SET c += $result.claim, c.state = 'IN' "
-        + _CREATED.format(id="$result.claim.id", kind="'Claim'", after="'IN'") + ") "
+        "CREATE (c:Node:Claim " + _props("$result.claim", result.get("claim", {}), state="'IN'")
+        + ") " + _CREATED.format(id="$result.claim.id", kind="'Claim'", after="'IN'") + ") "
         "WITH s, shifts, xb MATCH (c:Node {id: $result.claim.id}) "
         "FOREACH (_ IN CASE WHEN shifts THEN [] ELSE [1] END | "
         "CREATE (s)-[:SUPPORTS {j: $result.source.id}]->(c)) "
-        f"MERGE (o:{OBSERVATION} {{id: $obs.id}}) ON CREATE SET o += $obs, o.bound = xb "
-        f"MERGE (o)-[:{SAW}]->(c) "
-        "RETURN c.state, NOT shifts, [] AS ended",
+        + _observed("c, shifts, xb", "c", observation, bound="xb")
+        + "RETURN c.state, NOT shifts, [] AS ended",
         {"run": run, "action": action_id, "result": result, "obs": observation, "now": now,
          "handed": handed})
+
+
+def _observed(keep: str, claim: str, observation: Mapping[str, Any], **more: str) -> str:
+    """Cypher recording a tool result's observation (`$obs`: properties `observation` and `more`,
+    given inline: `_props`) unless recorded already, seeing `claim` (one of `keep`). Ends with
+    `keep` and `o`."""
+    return (f"WITH {keep} OPTIONAL MATCH (o0:{OBSERVATION} {{id: $obs.id}}) "
+            "FOREACH (_ IN CASE WHEN o0 IS NULL THEN [1] ELSE [] END | "
+            f"CREATE (:{OBSERVATION} " + _props("$obs", observation, **more) + ")) "
+            f"WITH {keep} MATCH (o:{OBSERVATION} {{id: $obs.id}}) MERGE (o)-[:{SAW}]->({claim}) ")
 
 
 def mark_executed(action_id: str, at: int, digest: str | None) -> Query:
