@@ -107,14 +107,16 @@ def declared(keys: Sequence[str], pinned: Sequence[str] = ()) -> Query:
 def _run_root(run: Mapping[str, Any]) -> str:
     """Cypher creating a run's node and root (source and claim, IN) the first time it is seen."""
     return (
-        f"MERGE (r:{RUN} {{id: $run.id}}) ON CREATE SET r.agent = $run.agent, "
-        "r.framework = $run.framework, r.scope = $run.scope, r.started_at = $now, "
-        "r.last_active = $now "
-        "WITH r OPTIONAL MATCH (s0:Node {id: $run.source.id}) "
+        f"OPTIONAL MATCH (r0:{RUN} {{id: $run.id}}) "
+        "FOREACH (_ IN CASE WHEN r0 IS NULL THEN [1] ELSE [] END | "
+        f"CREATE (:{RUN} {{id: $run.id, agent: $run.agent, framework: $run.framework, "
+        "scope: $run.scope, started_at: $now, last_active: $now})) "
+        f"WITH 1 AS one MATCH (r:{RUN} {{id: $run.id}}) "
+        "OPTIONAL MATCH (s0:Node {id: $run.source.id}) "
         "WITH r, s0 IS NULL AS new_run "
         "FOREACH (_ IN CASE WHEN new_run THEN [1] ELSE [] END | "
-        "CREATE (s:Node:Source) SET s += $run.source, s.state = 'IN' "
-        "CREATE (c:Node:Claim) SET c += $run.claim, c.state = 'IN' "
+        "CREATE (s:Node:Source " + _props("$run.source", run.get("source", {}), state="'IN'") + ") "
+        "CREATE (c:Node:Claim " + _props("$run.claim", run.get("claim", {}), state="'IN'") + ") "
         "CREATE (s)-[:SUPPORTS {j: $run.source.id}]->(c) "
         + _CREATED.format(id="$run.source.id", kind="'Source'", after="'IN'") + " "
         + _CREATED.format(id="$run.claim.id", kind="'Claim'", after="'IN'") + ") "
@@ -387,9 +389,13 @@ def _turn_context(carry: str, fresh: str = "true") -> str:
     )
 
 
-def _message_recorded(row: str, kind: str) -> str:
+def _message_recorded(row: str, kind: str, new: bool = False) -> str:
     """Cypher recording a message of the input that no carrier had (`row`: its {oid, ref, key})
-    as an observation of the run, of `kind` (the user's `input`, or `unaccounted`), as `u`."""
+    as an observation of the run, of `kind` (the user's `input`, or `unaccounted`), as `u`.
+    `new`: the message is known not to be recorded (created whole, not merged)."""
+    if new:
+        return (f"CREATE (u:{OBSERVATION} {{id: {row}.oid, run: $run.id, ref: {row}.ref, "
+                f"key: {row}.key, at: $now, kind: {kind}}}) ")
     return (f"MERGE (u:{OBSERVATION} {{id: {row}.oid}}) ON CREATE SET u.run = $run.id, "
             f"u.ref = {row}.ref, u.key = {row}.key, u.at = $now, u.kind = {kind} ")
 
@@ -657,7 +663,8 @@ def decide_own(run: Mapping[str, Any], decision: Mapping[str, Any],
         f"OPTIONAL MATCH (ov:{OVERRIDE} {{vkey: act.rkey}}) "
         f"WITH {kept}, ctx, other, count(x0) + count(v1) + count(v2) + count(ov) AS found "
         "WHERE NOT other AND found = 0 "
-        + ("FOREACH (r IN $inputs | " + _message_recorded("r", "'input'") + f") WITH {kept}, ctx "
+        + ("FOREACH (r IN $inputs | " + _message_recorded("r", "'input'", new=True)
+           + f") WITH {kept}, ctx "
            if inputs else "")
         + ("WITH CASE WHEN root IN ctx THEN ctx ELSE ctx + [root] END AS ants "
            + _turn_context("1 AS one") + _own_turn(decision, made) if base is None
@@ -752,8 +759,9 @@ def wrote_memory(call_ref_: str, claims: Sequence[Mapping[str, str]],
         "WITH x, d, collect(DISTINCT a) AS ants OPTIONAL MATCH (u0:Node {id: $unrec.id}) "
         "WITH x, d, ants, u0 "
         "FOREACH (_ IN CASE WHEN d IS NULL AND u0 IS NULL THEN [1] ELSE [] END | "
-        "CREATE (u:Node:Claim) SET u += $unrec.props, u.state = 'OUT', u.retracted = true, "
-        "u.retracted_at = $now, u.retracted_by = 'rippl' "
+        "CREATE (u:Node:Claim " + _props("$unrec.props", unrecorded.get("props", {}), state="'OUT'",
+                                          retracted="true", retracted_at="$now",
+                                          retracted_by="'rippl'") + ") "
         "CREATE (:Retraction {node: $unrec.id, retracted: true, valid_from: $now, "
         "recorded_at: $now, cause: 'unrecorded'}) "
         + _CREATED.format(id="$unrec.id", kind="'Claim'", after="'OUT'") + ") "
@@ -914,7 +922,7 @@ def executed(run: str, action_id: str, result: Mapping[str, Any], observation: M
         + ") " + _CREATED.format(id="$result.source.id", kind="'Source'", after="'IN'") + ") "
         # a new claim a reading: fresh until this reading's end (the SET below, for one known)
         "FOREACH (_ IN CASE WHEN new_claim THEN [1] ELSE [] END | "
-        "CREATE (c:Node:Claim " + _props(
+        "CREATE (nc:Node:Claim " + _props(
             "$result.claim", result.get("claim", {}), state="'IN'", fresh_until="$read.until",
             read_key="$read.key", read_tool="$read.tool",
             read_at="CASE WHEN $read.key IS NULL THEN NULL ELSE $now END",
@@ -1016,7 +1024,7 @@ def executed_plain(run: str, action_id: str, result: Mapping[str, Any],
         "CREATE (s:Node:Source " + _props("$result.source", result.get("source", {}), state="'IN'")
         + ") " + _CREATED.format(id="$result.source.id", kind="'Source'", after="'IN'") + " "
         "FOREACH (_ IN CASE WHEN new_claim THEN [1] ELSE [] END | "
-        "CREATE (c:Node:Claim " + _props("$result.claim", result.get("claim", {}), state="'IN'")
+        "CREATE (nc:Node:Claim " + _props("$result.claim", result.get("claim", {}), state="'IN'")
         + ") " + _CREATED.format(id="$result.claim.id", kind="'Claim'", after="'IN'") + ") "
         "WITH s, shifts, xb MATCH (c:Node {id: $result.claim.id}) "
         "FOREACH (_ IN CASE WHEN shifts THEN [] ELSE [1] END | "
