@@ -20,7 +20,7 @@ from typing import Any
 
 import redis
 
-from rippl_core._runtime.connection import falkordb_binaries
+from rippl_core._runtime.connection import MODULE_ARGS, falkordb_binaries
 from rippl_core._runtime.timeutil import TimeLike, now_ms, set_clock, to_ms
 
 HOST = "127.0.0.1"
@@ -139,7 +139,7 @@ def _start(args: Sequence[str], *, port: int | None = None, below: int = 65536,
         # a crash exits at once with its report (no memory test while the port refuses clients)
         command = [str(server_bin), "--port", str(chosen), "--bind", HOST, "--dir", str(folder),
                    "--save", "", "--crash-memcheck-enabled", "no", "--loadmodule", str(module),
-                   *args]
+                   *MODULE_ARGS, *args]
         server = FalkorDBServer(chosen, _spawn(command, folder, chosen), folder, command)
         try:
             _wait_until_up(server, timeout)

@@ -310,7 +310,8 @@ class EmbeddedServer:
             config.write_text(_server_config(self.db, folder, socket_path))
             server_bin, module = falkordb_binaries()
             status = _spawn_watchdog([str(lifeline_path), socket_path, str(START_TIMEOUT), "--",
-                                      str(server_bin), str(config), "--loadmodule", str(module)])
+                                      str(server_bin), str(config), "--loadmodule", str(module),
+                                      *MODULE_ARGS])
             if not status.startswith("ready "):
                 why = (f"could not start embedded FalkorDB for {self.db}: "
                        f"{status.removeprefix('failed ') or 'its watchdog stopped'}")
@@ -380,6 +381,13 @@ def _quote(value: str | os.PathLike[str]) -> str:
     raw = os.fsencode(value)
     return '"' + "".join(chr(b) if 32 < b < 127 and b not in b'"\\' else f"\\x{b:02x}"
                          for b in raw) + '"'
+
+
+# FalkorDB keeps a graph's recent changes beside its matrices and folds them in when they are
+# this many: a query reads both until then, so the default (10,000) makes a turn of a long
+# conversation cost up to twice a short one's; 1,000 keeps it flat to 10,000 turns (fewer makes
+# the folds themselves the cost: docs/benchmarks.md, "Capture at scale").
+MODULE_ARGS = ("DELTA_MAX_PENDING_CHANGES", "1000")
 
 
 def _server_config(db: Path, folder: Path, socket_path: str) -> str:

@@ -227,6 +227,15 @@ def test_the_embedded_server_fsyncs_every_write_before_acknowledging_it(tmp_path
             assert config["appendfsync"] == "always"
 
 
+def test_the_embedded_server_folds_a_graphs_recent_changes_in_often(tmp_path: Path) -> None:
+    """FalkorDB folds a graph's recent changes into its matrices once there are 1,000 of them,
+    not 10,000: a turn of a long conversation costs what a short one's does
+    (docs/benchmarks.md, "Capture at scale")."""
+    with Rippl.open(tmp_path / "rippl.db") as rippl:
+        assert rippl.redis.execute_command(
+            "GRAPH.CONFIG", "GET", "DELTA_MAX_PENDING_CHANGES") == ["DELTA_MAX_PENDING_CHANGES", 1000]
+
+
 def test_a_throwaway_database_is_deleted_once_its_server_stopped() -> None:
     """The folder of a ":memory:" store goes when the store closes, without racing the server,
     which writes its files until it has stopped (a CI run once failed on "Directory not empty")."""
