@@ -60,8 +60,8 @@ def _props(source: str, keys: Iterable[str], **more: str) -> str:
     """The properties of a node being created, given inline in its CREATE: each of `keys` from
     the map `source` (a parameter, or a row's map; a NULL one is not set), then `more` (key: a
     Cypher expression). Never SET on a node the same query created: FalkorDB's cost of that SET
-    grows with the graph (0.1 ms on a new graph, 3 ms at 100,000 nodes), the inline map's does
-    not (docs/benchmarks.md)."""
+    grows with the graph (0.10 ms at a graph's first node, 0.59 ms at its 20,000th), the
+    inline map's does not (docs/design.md, "Capture at scale")."""
     names = [k for k in dict.fromkeys(keys) if k not in more]
     if not all(_KEY.fullmatch(k) for k in [*names, *more]):
         raise ValueError(f"not a property name: {[k for k in [*names, *more] if not _KEY.fullmatch(k)]}")
@@ -361,6 +361,16 @@ def _context(carry: str) -> str:
 # way it holds exactly `ants`, and truth maintenance labels it like the decision it supports
 # (`computed`, from `ants`). Created when `fresh`; ends with `carry`, `ants`, `computed` and `k`,
 # the context (NULL when not fresh and none was recorded).
+def _context_node(kid: str, *, chain: str, seq: str, size: str) -> str:
+    """Cypher creating a turn's context `k` (id `kid`, labelled `computed`) at `seq` of `chain`,
+    holding `size` claims and keeping the readings of those it adds (`delta`), and making it the
+    run's latest (`run.context`)."""
+    return (f"CREATE (k:Node:{CONTEXT} " + _props(
+        "", (), id=kid, kind="'Decision'", run="$run.id", state="computed", created_at="$now",
+        retracted="false", pending="0", chain=chain, seq=seq, size=size,
+        reads=_READS.format("delta")) + f") SET run.context = {kid} ")
+
+
 def _turn_context(carry: str, fresh: str = "true") -> str:
     kid = f"'{CONTEXT_PREFIX}' + $decision.id"
     return (
@@ -377,12 +387,9 @@ def _turn_context(carry: str, fresh: str = "true") -> str:
         f"WITH {carry}, run, ants, base, CASE WHEN base IS NULL THEN ants ELSE delta END AS delta, "
         + _STATE.format(states="[a IN ants | a.state]") + " AS computed "
         f"FOREACH (_ IN CASE WHEN {fresh} THEN [1] ELSE [] END | "
-        f"CREATE (k:Node:{CONTEXT} {{id: {kid}, kind: 'Decision', run: $run.id, "
-        "state: computed, created_at: $now, retracted: false, pending: 0, "
-        f"chain: coalesce(base.chain, {kid}), seq: coalesce(base.seq + 1, 1), "
-        f"size: coalesce(base.size, 0) + size(delta), reads: {_READS.format('delta')}}}) "
-        f"SET run.context = {kid} "
-        f"FOREACH (a IN delta + [b IN [base] WHERE b IS NOT NULL] | "
+        + _context_node(kid, chain=f"coalesce(base.chain, {kid})", seq="coalesce(base.seq + 1, 1)",
+                        size="coalesce(base.size, 0) + size(delta)")
+        + f"FOREACH (a IN delta + [b IN [base] WHERE b IS NOT NULL] | "
         f"CREATE (a)-[:{CARRIES} {{j: {kid}}}]->(k)) "
         + _CREATED.format(id=kid, kind="'Decision'", after="computed") + ") "
         f"WITH {carry}, ants, computed OPTIONAL MATCH (k:Node {{id: {kid}}}) "
@@ -393,11 +400,11 @@ def _message_recorded(row: str, kind: str, new: bool = False) -> str:
     """Cypher recording a message of the input that no carrier had (`row`: its {oid, ref, key})
     as an observation of the run, of `kind` (the user's `input`, or `unaccounted`), as `u`.
     `new`: the message is known not to be recorded (created whole, not merged)."""
+    props = {"run": "$run.id", "ref": f"{row}.ref", "key": f"{row}.key", "at": "$now", "kind": kind}
     if new:
-        return (f"CREATE (u:{OBSERVATION} {{id: {row}.oid, run: $run.id, ref: {row}.ref, "
-                f"key: {row}.key, at: $now, kind: {kind}}}) ")
-    return (f"MERGE (u:{OBSERVATION} {{id: {row}.oid}}) ON CREATE SET u.run = $run.id, "
-            f"u.ref = {row}.ref, u.key = {row}.key, u.at = $now, u.kind = {kind} ")
+        return f"CREATE (u:{OBSERVATION} " + _props(row, (), id=f"{row}.oid", **props) + ") "
+    return (f"MERGE (u:{OBSERVATION} {{id: {row}.oid}}) ON CREATE SET "
+            + ", ".join(f"u.{k} = {v}" for k, v in props.items()) + " ")
 
 
 def _known(carry: str) -> str:
@@ -595,11 +602,9 @@ def _next_context(keep: str) -> str:
         f"MATCH (run:{RUN} {{id: $run.id}}) OPTIONAL MATCH (base)-[:{CARRIES}]->(dp:Decision) "
         f"WITH {keep}, base, delta, run, dp, "
         + _STATE.format(states="[base.state] + [a IN delta | a.state]") + " AS computed "
-        f"CREATE (k:Node:{CONTEXT} {{id: {kid}, kind: 'Decision', run: $run.id, "
-        "state: computed, created_at: $now, retracted: false, pending: 0, "
-        "chain: base.chain, seq: base.seq + 1, size: base.size + size(delta), "
-        f"reads: {_READS.format('delta')}}}) SET run.context = {kid} "
-        f"FOREACH (a IN delta + [base] | CREATE (a)-[:{CARRIES} {{j: {kid}}}]->(k)) "
+        + _context_node(kid, chain="base.chain", seq="base.seq + 1",
+                        size="base.size + size(delta)")
+        + f"FOREACH (a IN delta + [base] | CREATE (a)-[:{CARRIES} {{j: {kid}}}]->(k)) "
         + _CREATED.format(id=kid, kind="'Decision'", after="computed") + " "
         f"WITH {keep}, computed, k, dp "
     )

@@ -99,6 +99,13 @@ class Input:
     results: dict[str, str | None]
     context: str
 
+    @classmethod
+    def of(cls, context: SequenceNotStr[str], results: Mapping[str, str | None] | None,
+           recorded: str) -> Input:
+        """The input of a turn recorded from it whole, resting on the context `recorded`."""
+        given = list(context)
+        return cls(given, frozenset(given), dict(results or {}), recorded)
+
     def goes_on(self, context: SequenceNotStr[str],
                 results: Mapping[str, str | None] | None) -> GoesOn | None:
         """A model input that begins with this one (compared whole at C speed: a long input
@@ -308,9 +315,7 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
                 results=checked, inputs=_inputs(run, new_inputs)), declared_query],
                 [] if replies else [recorded], blind=True))  # said once, if tried already
             if replies[0] and context is not None:
-                given = list(context)
-                carriers.remember(run.id, Input(given, frozenset(given), dict(results or {}),
-                                                context_id(decision["id"])))
+                carriers.remember(run.id, Input.of(context, results, context_id(decision["id"])))
             elif not replies[0]:
                 carriers.doubt(ref_keys)
     if not replies or not replies[0]:  # any other turn: the whole query
@@ -325,9 +330,7 @@ def decide(run: RunRef, turn: str, calls: Sequence[ToolCall], *, context: Sequen
             # a new turn, no veto read: its context holds what its messages carry, so the next
             # turn may go on from it (a client that resumes a long conversation pays this query
             # once, not every turn; `cypher.decide_own` checks the context in the graph)
-            given = list(context)
-            carriers.remember(run.id, Input(given, frozenset(given), dict(results or {}),
-                                            context_id(decision["id"])))
+            carriers.remember(run.id, Input.of(context, results, context_id(decision["id"])))
     carriers.mark(run.id, [decision["key"]], sure=True)
     carriers.mark(run.id, ref_keys, sure=False)
     carriers.mark_run(run.id)
