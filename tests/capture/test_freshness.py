@@ -321,3 +321,27 @@ def test_a_claim_carried_before_it_was_read_binds_a_turn_that_went_on_from_the_l
     [stale] = run.decide("t5", [migrate("m2")], context=[*messages, "t4", "m1"])
     assert not stale.allowed and [e.premise for e in stale.expired] == [claims[0]]
     assert not rippl.check(fresh.target).allowed
+
+
+def test_a_claim_carried_before_another_run_read_it_binds_a_turn_that_went_on_from_the_last(
+        rippl: Rippl, clock: Clock) -> None:
+    """The same when another run makes it a reading (the same read, the same answer): the long
+    conversation's later turns rest on that reading too, and are denied once it expires."""
+    run = rippl.run("long")
+    messages: list[str] = []
+    carried = []
+    for k in (1, 2):
+        call = ToolCall(name="get_health", args={"shard": f"0{k}"}, id=f"h{k}")
+        assert run.decide(f"t{k}", [call], context=list(messages))[0].allowed
+        carried.append(run.executed(call, f"shard 0{k}: healthy", fresh_for=None))
+        messages += [f"t{k}", f"h{k}"]
+    other = rippl.run("other")
+    again = ToolCall(name="get_health", args={"shard": "01"}, id="h1")
+    other.decide("o1", [again], context=[])
+    assert other.executed(again, "shard 01: healthy", fresh_for=300) == carried[0]
+    [fresh] = run.decide("t3", [migrate("m1")], context=list(messages))
+    assert fresh.allowed, fresh.reason
+    clock.advance(minutes=12)
+    assert not rippl.check(fresh.target).allowed  # the turn that went on from the last
+    [stale] = run.decide("t4", [migrate("m2")], context=[*messages, "t3", "m1"])
+    assert not stale.allowed and [e.premise for e in stale.expired] == [carried[0]]
