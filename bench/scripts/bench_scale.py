@@ -21,9 +21,12 @@ on a graph of its own on the same server, so the run's graph holds only what cap
    previous call's result: nothing grows); every N does the same total number of turns (`--total`,
    at least 16 a run), after one untimed turn that opens each run. Capture turns/s (a turn is
    decide + executed), decide p50 and p99, and the same N sending bare writes to the same server
-   (writes/s, and the ratio); the server's CPU per turn (its process's CPU time before and after,
-   psutil) and the client's (`time.process_time`, every thread). `--rounds` (3) repeats the whole
-   crowd, each round in the other order (throughput is over every round's wall time).
+   (writes/s, and the ratio), and then a turn's records written bare (`turn_floor`: the nodes,
+   edges and change records decide and executed write, as two durable writes, nothing read or
+   checked: turns/s, and capture's share of it); the server's CPU per turn (its process's CPU
+   time before and after, psutil) and the client's (`time.process_time`, every thread).
+   `--rounds` (3) repeats the whole crowd, each round in the other order (throughput is over
+   every round's wall time).
 3. **Memory.** The server's `INFO memory` used_memory before the conversation and at each turn
    count: bytes per turn (the interleaved bare writes' nodes included; what 200 of them add is
    measured first, and recorded); FalkorDB's `GRAPH.MEMORY USAGE` of the graph beside it.
@@ -64,7 +67,7 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -133,10 +136,55 @@ _RECORDS = (
 )
 
 
+# What executed records for a plain tool result, written bare: the action marked executed, the
+# result's source and claim (a change record each) and its observation, and the edges between them.
+_EXECUTED_RECORDS = (
+    "MATCH (x:Node {id: $p + 'x'}) SET x.executed_at = $n, x.exec_status = 'ok', x.output = $p "
+    "CREATE (s:Node:Source {id: $p + 's', kind: 'Source', state: 'IN', text: 'floor result', "
+    "created_at: $n}), "
+    "(c:Node:Claim {id: $p + 'c', kind: 'Claim', state: 'IN', text: 'floor result: 3 rows', "
+    "created_at: $n}), (s)-[:SUPPORTS {j: $p + 's'}]->(c), "
+    "(o:Observation {id: $p + 'o', run: 'floor', key: $p + 'o', kind: 'tool_result', "
+    "output: $p, at: $n}), (o)-[:SAW]->(c), "
+    "(:Change {node: $p + 's', kind: 'Source', after: 'IN', valid_from: $n, recorded_at: $n, "
+    "cause: 'capture'}), "
+    "(:Change {node: $p + 'c', kind: 'Claim', after: 'IN', valid_from: $n, recorded_at: $n, "
+    "cause: 'capture'})"
+)
+_FLOOR_GRAPH = "MERGE (:Node:Claim {id: 'floor-claim'}) MERGE (:Node:Context {id: 'floor-base'})"
+
+
+def floor_graph(floor: Rippl) -> None:
+    """The two nodes `_RECORDS` rests on, in the floor's graph."""
+    floor._driver.run(lambda: (yield Commit([Query(_FLOOR_GRAPH)], blind=True)))
+
+
+def _records(n: int) -> Commit:
+    return Commit([Query(_RECORDS, {"p": f"r{n}", "n": n})], blind=True)
+
+
+def _executed_records(n: int) -> Commit:
+    return Commit([Query(_EXECUTED_RECORDS, {"p": f"r{n}", "n": n})], blind=True)
+
+
 def records_write(floor: Rippl) -> None:
     """The floor of what decide records: the nodes and edges of a turn, one durable write."""
+    commit = _records(next(counter))
+    floor._driver.run(lambda: (yield commit))
+
+
+def turn_floor(floor: Rippl) -> None:
+    """The floor of a whole turn: what decide records, then what executed records, two durable
+    writes (as a turn's two transactions)."""
     n = next(counter)
-    floor._driver.run(lambda: (yield Commit([Query(_RECORDS, {"p": f"r{n}", "n": n})], blind=True)))
+    for commit in (_records(n), _executed_records(n)):
+        floor._driver.run(lambda commit=commit: (yield commit))
+
+
+async def aturn_floor(floor: AsyncRippl) -> None:
+    n = next(counter)
+    for commit in (_records(n), _executed_records(n)):
+        await floor._driver.run(lambda commit=commit: (yield commit))
 
 
 def bare_write(floor: Rippl) -> None:
@@ -423,9 +471,7 @@ def conversation(
         rippl.add_action(
             DECLARED, "order the part", decisions=["D-order"], tool="place_order", args={"sku": "A1"}
         )
-        floor._driver.run(lambda: (yield Commit([Query(
-            "MERGE (:Node:Claim {id: 'floor-claim'}) MERGE (:Node:Context {id: 'floor-base'})")],
-            blind=True)))
+        floor_graph(floor)
         for _ in range(20):  # the floor's graph and path warm
             bare_write(floor)
             records_write(floor)
@@ -611,17 +657,22 @@ def crowd_threads(
     return _crowd_row(n, per_run, wall, cpu, decide=decide_s, executed=executed_s)
 
 
-def bare_threads(path: Path, n: int, per_run: int, graph: str, server: Server) -> dict[str, Any]:
-    """N threads sending per_run bare writes each to one graph on the same server."""
+def bare_threads(
+    path: Path, n: int, per_run: int, graph: str, server: Server,
+    write: Callable[[Rippl], None] = bare_write,
+) -> dict[str, Any]:
+    """N threads sending per_run bare writes each (`write`: a node and an edge, or a turn's
+    records, `turn_floor`) to one graph on the same server."""
     took: list[float] = []
     with Rippl.open(path, graph=graph) as floor:
+        floor_graph(floor)
 
         def work(i: int, gate: threading.Barrier) -> None:
-            bare_write(floor)
+            write(floor)
             gate.wait()
             for _ in range(per_run):
                 start = time.perf_counter()
-                bare_write(floor)
+                write(floor)
                 took.append(time.perf_counter() - start)
 
         wall, cpu = _threads(n, work, server)
@@ -695,15 +746,19 @@ async def crowd_async(
     return _crowd_row(n, per_run, wall, cpu, decide=decide_s, executed=executed_s)
 
 
-async def bare_async(path: Path, n: int, per_run: int, graph: str, server: Server) -> dict[str, Any]:
+async def bare_async(
+    path: Path, n: int, per_run: int, graph: str, server: Server,
+    write: Callable[[AsyncRippl], Awaitable[None]] = abare_write,
+) -> dict[str, Any]:
     took: list[float] = []
     floor = await AsyncRippl.open(path, graph=graph)
     async with floor:
+        await floor._driver.run(lambda: (yield Commit([Query(_FLOOR_GRAPH)], blind=True)))
 
         async def writes(count: int, timed: bool) -> None:
             for _ in range(count):
                 start = time.perf_counter()
-                await abare_write(floor)
+                await write(floor)
                 if timed:
                     took.append(time.perf_counter() - start)
 
@@ -790,6 +845,13 @@ def crowd(
                 ("asyncio", "bare"): partial(
                     _run_async, bare_async, path, n, per_run, f"{graph}-asyncio-floor", server
                 ),
+                ("threads", "records"): partial(
+                    bare_threads, path, n, per_run, f"{graph}-threads-records", server, turn_floor
+                ),
+                ("asyncio", "records"): partial(
+                    _run_async, bare_async, path, n, per_run, f"{graph}-asyncio-records", server,
+                    aturn_floor,
+                ),
             }
             order = list(measures.items())
             if r % 2:  # every other round the other way round: drift hits each alike
@@ -803,6 +865,9 @@ def crowd(
     for mode, found_rows in rows.items():
         for n in sizes:
             capture, bare = parts[(mode, n, "capture")], parts[(mode, n, "bare")]
+            records = parts[(mode, n, "records")]
+            floors = sum(p["count"] for p in records)
+            floors_per_s = floors / sum(p["wall_s"] for p in records)
             turns = sum(p["count"] for p in capture)
             writes = sum(p["count"] for p in bare)
             decide = [s for p in capture for s in p["decide_s"]]
@@ -835,7 +900,12 @@ def crowd(
                     "client_cpu_ms_per_bare_write": round(
                         sum(p["client_cpu_s"] for p in bare) / writes * 1000, 3
                     ),
-                    "background_saves": sum(p["background_saves"] for p in capture + bare),
+                    "records_turns_per_s": round(floors_per_s, 1),
+                    "records_ratio": round(floors_per_s / turns_per_s, 2),
+                    "server_cpu_ms_per_records_turn": round(
+                        sum(p["server_cpu_s"] for p in records) / floors * 1000, 3
+                    ),
+                    "background_saves": sum(p["background_saves"] for p in capture + bare + records),
                 }
             )
         base = found_rows[0]["decide"]["p50_ms"]
@@ -1149,14 +1219,18 @@ def markdown(results: dict[str, Any]) -> str:
         f"explicit context (the previous result: nothing grows); {results['crowd_total']:,} "
         f"timed turns at each N (at least {results['min_per_run']} a run, after one untimed "
         f"turn that opens each run), {results['rounds']} round(s). Beside each, N threads or "
-        "tasks send the same number of bare writes to the same server. CPU is per turn: the "
-        "server's process (user + system) and the client's (every thread); busy is the "
-        "server's CPU over the wall time (1.0 = one core).",
+        "tasks send the same number of bare writes to the same server, and then of a turn's "
+        "records written bare (`turn_floor`: what decide records, `_RECORDS`, then what "
+        "executed records, `_EXECUTED_RECORDS`, two durable writes as a turn's two "
+        "transactions, the same nodes, properties, change records and edges, with nothing "
+        "read or checked). CPU is per turn: the server's process (user + system) and the "
+        "client's (every thread); busy is the server's CPU over the wall time (1.0 = one core).",
         "",
         "| concurrent runs | capture turns/s | decide p50 | decide p99 | p99 × p50 at 1 | "
-        "bare writes/s | bare ÷ capture | server CPU / turn | client CPU / turn | server "
+        "bare writes/s | bare ÷ capture | records bare, turns/s | capture ÷ records bare | "
+        "server CPU / turn | server CPU / records bare | client CPU / turn | server "
         "CPU / bare write | server busy |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for mode, rows in many.items():
         for row in rows:
@@ -1164,7 +1238,8 @@ def markdown(results: dict[str, Any]) -> str:
                 f"| {row['runs']} ({mode}) | {row['turns_per_s']:,.0f} | "
                 f"{_ms(row['decide']['p50_ms'])} | {_ms(row['decide']['p99_ms'])} | "
                 f"{row['p99_x_p50_at_1']:.1f}x | {row['bare_writes_per_s']:,.0f} | "
-                f"{row['ratio']:.1f}x | {_ms(row['server_cpu_ms_per_turn'])} | "
+                f"{row['ratio']:.1f}x | {_records_cells(row)} | {_ms(row['server_cpu_ms_per_turn'])} | "
+                f"{_ms(row['server_cpu_ms_per_records_turn']) if 'records_ratio' in row else '–'} | "
                 f"{_ms(row['client_cpu_ms_per_turn'])} | {_ms(row['server_cpu_ms_per_bare_write'])} | "
                 f"{row['server_busy']:.2f} |"
             )
@@ -1341,6 +1416,13 @@ def findings(results: dict[str, Any]) -> list[str]:
             f"{most['runs']} runs the queue explains the latency (Little's law): {most['runs']} runs "
             f"÷ {most['turns_per_s']:,.0f} turns/s = {_ms(queue)} per turn, against decide + "
             f"executed p50 {_ms(most['decide']['p50_ms'] + most['executed']['p50_ms'])}."
+            + (f" Written bare, a turn's records alone (the same nodes, edges and change records, "
+               f"nothing read or checked) reach {one['records_turns_per_s']:,.0f} and "
+               f"{most['records_turns_per_s']:,.0f} turns/s at {one['runs']} and {most['runs']} "
+               f"runs, at {_ms(most['server_cpu_ms_per_records_turn'])} of the server's CPU a "
+               f"turn: capture runs at {1 / one['records_ratio']:.0%} and "
+               f"{1 / most['records_ratio']:.0%} of that rate."
+               if "records_ratio" in most else "")
         )
     threads = many["threads"][-1]
     queries_ms = [sum(q["server_ms"] or 0.0 for q in profile[step]) for step in ("decide", "executed")]
@@ -1379,6 +1461,14 @@ def findings(results: dict[str, Any]) -> list[str]:
             "scope (a veto binds only within one), a graph a scope, each turn one query."
         )
     return [*out, "", *targets(results), *earlier_table(results)]
+
+
+def _records_cells(row: dict[str, Any]) -> str:
+    """The crowd row's records-bare rate and capture's share of it (a dash in results recorded
+    before it was measured)."""
+    if "records_turns_per_s" not in row:
+        return "– | –"
+    return f"{row['records_turns_per_s']:,.0f} | {1 / row['records_ratio']:.0%}"
 
 
 def earlier_table(results: dict[str, Any]) -> list[str]:
@@ -1465,6 +1555,12 @@ def targets(results: dict[str, Any]) -> list[str]:
             f"{crowd[-1]['runs']} runs {crowd[-1]['p99_x_p50_at_1']:.0f}x the p50 at "
             f"{crowd[0]['runs']} (target within 10x)."
         )
+        if all("records_ratio" in row for row in crowd):
+            shares = [1 / row["records_ratio"] for row in crowd]
+            out.append(
+                f"  - Against a turn's records written bare (the same writes, nothing read or "
+                f"checked) at each N: {', '.join(f'{x:.0%}' for x in shares)} of their rate."
+            )
     return [*out, ""]
 
 
