@@ -901,6 +901,8 @@ def crowd(
                         sum(p["client_cpu_s"] for p in bare) / writes * 1000, 3
                     ),
                     "records_turns_per_s": round(floors_per_s, 1),
+                    "records": summary_ms([s for p in records for s in p["bare_s"]], (50, 99),
+                                          mean=False),
                     "records_ratio": round(floors_per_s / turns_per_s, 2),
                     "server_cpu_ms_per_records_turn": round(
                         sum(p["server_cpu_s"] for p in records) / floors * 1000, 3
@@ -1557,9 +1559,13 @@ def targets(results: dict[str, Any]) -> list[str]:
         )
         if all("records_ratio" in row for row in crowd):
             shares = [1 / row["records_ratio"] for row in crowd]
+            floor_p99 = crowd[-1]["records"]["p99_ms"] / crowd[0]["decide"]["p50_ms"]
             out.append(
                 f"  - Against a turn's records written bare (the same writes, nothing read or "
-                f"checked) at each N: {', '.join(f'{x:.0%}' for x in shares)} of their rate."
+                f"checked) at each N: {', '.join(f'{x:.0%}' for x in shares)} of their rate. "
+                f"Those bare writes alone, at {crowd[-1]['runs']} runs, take "
+                f"{_ms(crowd[-1]['records']['p99_ms'])} a turn at p99: {floor_p99:.0f}x "
+                f"capture's decide p50 at {crowd[0]['runs']}."
             )
     return [*out, ""]
 
