@@ -129,3 +129,18 @@ def test_restarting_after_deleting_a_graph_keeps_the_database_openable(tmp_path:
             assert handle.get("C").text == "kept across restarts"
             handle.add_claim(f"R{restart}", f"restart {restart}")
             assert not handle.redis.exists("doomed")
+
+
+def test_a_cold_start_rewrites_the_log_it_replayed_and_a_new_database_has_none(tmp_path: Path) -> None:
+    """The log a start replays is folded into a snapshot before the handle is returned, with
+    nothing logged after it (the constraints the replay re-logged); a new database replays
+    nothing and is not rewritten."""
+    db = tmp_path / "log.db"
+    with Rippl.open(db) as new:
+        assert new.redis.info("persistence")["aof_rewrites"] == 0
+        new.add_claim("C", "written before the restart")
+    with Rippl.open(db) as reopened:
+        persistence = reopened.redis.info("persistence")
+        assert persistence["aof_rewrites"] >= 1
+        assert persistence["aof_current_size"] == persistence["aof_base_size"]
+        assert reopened.get("C").text == "written before the restart"
