@@ -378,9 +378,17 @@ def _turn_context(carry: str, fresh: str = "true") -> str:
         f"WITH {carry}, ants, run, base UNWIND ants AS a "
         # (a filter naming `base` inside the step would make FalkorDB step from each claim on its
         # own: several times slower than filtering the contexts collected)
-        f"OPTIONAL MATCH (a)-[:{CARRIES}]->(ac) WITH {carry}, run, base, a, collect(ac) AS acs "
+        f"OPTIONAL MATCH (a1:Node {{id: CASE WHEN a.id = $run.claim.id THEN '' ELSE a.id END}})"
+        f"-[:{CARRIES}]->(ac) WITH {carry}, run, base, a, collect(ac) AS acs "
+        # the run's root is carried by the first context of every chain of the run (one a turn,
+        # in a run whose inputs do not go on from the last): it is under `base` when the first
+        # context of base's chain carries it, read from that context's few incoming edges
+        f"OPTIONAL MATCH (first:Node {{id: CASE WHEN a.id = $run.claim.id "
+        f"THEN coalesce(base.chain, '') ELSE '' END}})<-[:{CARRIES}]-(fa) "
+        "WHERE fa.id = $run.claim.id "
+        f"WITH {carry}, run, base, a, acs, count(fa) AS rooted "
         f"WITH {carry}, run, base, a, "
-        "size([x IN acs WHERE x.chain = base.chain AND x.seq <= base.seq]) AS under "
+        "rooted + size([x IN acs WHERE x.chain = base.chain AND x.seq <= base.seq]) AS under "
         f"WITH {carry}, run, base, collect(a) AS ants, collect(CASE WHEN under = 0 THEN a END) AS delta, "
         "sum(CASE WHEN under > 0 THEN 1 ELSE 0 END) AS covered "
         f"WITH {carry}, run, ants, CASE WHEN covered = base.size THEN base END AS base, delta "
@@ -510,10 +518,12 @@ def _own_context(keep: str, within: bool = False) -> str:
         + (f"OPTIONAL MATCH (mk:{CONTEXT})-[:{CARRIES}]->(m) WITH {keep}, odd, oc, nof, nob, m, "
            "CASE WHEN mk.chain = base.chain AND mk.seq <= base.seq THEN NULL ELSE m END AS mw "
            if within else f"WITH {keep}, odd, oc, nof, nob, m, m AS mw ")
-        + f"OPTIONAL MATCH (mc:Claim)-[:{CARRIES}*]->(mw) "
+        # (the far end's label checked in the collect: in the step, FalkorDB filtered by reading
+        # the label's matrix, also when `mw` was not found)
+        + f"OPTIONAL MATCH (mc)-[:{CARRIES}*]->(mw) "
         f"WITH {keep}, odd, oc, nof, nob, "
-        "collect(DISTINCT CASE WHEN m.run = $run.id THEN mc END) AS mcs, "
-        "count(CASE WHEN m.run <> $run.id AND mc IS NOT NULL THEN 1 END) AS nmf, "
+        "collect(DISTINCT CASE WHEN m.run = $run.id AND mc:Claim THEN mc END) AS mcs, "
+        "count(CASE WHEN m.run <> $run.id AND mc:Claim THEN 1 END) AS nmf, "
         "count(m.bound) AS nmb "
         # the claims of both, distinct (an aggregate: a fold over the list would grow with its square)
         f"WITH {keep}, oc + mcs AS both, (nof + nmf + nob + nmb + odd > 0) AS fallback "
