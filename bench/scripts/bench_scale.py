@@ -159,6 +159,10 @@ def floor_graph(floor: Rippl) -> None:
     floor._driver.run(lambda: (yield Commit([Query(_FLOOR_GRAPH)], blind=True)))
 
 
+async def afloor_graph(floor: AsyncRippl) -> None:
+    await floor._driver.run(lambda: (yield Commit([Query(_FLOOR_GRAPH)], blind=True)))
+
+
 def _records(n: int) -> Commit:
     return Commit([Query(_RECORDS, {"p": f"r{n}", "n": n})], blind=True)
 
@@ -753,7 +757,7 @@ async def bare_async(
     took: list[float] = []
     floor = await AsyncRippl.open(path, graph=graph)
     async with floor:
-        await floor._driver.run(lambda: (yield Commit([Query(_FLOOR_GRAPH)], blind=True)))
+        await afloor_graph(floor)
 
         async def writes(count: int, timed: bool) -> None:
             for _ in range(count):

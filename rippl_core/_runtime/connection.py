@@ -117,8 +117,12 @@ class Location:
 
     def missing(self) -> bool:
         """An embedded database that was never created (no snapshot, no append-only folder)."""
-        path = self.path
-        return path is not None and not path.exists() and not path.with_name(f"{path.name}.aof").is_dir()
+        return self.path is not None and not _created(self.path)
+
+
+def _created(db: Path) -> bool:
+    """Whether an embedded database has files (a snapshot or an append-only folder) to load."""
+    return db.exists() or db.with_name(f"{db.name}.aof").is_dir()
 
 
 def locate(path: str | os.PathLike[str] | None = None, url: str | None = None) -> Location:
@@ -303,7 +307,7 @@ class EmbeddedServer:
         """Start a server under a watchdog, holding its lifeline; register it."""
         folder = Path(tempfile.mkdtemp(prefix="rippl-"))
         lifeline_path, socket_path = folder / "lifeline", str(folder / "redis.sock")
-        replays = self.db.with_name(f"{self.db.name}.aof").is_dir()  # a log to replay: not new
+        replays = _created(self.db)  # files to load: not a new database
         lifeline = os.open(lifeline_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(lifeline, fcntl.LOCK_SH)
@@ -475,6 +479,7 @@ def _write_registry(path: Path, running: dict[str, Any]) -> None:
 
 
 AOF_QUIET_S = 0.05  # the append-only file unchanged this long: the background builds have logged
+AOF_QUIET_MAX_S = 1.0  # waited at most for that (another process joined and writes meanwhile)
 AOF_REWRITES = 3  # at most, at a cold start
 
 
@@ -511,9 +516,11 @@ def _compact_append_only_file(socket_path: str, timeout: float = 120.0) -> None:
 
 
 def _aof_quiet(client: redis.Redis, deadline: float) -> dict[str, Any]:
-    """The server's persistence INFO once its append-only file has not grown for `AOF_QUIET_S`."""
+    """The server's persistence INFO once its append-only file has not grown for `AOF_QUIET_S`,
+    or after `AOF_QUIET_MAX_S` (writes of a process that joined the server keep it growing)."""
     info: dict[str, Any] = client.info("persistence")
     still = time.monotonic()
+    deadline = min(deadline, still + AOF_QUIET_MAX_S)
     while time.monotonic() < deadline:
         time.sleep(0.01)
         now: dict[str, Any] = client.info("persistence")
